@@ -1,0 +1,373 @@
+"""The pipeline's TOML config: the user-facing contract.
+
+Relative paths resolve against the config file's folder so a config works from any working
+directory. Every error names the offending key and the fix. The source password is never part of
+the config: ``password_env`` names the environment variable that holds it, and the value is read
+only when a connection is opened.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cdc_console.errors import ConfigError, register_secret
+
+STARTUP_MODES = ("initial", "latest-offset", "snapshot-only")
+SINK_KINDS = ("delta", "changelog-json")
+
+
+@dataclass(frozen=True)
+class TablePattern:
+    database: str
+    table: str
+
+    def matches(self, database: str, table: str) -> bool:
+        return database == self.database and fnmatch.fnmatchcase(table, self.table)
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.table}"
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    host: str = "127.0.0.1"
+    port: int = 3306
+    user: str = "cdc"
+    password_env: str = "CDC_SOURCE_PASSWORD"
+    tables: tuple[TablePattern, ...] = ()
+    server_id_min: int = 5400
+    server_id_max: int = 5404
+    time_zone: str | None = None
+    connect_timeout: float = 10.0
+
+    def password(self) -> str:
+        """The password, from the environment; registered so it is scrubbed from all output."""
+        value = os.environ.get(self.password_env)
+        if value is None:
+            raise ConfigError(
+                f"environment variable {self.password_env} (source.password_env) is not set",
+                f"export {self.password_env}=... before running, or set source.password_env to the "
+                "variable that holds the password",
+            )
+        register_secret(value)
+        return value
+
+    def connection_kwargs(self) -> dict[str, Any]:
+        """pymysql keyword arguments, without the password (added at connect time)."""
+        return {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "connect_timeout": self.connect_timeout,
+        }
+
+    @property
+    def server_ids(self) -> range:
+        return range(self.server_id_min, self.server_id_max + 1)
+
+
+@dataclass(frozen=True)
+class SnapshotConfig:
+    chunk_size: int = 8096
+    parallelism: int = 2
+    chunk_key: dict[str, str] = field(default_factory=dict)
+    startup_mode: str = "initial"
+    distribution_factor_upper: float = 1000.0
+    distribution_factor_lower: float = 0.05
+
+
+@dataclass(frozen=True)
+class SinkConfig:
+    kind: str = "delta"
+    path: Path = Path("lake")
+    changelog: bool = True
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    master: str = "local[2]"
+    trigger_seconds: float = 1.0
+    checkpoint: Path = Path("checkpoints")
+    ui_port: int | None = None
+    conf: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    name: str
+    path: Path | None
+    source: SourceConfig
+    snapshot: SnapshotConfig
+    sink: SinkConfig
+    state_path: Path
+    spark: SparkConfig
+    heartbeat_seconds: float = 5.0
+
+
+_KNOWN = {
+    "": {"name", "source", "snapshot", "sink", "state", "spark", "pipeline"},
+    "source": {
+        "host",
+        "port",
+        "user",
+        "password_env",
+        "tables",
+        "server_id",
+        "time_zone",
+        "connect_timeout",
+        "password",
+    },
+    "snapshot": {
+        "chunk_size",
+        "parallelism",
+        "chunk_key",
+        "startup_mode",
+        "distribution_factor_upper",
+        "distribution_factor_lower",
+    },
+    "sink": {"kind", "path", "changelog"},
+    "state": {"path"},
+    "spark": {"master", "trigger_seconds", "checkpoint", "ui_port", "conf"},
+    "pipeline": {"heartbeat_seconds"},
+}
+
+
+def _section(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    value = doc.get(name, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"[{name}] must be a table", f"write it as a [{name}] section")
+    unknown = set(value) - _KNOWN[name]
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(
+            f"unknown key {name}.{key}",
+            f"valid keys in [{name}]: {', '.join(sorted(_KNOWN[name]))}",
+        )
+    return value
+
+
+def _typed(
+    section: dict[str, Any], where: str, key: str, kind: type | tuple[type, ...], default: Any
+) -> Any:
+    if key not in section:
+        return default
+    value = section[key]
+    if isinstance(value, bool) and kind is not bool:
+        raise ConfigError(
+            f"{where}.{key} must be {_kind_name(kind)}, not a boolean",
+            f"set {where}.{key} to {_kind_name(kind)}",
+        )
+    if not isinstance(value, kind):
+        raise ConfigError(
+            f"{where}.{key} must be {_kind_name(kind)}, got {type(value).__name__}",
+            f"set {where}.{key} to {_kind_name(kind)}",
+        )
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {
+        int: "an integer",
+        str: "a string",
+        float: "a number",
+        bool: "true or false",
+        list: "a list",
+        dict: "a table",
+    }
+    if isinstance(kind, tuple):
+        return " or ".join(names.get(k, k.__name__) for k in kind)
+    return names.get(kind, kind.__name__)
+
+
+def parse_table_pattern(text: str) -> TablePattern:
+    database, sep, table = text.partition(".")
+    if not sep or not database or not table or "*" in database:
+        raise ConfigError(
+            f"source.tables entry {text!r} is not 'database.table'",
+            'list tables as "db.table" or "db.*" (\'*\' only in the table part)',
+        )
+    return TablePattern(database, table)
+
+
+def _server_ids(value: Any) -> tuple[int, int]:
+    text = str(value)
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+    if not match:
+        raise ConfigError(
+            f"source.server_id {text!r} is neither a number nor a range",
+            'write server_id = "5400-5404" (one id per concurrent binlog reader)',
+        )
+    low = int(match.group(1))
+    high = int(match.group(2) or low)
+    if low == 0 or high < low:
+        raise ConfigError(
+            f"source.server_id range {text!r} is empty or includes 0",
+            "use a range of positive ids unique among the server's replicas, low-high",
+        )
+    return low, high
+
+
+def _resolve(base: Path | None, value: str) -> Path:
+    path = Path(value).expanduser()
+    if not path.is_absolute() and base is not None:
+        path = base / path
+    return path
+
+
+def load_config(path: str | Path) -> PipelineConfig:
+    """Read and validate a config file; raise ``ConfigError`` naming the key and the fix."""
+    config_path = Path(path)
+    try:
+        raw = config_path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"config file {config_path} does not exist",
+            "pass --config with the path of a TOML file (see README, 'Config')",
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read config file {config_path}: {exc.strerror}",
+            "check the path and its permissions",
+        ) from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"config file {config_path} is not valid TOML: {exc}",
+            "fix the syntax at the line named above",
+        ) from None
+    return config_from_dict(doc, base=config_path.resolve().parent, path=config_path.resolve())
+
+
+def config_from_dict(
+    doc: dict[str, Any], base: Path | None = None, path: Path | None = None
+) -> PipelineConfig:
+    unknown = set(doc) - _KNOWN[""]
+    if unknown:
+        raise ConfigError(
+            f"unknown section or key {sorted(unknown)[0]!r}",
+            "valid sections: [source] [snapshot] [sink] [state] [spark] [pipeline]",
+        )
+    src = _section(doc, "source")
+    if "password" in src:
+        raise ConfigError(
+            "source.password is not accepted: passwords never live in config files",
+            "remove it and set source.password_env to the name of an environment "
+            "variable holding the password",
+        )
+    tables = _typed(src, "source", "tables", list, None)
+    if not tables:
+        raise ConfigError(
+            "source.tables is missing or empty",
+            'list the tables to capture, e.g. tables = ["shop.orders", "shop.*"]',
+        )
+    for entry in tables:
+        if not isinstance(entry, str):
+            raise ConfigError(
+                f"source.tables entry {entry!r} must be a string", 'write entries as "db.table"'
+            )
+    port = _typed(src, "source", "port", int, 3306)
+    if not 0 < port < 65536:
+        raise ConfigError(f"source.port {port} is out of range", "use a TCP port from 1 to 65535")
+    low, high = _server_ids(src.get("server_id", "5400-5404"))
+    source = SourceConfig(
+        host=_typed(src, "source", "host", str, "127.0.0.1"),
+        port=port,
+        user=_typed(src, "source", "user", str, "cdc"),
+        password_env=_typed(src, "source", "password_env", str, "CDC_SOURCE_PASSWORD"),
+        tables=tuple(parse_table_pattern(t) for t in tables),
+        server_id_min=low,
+        server_id_max=high,
+        time_zone=_typed(src, "source", "time_zone", str, None),
+        connect_timeout=float(_typed(src, "source", "connect_timeout", (int, float), 10.0)),
+    )
+    if source.time_zone is not None and not re.fullmatch(
+        r"[+-]\d{2}:\d{2}|[A-Za-z_/]+|SYSTEM", source.time_zone
+    ):
+        raise ConfigError(
+            f"source.time_zone {source.time_zone!r} is not a zone",
+            'use an offset like "+02:00" or a name like "Europe/Berlin"',
+        )
+
+    snap = _section(doc, "snapshot")
+    chunk_size = _typed(snap, "snapshot", "chunk_size", int, 8096)
+    if chunk_size < 1:
+        raise ConfigError("snapshot.chunk_size must be at least 1", "set chunk_size = 8096")
+    parallelism = _typed(snap, "snapshot", "parallelism", int, 2)
+    if parallelism < 1:
+        raise ConfigError("snapshot.parallelism must be at least 1", "set parallelism = 2")
+    if parallelism + 1 > len(source.server_ids):
+        raise ConfigError(
+            f"source.server_id range has {len(source.server_ids)} ids but snapshot.parallelism = "
+            f"{parallelism} needs {parallelism + 1} (one per chunk reader plus the binlog reader)",
+            f'widen server_id to "{low}-{low + parallelism}" or lower parallelism',
+        )
+    chunk_key = _typed(snap, "snapshot", "chunk_key", dict, {})
+    for table_name, column in chunk_key.items():
+        parse_table_pattern(table_name)
+        if not isinstance(column, str):
+            raise ConfigError(
+                f"snapshot.chunk_key for {table_name} must be a column name",
+                f'write chunk_key = {{ "{table_name}" = "id" }}',
+            )
+    mode = _typed(snap, "snapshot", "startup_mode", str, "initial")
+    if mode not in STARTUP_MODES:
+        raise ConfigError(
+            f"snapshot.startup_mode {mode!r} is not one of {', '.join(STARTUP_MODES)}",
+            'set startup_mode = "initial"',
+        )
+    snapshot = SnapshotConfig(
+        chunk_size=chunk_size,
+        parallelism=parallelism,
+        chunk_key=dict(chunk_key),
+        startup_mode=mode,
+        distribution_factor_upper=float(
+            _typed(snap, "snapshot", "distribution_factor_upper", (int, float), 1000.0)
+        ),
+        distribution_factor_lower=float(
+            _typed(snap, "snapshot", "distribution_factor_lower", (int, float), 0.05)
+        ),
+    )
+
+    snk = _section(doc, "sink")
+    kind = _typed(snk, "sink", "kind", str, "delta")
+    if kind not in SINK_KINDS:
+        raise ConfigError(
+            f"sink.kind {kind!r} is not one of {', '.join(SINK_KINDS)}", 'set kind = "delta"'
+        )
+    sink = SinkConfig(
+        kind=kind,
+        path=_resolve(base, _typed(snk, "sink", "path", str, "lake")),
+        changelog=_typed(snk, "sink", "changelog", bool, True),
+    )
+
+    st = _section(doc, "state")
+    state_path = _resolve(base, _typed(st, "state", "path", str, "state/pipeline.sqlite"))
+
+    sp = _section(doc, "spark")
+    conf = _typed(sp, "spark", "conf", dict, {})
+    spark = SparkConfig(
+        master=_typed(sp, "spark", "master", str, "local[2]"),
+        trigger_seconds=float(_typed(sp, "spark", "trigger_seconds", (int, float), 1.0)),
+        checkpoint=_resolve(base, _typed(sp, "spark", "checkpoint", str, "checkpoints")),
+        ui_port=_typed(sp, "spark", "ui_port", int, None),
+        conf={str(k): str(v) for k, v in conf.items()},
+    )
+    pipe = _section(doc, "pipeline")
+    name = _typed(doc, "", "name", str, None) or (path.stem if path else "pipeline")
+    return PipelineConfig(
+        name=name,
+        path=path,
+        source=source,
+        snapshot=snapshot,
+        sink=sink,
+        state_path=state_path,
+        spark=spark,
+        heartbeat_seconds=float(_typed(pipe, "pipeline", "heartbeat_seconds", (int, float), 5.0)),
+    )

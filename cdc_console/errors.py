@@ -1,0 +1,55 @@
+"""Errors a user can act on: each says what is wrong and what to do about it.
+
+Every exception that reaches the CLI or the console derives from ``CdcError`` and carries a
+``hint``: the statement to run on the server, the key to change in the config. Messages never
+contain secrets; ``redact`` scrubs any that a lower layer let through.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+
+class CdcError(Exception):
+    """A failure with an actionable fix."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n  fix: {self.hint}" if self.hint else self.message
+
+
+class ConfigError(CdcError):
+    pass
+
+
+class SourceError(CdcError):
+    """The source server refused or cannot serve what the pipeline needs."""
+
+
+class SchemaChangedError(SourceError):
+    """DDL on a captured table mid-stream: the pipeline stops rather than write wrong rows."""
+
+
+class BinlogPurgedError(SourceError):
+    pass
+
+
+_SECRETS: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret so ``redact`` can scrub it from any text that leaves the process."""
+    if value and len(value) >= 3:
+        _SECRETS.add(value)
+
+
+def redact(text: str, extra: Iterable[str] = ()) -> str:
+    for secret in sorted({*_SECRETS, *extra}, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, "******")
+    return re.sub(r"(password\s*[=:]\s*)(\S+)", r"\1******", text, flags=re.IGNORECASE)

@@ -1,0 +1,80 @@
+"""Opening connections to the source, with errors a user can act on and no secret in them.
+
+The snapshot path reads with ``time_zone = '+00:00'`` so TIMESTAMP values arrive in UTC, the same
+instant the binlog decoder produces; DATETIME is zone-less and unaffected.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pymysql
+import pymysql.cursors
+
+from cdc_console.config import SourceConfig
+from cdc_console.errors import SourceError, redact
+
+log = logging.getLogger(__name__)
+
+ER_ACCESS_DENIED = 1045
+ER_DBACCESS_DENIED = 1044
+ER_TABLEACCESS_DENIED = 1142
+ER_SPECIFIC_ACCESS_DENIED = 1227
+CR_CONN_HOST_ERROR = 2003
+CR_UNKNOWN_HOST = 2005
+CR_SERVER_LOST = 2013
+
+
+def connect(
+    source: SourceConfig, *, database: str | None = None, unbuffered: bool = False, **extra: Any
+) -> pymysql.connections.Connection:
+    """A connection as the configured user, autocommit, utf8mb4, session zone UTC."""
+    password = source.password()
+    kwargs: dict[str, Any] = {
+        **source.connection_kwargs(),
+        "password": password,
+        "database": database,
+        "charset": "utf8mb4",
+        "autocommit": True,
+        "init_command": "SET time_zone = '+00:00'",
+        **extra,
+    }
+    if unbuffered:
+        kwargs["cursorclass"] = pymysql.cursors.SSCursor
+    try:
+        return pymysql.connect(**kwargs)
+    except pymysql.err.OperationalError as exc:
+        raise translate_error(exc, source) from None
+
+
+def translate_error(exc: BaseException, source: SourceConfig) -> SourceError:
+    """Turn a driver error into a ``SourceError`` with the fix, scrubbed of the password."""
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    text = redact(str(exc.args[1]) if len(exc.args) > 1 else str(exc))
+    where = f"{source.user}@{source.host}:{source.port}"
+    if code == ER_ACCESS_DENIED:
+        return SourceError(
+            f"access denied for {where}: wrong user or password",
+            f"check the password in ${source.password_env} and that user '{source.user}' may "
+            f"connect from this host (CREATE USER '{source.user}'@'%' IDENTIFIED BY ...)",
+        )
+    if code in (CR_CONN_HOST_ERROR, CR_UNKNOWN_HOST):
+        return SourceError(
+            f"cannot reach the source server at {source.host}:{source.port}: {text}",
+            "check source.host and source.port, and that the server is running",
+        )
+    if code in (ER_DBACCESS_DENIED, ER_TABLEACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED):
+        return SourceError(
+            f"{where} lacks a privilege: {text}",
+            "see 'cdc-console check' for the GRANT statements needed",
+        )
+    return SourceError(f"source server error at {where}: {text}", "")
+
+
+def query(
+    conn: pymysql.connections.Connection, sql: str, args: Any = None
+) -> list[tuple[Any, ...]]:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())

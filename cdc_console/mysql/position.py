@@ -1,0 +1,59 @@
+"""Reading the server's current binlog position: the low and high watermarks.
+
+The statement differs by flavour and version: MySQL 8.4 removed ``SHOW MASTER STATUS`` in favour of
+``SHOW BINARY LOG STATUS``; MariaDB 10.5.2+ also has ``SHOW BINLOG STATUS``. We try the modern
+forms first and remember the first that works per connection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymysql
+
+from cdc_console.errors import SourceError
+from cdc_console.source.offset import BinlogOffset
+
+_STATEMENTS = ("SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS", "SHOW MASTER STATUS")
+_ER_PARSE = 1064
+_ER_ACCESS = (1227, 1142, 1044)
+
+
+def current_position(conn: pymysql.connections.Connection) -> BinlogOffset:
+    """The position right after the last committed transaction (always an event-group boundary)."""
+    cached: str | None = getattr(conn, "_cdc_status_statement", None)
+    statements = (cached,) if cached else _STATEMENTS
+    last_error: Exception | None = None
+    for statement in statements:
+        try:
+            with conn.cursor() as cur:
+                cur.execute(statement)
+                row: Any = cur.fetchone()
+        except pymysql.err.ProgrammingError as exc:
+            if exc.args and exc.args[0] == _ER_PARSE:
+                last_error = exc
+                continue
+            raise
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] in _ER_ACCESS:
+                raise SourceError(
+                    "the source user may not read the binlog position",
+                    "GRANT REPLICATION CLIENT ON *.* TO the user (MariaDB: BINLOG MONITOR)",
+                ) from None
+            raise
+        conn._cdc_status_statement = statement
+        if not row or not row[0]:
+            raise SourceError(
+                "binary logging is off on the source server",
+                "start the server with log_bin enabled (e.g. --log-bin=binlog) and "
+                "binlog_format=ROW",
+            )
+        return BinlogOffset(file=str(row[0]), pos=int(row[1]))
+    raise SourceError(f"cannot read the binlog position: {last_error}", "")
+
+
+def binary_logs(conn: pymysql.connections.Connection) -> list[tuple[str, int]]:
+    """``SHOW BINARY LOGS``: the files the server still has, oldest first, with their sizes."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        return [(str(r[0]), int(r[1])) for r in cur.fetchall()]

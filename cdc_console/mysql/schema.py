@@ -1,0 +1,167 @@
+"""Table identity and column metadata, read from ``information_schema``.
+
+Both the snapshot path (pymysql result sets) and the binlog path (decoded row events) normalise
+values through the same column metadata, so it is probed once per table and shared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, order=True)
+class TableId:
+    """``database.table``; ordered so plans and listings are deterministic."""
+
+    database: str
+    table: str
+
+    @classmethod
+    def parse(cls, text: str) -> TableId:
+        database, sep, table = text.partition(".")
+        if not sep or not database or not table:
+            raise ValueError(f"table name {text!r} must be 'database.table'")
+        return cls(database, table)
+
+    def quoted(self) -> str:
+        return f"{quote_ident(self.database)}.{quote_ident(self.table)}"
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.table}"
+
+
+def quote_ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """One column as the server describes it (``information_schema.COLUMNS``)."""
+
+    name: str
+    data_type: str  # lower-case base type: int, bigint, decimal, varchar, datetime, ...
+    column_type: str  # full type text: 'bigint(20) unsigned', "enum('a','b')", ...
+    nullable: bool = True
+    numeric_precision: int | None = None
+    numeric_scale: int | None = None
+    datetime_precision: int | None = None
+    character_set: str | None = None
+    collation: str | None = None
+    enum_values: tuple[str, ...] = ()
+
+    @property
+    def unsigned(self) -> bool:
+        return "unsigned" in self.column_type.lower()
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """A captured table: its columns in ordinal order, its key, and the column chunks split on."""
+
+    table_id: TableId
+    columns: tuple[ColumnInfo, ...]
+    primary_key: tuple[str, ...]
+    chunk_key: str
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def column(self, name: str) -> ColumnInfo:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(f"{self.table_id} has no column {name!r}")
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """Columns that identify a row: the primary key, or the configured chunk key."""
+        return self.primary_key or (self.chunk_key,)
+
+
+def _enum_values(column_type: str) -> tuple[str, ...]:
+    """Parse ``enum('a','b''c')`` / ``set(...)`` into its member list, in definition order."""
+    inner = column_type[column_type.index("(") + 1 : column_type.rindex(")")]
+    values: list[str] = []
+    i = 0
+    while i < len(inner):
+        if inner[i] == "'":
+            j = i + 1
+            buf = []
+            while j < len(inner):
+                if inner[j] == "'" and j + 1 < len(inner) and inner[j + 1] == "'":
+                    buf.append("'")
+                    j += 2
+                    continue
+                if inner[j] == "'":
+                    break
+                if inner[j] == "\\" and j + 1 < len(inner):
+                    buf.append(inner[j + 1])
+                    j += 2
+                    continue
+                buf.append(inner[j])
+                j += 1
+            values.append("".join(buf))
+            i = j + 1
+        else:
+            i += 1
+    return tuple(values)
+
+
+def list_tables(conn: Any, database: str) -> list[str]:
+    """Base tables of one database (views are not captured: they have no binlog events)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT TABLE_NAME FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME",
+            (database,),
+        )
+        return [str(r[0]) for r in cur.fetchall()]
+
+
+def load_table_schema(conn: Any, table_id: TableId, chunk_key: str | None = None) -> TableSchema:
+    """Columns and key of one table. Raises ``LookupError`` when the table does not exist.
+
+    ``chunk_key`` overrides the first primary-key column (a table without a primary key needs one;
+    the caller turns its absence into a user-facing error).
+    """
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION, "
+            "NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_SET_NAME, COLLATION_NAME "
+            "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+            "ORDER BY ORDINAL_POSITION",
+            (table_id.database, table_id.table),
+        )
+        rows = cur.fetchall()
+        if not rows:
+            raise LookupError(str(table_id))
+        columns = []
+        for name, data_type, column_type, nullable, prec, scale, dt_prec, charset, coll in rows:
+            data_type = str(data_type).lower()
+            column_type = str(column_type)
+            columns.append(
+                ColumnInfo(
+                    name=str(name),
+                    data_type=data_type,
+                    column_type=column_type,
+                    nullable=nullable == "YES",
+                    numeric_precision=int(prec) if prec is not None else None,
+                    numeric_scale=int(scale) if scale is not None else None,
+                    datetime_precision=int(dt_prec) if dt_prec is not None else None,
+                    character_set=str(charset) if charset else None,
+                    collation=str(coll) if coll else None,
+                    enum_values=_enum_values(column_type) if data_type in ("enum", "set") else (),
+                )
+            )
+        cur.execute(
+            "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' "
+            "ORDER BY ORDINAL_POSITION",
+            (table_id.database, table_id.table),
+        )
+        primary_key = tuple(str(r[0]) for r in cur.fetchall())
+    key = chunk_key or (primary_key[0] if primary_key else "")
+    return TableSchema(table_id, tuple(columns), primary_key, key)

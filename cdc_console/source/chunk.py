@@ -1,0 +1,36 @@
+"""``ChunkRange``: a half-open key range ``[start, end)`` of one table's chunk key.
+
+``None`` stands for the unbounded ends: the first chunk starts at -inf and the last ends at +inf so
+rows inserted after splitting, below the old minimum or above the old maximum, still belong to a
+chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_console.source.keys import NATURAL_ORDER, KeyOrder
+
+
+@dataclass(frozen=True)
+class ChunkRange:
+    start: Any = None
+    end: Any = None
+
+    @property
+    def is_unbounded(self) -> bool:
+        return self.start is None and self.end is None
+
+    def contains(self, key: Any, order: KeyOrder = NATURAL_ORDER) -> bool:
+        """Whether ``key`` falls in ``[start, end)`` under the column's server ordering."""
+        if key is None:
+            return False
+        if self.start is not None and order.compare(key, self.start) < 0:
+            return False
+        return self.end is None or order.compare(key, self.end) < 0
+
+    def __str__(self) -> str:
+        left = "(-inf" if self.start is None else f"[{self.start}"
+        right = "+inf)" if self.end is None else f"{self.end})"
+        return f"{left}, {right}"

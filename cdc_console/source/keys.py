@@ -1,0 +1,94 @@
+"""Ordering chunk-key values the way the server orders them.
+
+Chunk boundaries always come from the server (``ORDER BY`` / ``MAX``), so they follow its
+collation. But the backfill and ``should_emit`` must place a key decoded from the binlog into a
+chunk in Python, and Python's ``str`` ordering is not ``utf8mb4_general_ci``'s: 'a' < 'B' there,
+'B' < 'a' here. ``KeyOrder`` gives each chunk-key column a sort-key function that emulates the
+column's collation for the families that matter (binary, ``*_bin``, case- and accent-insensitive
+``*_ci``/``*_ai_ci``), with trailing-space padding where the collation pads.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_console.mysql.schema import ColumnInfo
+
+_STRING_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"}
+
+
+def _strip_accents(text: str) -> str:
+    decomposed = unicodedata.normalize("NFD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def general_ci_key(text: str) -> tuple[int, ...]:
+    """``*_general_ci``: one weight per character, upper-cased and accent-folded, PAD SPACE.
+
+    Characters outside the BMP all share the weight U+FFFD in ``utf8mb4_general_ci``.
+    """
+    weights = []
+    for ch in text.rstrip(" "):
+        if ord(ch) > 0xFFFF:
+            weights.append(0xFFFD)
+            continue
+        folded = _strip_accents(ch).upper() or ch
+        weights.append(ord(folded[0]))
+    return tuple(weights)
+
+
+def unicode_ci_key(text: str) -> tuple[int, ...]:
+    """``*_unicode_ci`` / ``*_0900_ai_ci`` / ``*_uca1400_ai_ci``: case- and accent-insensitive.
+
+    An approximation of UCA primary weights good enough for the letters and digits keys are made
+    of; NO PAD for the 0900/1400 families is handled by the caller.
+    """
+    return tuple(ord(ch) for ch in _strip_accents(text).casefold())
+
+
+@dataclass(frozen=True)
+class KeyOrder:
+    """Sort keys for one chunk-key column, consistent with the server's ``ORDER BY``."""
+
+    sort_key: Callable[[Any], Any]
+    description: str
+
+    @classmethod
+    def for_column(cls, column: ColumnInfo) -> KeyOrder:
+        if column.data_type not in _STRING_TYPES:
+            return cls(_natural, "natural")
+        collation = (column.collation or "").lower()
+        pad = not ("0900" in collation or "uca1400" in collation or collation.endswith("nopad_bin"))
+        if collation.endswith("_bin") or collation == "binary" or collation.endswith("_cs"):
+            return cls(_padded(_codepoints, pad), f"{collation} (code points)")
+        if "general" in collation:
+            return cls(general_ci_key, f"{collation} (general)")
+        return cls(_padded(unicode_ci_key, pad), f"{collation} (unicode)")
+
+    def compare(self, left: Any, right: Any) -> int:
+        a, b = self.sort_key(left), self.sort_key(right)
+        return int(a > b) - int(a < b)
+
+
+def _natural(value: Any) -> Any:
+    return value
+
+
+def _codepoints(text: Any) -> Any:
+    return text
+
+
+def _padded(inner: Callable[[Any], Any], pad: bool) -> Callable[[Any], Any]:
+    if not pad:
+        return inner
+
+    def key(text: Any) -> Any:
+        return inner(text.rstrip(" ") if isinstance(text, str) else text)
+
+    return key
+
+
+NATURAL_ORDER = KeyOrder(_natural, "natural")
