@@ -16,7 +16,7 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,9 @@ class MySQLSandbox:
     flavour: str = ""
     process: subprocess.Popen[bytes] | None = None
     time_zone: str = "SYSTEM"
+    #: Server options appended after the defaults; later options win, so tests can start a
+    #: deliberately misconfigured server (e.g. ``["--binlog-format=STATEMENT"]``).
+    extra_args: list[str] = field(default_factory=list)
 
     host = "127.0.0.1"
 
@@ -105,6 +108,7 @@ class MySQLSandbox:
             "--sync-binlog=0",
             f"--default-time-zone={self.time_zone}",
             "--max-connections=300",
+            *self.extra_args,
         ]
         if os.geteuid() == 0:
             args.append("--user=root")

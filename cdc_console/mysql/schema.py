@@ -165,3 +165,36 @@ def load_table_schema(conn: Any, table_id: TableId, chunk_key: str | None = None
         primary_key = tuple(str(r[0]) for r in cur.fetchall())
     key = chunk_key or (primary_key[0] if primary_key else "")
     return TableSchema(table_id, tuple(columns), primary_key, key)
+
+
+def schema_to_dict(schema: TableSchema) -> dict[str, Any]:
+    """Plain-dict form, so the schema a snapshot was read with travels in plans and state."""
+    return {
+        "table": str(schema.table_id),
+        "columns": [
+            {
+                "name": c.name,
+                "data_type": c.data_type,
+                "column_type": c.column_type,
+                "nullable": c.nullable,
+                "numeric_precision": c.numeric_precision,
+                "numeric_scale": c.numeric_scale,
+                "datetime_precision": c.datetime_precision,
+                "character_set": c.character_set,
+                "collation": c.collation,
+                "enum_values": list(c.enum_values),
+            }
+            for c in schema.columns
+        ],
+        "primary_key": list(schema.primary_key),
+        "chunk_key": schema.chunk_key,
+    }
+
+
+def schema_from_dict(data: dict[str, Any]) -> TableSchema:
+    columns = tuple(
+        ColumnInfo(**{**c, "enum_values": tuple(c.get("enum_values", ()))}) for c in data["columns"]
+    )
+    return TableSchema(
+        TableId.parse(data["table"]), columns, tuple(data["primary_key"]), data["chunk_key"]
+    )

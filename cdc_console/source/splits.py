@@ -72,13 +72,13 @@ class FinishedSnapshotSplitInfo:
 class TableStreamFilter:
     """How the binlog reader treats one table inside a binlog window.
 
-    Events at or before ``emit_after`` were already delivered (or are covered by the snapshot) and
+    Events before ``resume_from`` were already delivered (or are covered by the snapshot) and
     are skipped; later events are emitted when ``should_emit`` says the owning chunk's high
     watermark lies behind them. An empty ``finished_splits`` means the table streams freely.
     """
 
     table_id: TableId
-    emit_after: BinlogOffset | None = None
+    resume_from: BinlogOffset | None = None
     finished_splits: tuple[FinishedSnapshotSplitInfo, ...] = ()
 
     @property
@@ -88,16 +88,16 @@ class TableStreamFilter:
     def to_dict(self) -> dict[str, Any]:
         return {
             "table": str(self.table_id),
-            "emit_after": self.emit_after.to_dict() if self.emit_after else None,
+            "resume_from": self.resume_from.to_dict() if self.resume_from else None,
             "finished": [f.to_dict() for f in self.finished_splits],
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TableStreamFilter:
-        after = data.get("emit_after")
+        after = data.get("resume_from")
         return cls(
             table_id=TableId.parse(data["table"]),
-            emit_after=BinlogOffset.from_dict(after) if after else None,
+            resume_from=BinlogOffset.from_dict(after) if after else None,
             finished_splits=tuple(FinishedSnapshotSplitInfo.from_dict(f) for f in data["finished"]),
         )
 

@@ -1,0 +1,5 @@
+import sys
+
+from cdc_console.cli import main
+
+sys.exit(main())

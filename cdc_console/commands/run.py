@@ -1,0 +1,35 @@
+"""``cdc-console run --config F``: snapshot, then stream, until stopped."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from cdc_console.config import load_config
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "run", help="run the pipeline (preflight, snapshot, stream) until SIGINT/SIGTERM"
+    )
+    parser.add_argument("--config", required=True, help="pipeline TOML file")
+    parser.add_argument(
+        "--until-caught-up",
+        action="store_true",
+        help="exit 0 once every table streams at the server's binlog head",
+    )
+    parser.add_argument("--master", help="override spark.master (any Spark master URL)")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from cdc_console.spark.job import PipelineJob, install_signal_handlers
+
+    config = load_config(args.config)
+    if args.master:
+        config = replace(config, spark=replace(config.spark, master=args.master))
+    job = PipelineJob(config)
+    install_signal_handlers(job)
+    return job.run(until_caught_up=args.until_caught_up)

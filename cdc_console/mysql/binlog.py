@@ -1,0 +1,210 @@
+"""Reading a bounded window ``[start, end)`` of the binlog as row changes with exact positions.
+
+The window is bounded by our own ``(file, pos)`` comparison, not pymysqlreplication's
+``end_log_pos``, which compares the position only and so stops early or late across a rotation.
+Every window starts at an event-group boundary (a watermark or a previous window's end), so the
+TABLE_MAP preceding each row event is always inside the window.
+
+Each concurrent reader must use its own ``server_id``: two replicas with the same id make the
+server kill the older connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import QueryEvent, RotateEvent
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+from cdc_console.config import SourceConfig
+from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError, redact
+from cdc_console.mysql.schema import TableId
+from cdc_console.source.offset import BinlogOffset, binlog_file_index
+
+log = logging.getLogger(__name__)
+
+ER_MASTER_FATAL_READING_BINLOG = 1236
+ER_ACCESS_DENIED = (1045, 1227)
+
+_DDL = re.compile(
+    r"^\s*(ALTER\s+(ONLINE\s+|IGNORE\s+)*TABLE|DROP\s+TABLE|RENAME\s+TABLE|TRUNCATE|CREATE\s+TABLE"
+    r"|CREATE\s+OR\s+REPLACE\s+TABLE)\b(.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class RowChange:
+    """One row of a row event: ``before``/``after`` images as decoded, at an exact position."""
+
+    table_id: TableId
+    kind: str  # insert | update | delete
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    position: BinlogOffset
+    timestamp: int
+
+
+def stream_settings(source: SourceConfig) -> dict[str, Any]:
+    return {
+        "host": source.host,
+        "port": source.port,
+        "user": source.user,
+        "passwd": source.password(),
+        "charset": "utf8mb4",
+        "connect_timeout": source.connect_timeout,
+    }
+
+
+def _ddl_targets(query: str, default_schema: str) -> list[TableId] | None:
+    """Tables a DDL statement names, or None when the statement is not table DDL."""
+    match = _DDL.match(query)
+    if not match:
+        return None
+    names = re.findall(r"`?([\w$]+)`?\s*\.\s*`?([\w$]+)`?|`?([\w$]+)`?", match.group(3))
+    targets = []
+    for db, table, bare in names[:4]:
+        if db and table:
+            targets.append(TableId(db, table))
+        elif bare and bare.upper() not in {"IF", "EXISTS", "TO", "ADD", "COLUMN", "AS", "LIKE"}:
+            targets.append(TableId(default_schema, bare))
+    return targets
+
+
+def read_window(
+    source: SourceConfig,
+    server_id: int,
+    start: BinlogOffset,
+    end: BinlogOffset,
+    tables: Collection[TableId],
+    expected_columns: dict[TableId, list[str]] | None = None,
+) -> Iterator[RowChange]:
+    """Yield the row changes of ``tables`` committed in ``[start, end)``, in binlog order.
+
+    Raises ``SchemaChangedError`` on DDL touching a captured table, or when a row event's columns
+    differ from ``expected_columns`` (the schema the snapshot was read with); ``BinlogPurgedError``
+    when ``start`` is no longer on the server.
+    """
+    if start >= end:
+        return
+    wanted = set(tables)
+    schemas = sorted({t.database for t in wanted})
+    stream = BinLogStreamReader(
+        connection_settings=stream_settings(source),
+        server_id=server_id,
+        log_file=start.file,
+        log_pos=start.pos,
+        resume_stream=True,
+        blocking=False,
+        is_mariadb=False,
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, QueryEvent, RotateEvent],
+        only_schemas=schemas or None,
+        enable_logging=False,
+    )
+    end_key = (binlog_file_index(end.file), end.pos)
+    current_file = start.file
+    try:
+        for event in stream:
+            if isinstance(event, RotateEvent):
+                current_file = event.next_binlog
+                if (binlog_file_index(current_file), event.position) >= end_key:
+                    return
+                continue
+            packet = event.packet
+            event_start = packet.log_pos - packet.event_size
+            if (binlog_file_index(current_file), event_start) >= end_key:
+                return
+            if event_start < start.pos and current_file == start.file:
+                continue
+            if isinstance(event, QueryEvent):
+                _check_ddl(event, wanted, BinlogOffset(current_file, event_start))
+                continue
+            table_id = TableId(event.schema, event.table)
+            if table_id not in wanted:
+                continue
+            if expected_columns is not None:
+                _check_columns(event, table_id, expected_columns.get(table_id), current_file)
+            for row_index, row in enumerate(event.rows):
+                position = BinlogOffset(current_file, event_start, 0, row_index)
+                if isinstance(event, WriteRowsEvent):
+                    yield RowChange(
+                        table_id, "insert", None, row["values"], position, event.timestamp
+                    )
+                elif isinstance(event, DeleteRowsEvent):
+                    yield RowChange(
+                        table_id, "delete", row["values"], None, position, event.timestamp
+                    )
+                else:
+                    yield RowChange(
+                        table_id,
+                        "update",
+                        row["before_values"],
+                        row["after_values"],
+                        position,
+                        event.timestamp,
+                    )
+    except pymysql.err.OperationalError as exc:
+        raise _translate(exc, start) from None
+    finally:
+        stream.close()
+
+
+def _check_ddl(event: QueryEvent, wanted: set[TableId], position: BinlogOffset) -> None:
+    query = (
+        event.query
+        if isinstance(event.query, str)
+        else bytes(event.query).decode("utf-8", "replace")
+    )
+    schema = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)
+    targets = _ddl_targets(query, schema)
+    if not targets:
+        return
+    hit = [t for t in targets if t in wanted]
+    if hit:
+        raise SchemaChangedError(
+            f"DDL on captured table {hit[0]} at {position}: {query.strip()[:200]}",
+            f"the pipeline stopped before {position} so no row was written with the wrong "
+            f"schema; re-snapshot the table once the change is done "
+            f"('cdc-console redump --table {hit[0]}') or remove it from source.tables",
+        )
+
+
+def _check_columns(event: Any, table_id: TableId, expected: list[str] | None, file: str) -> None:
+    if expected is None:
+        return
+    names = [c.name for c in event.columns]
+    if names != expected:
+        position = BinlogOffset(file, event.packet.log_pos - event.packet.event_size)
+        if any(n is None or str(n).startswith("UNKNOWN_COL") for n in names):
+            raise SourceError(
+                f"binlog events of {table_id} carry no column names at {position}",
+                "SET GLOBAL binlog_row_metadata = 'FULL' on the server (and in my.cnf)",
+            )
+        raise SchemaChangedError(
+            f"{table_id} changed shape at {position}: binlog has columns {names}, "
+            f"snapshot had {expected}",
+            f"re-snapshot the table ('cdc-console redump --table {table_id}')",
+        )
+
+
+def _translate(exc: pymysql.err.OperationalError, start: BinlogOffset) -> SourceError:
+    code = exc.args[0] if exc.args else None
+    text = redact(str(exc.args[1]) if len(exc.args) > 1 else str(exc))
+    if code == ER_MASTER_FATAL_READING_BINLOG:
+        return BinlogPurgedError(
+            f"the server no longer has the binlog at {start} ({text})",
+            "the binlog this pipeline needs was purged; raise binlog_expire_logs_seconds and "
+            "re-snapshot ('cdc-console redump --table ...' for each table, or delete the state "
+            "file to start over)",
+        )
+    if code in ER_ACCESS_DENIED:
+        return SourceError(
+            f"cannot read the binlog: {text}", "GRANT REPLICATION SLAVE ON *.* TO the source user"
+        )
+    return SourceError(f"binlog read failed at {start}: {text}", "")

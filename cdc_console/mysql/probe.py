@@ -1,0 +1,266 @@
+"""What the source server is and which tables the config names: probed, never assumed.
+
+MariaDB and MySQL differ in version numbering, in which binlog variables exist
+(``binlog_row_metadata`` only since MySQL 8.0.14 / MariaDB 10.5.0) and in how GTIDs are reported,
+so everything here is read from the server and absent variables are tolerated rather than treated
+as errors: the caller (the preflight checks) decides what an absence means.
+
+Variables are read with ``SHOW GLOBAL VARIABLES``: it needs no privilege, works on every version of
+both servers, and returns nothing (instead of failing) for a name the server does not know, which
+``SELECT @@name`` would turn into an error. ``GLOBAL`` matters because our connections set the
+session ``time_zone`` to UTC; the server's own zone is what DATETIME values were written in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc_console.config import TablePattern
+from cdc_console.errors import ConfigError
+from cdc_console.mysql.schema import (
+    TableId,
+    TableSchema,
+    list_tables,
+    load_table_schema,
+    quote_ident,
+)
+
+#: Global variables the pipeline depends on or shows; any of them may be missing on a given server.
+PROBED_VARIABLES = (
+    "log_bin",
+    "binlog_format",
+    "binlog_row_image",
+    "binlog_row_metadata",
+    "binlog_checksum",
+    "server_id",
+    # MySQL GTIDs
+    "gtid_mode",
+    "enforce_gtid_consistency",
+    # MariaDB GTIDs
+    "gtid_domain_id",
+    "gtid_strict_mode",
+    "gtid_binlog_pos",
+    # binlog retention: MySQL 8 / MariaDB 10.6 have the seconds form, older servers only days
+    "expire_logs_days",
+    "binlog_expire_logs_seconds",
+    "time_zone",
+    "system_time_zone",
+)
+
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_GLOB = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """The source server as probed: flavour, version and the binlog-relevant global variables."""
+
+    flavour: str  # "mariadb" or "mysql"
+    version: tuple[int, int, int]
+    version_text: str
+    version_comment: str = ""
+    variables: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_mariadb(self) -> bool:
+        return self.flavour == "mariadb"
+
+    def variable(self, name: str) -> str | None:
+        """The global value of ``name``, or ``None`` when this server has no such variable."""
+        return self.variables.get(name)
+
+    @property
+    def label(self) -> str:
+        """Human description, e.g. ``MariaDB 10.11.19 (Debian 12)``."""
+        name = "MariaDB" if self.is_mariadb else "MySQL"
+        version = ".".join(str(part) for part in self.version)
+        return f"{name} {version}" + (f" ({self.version_comment})" if self.version_comment else "")
+
+    @property
+    def gtid_summary(self) -> str:
+        """How the server tracks GTIDs, for display: MariaDB always has them, MySQL only if on."""
+        if self.is_mariadb:
+            pos = self.variable("gtid_binlog_pos")
+            strict = self.variable("gtid_strict_mode")
+            return f"MariaDB GTID, binlog pos {pos or '(empty)'}, strict mode {strict or '?'}"
+        mode = self.variable("gtid_mode")
+        return f"gtid_mode {mode}" if mode is not None else "no GTID support"
+
+    @property
+    def binlog_retention_seconds(self) -> float | None:
+        """How long the server keeps binlogs; ``None`` when it never purges them by age.
+
+        ``binlog_expire_logs_seconds`` wins when non-zero (MySQL 8 makes it the primary setting
+        and ignores ``expire_logs_days`` then; MariaDB 10.6 keeps the two in sync).
+        """
+        seconds = _number(self.variable("binlog_expire_logs_seconds"))
+        if seconds:
+            return seconds
+        days = _number(self.variable("expire_logs_days"))
+        if days:
+            return days * 86400.0
+        return None
+
+    @property
+    def binlog_purge_unknown(self) -> bool:
+        """True when neither retention variable exists: purging by age cannot be ruled out."""
+        return (
+            self.variable("binlog_expire_logs_seconds") is None
+            and self.variable("expire_logs_days") is None
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "flavour": self.flavour,
+            "version": list(self.version),
+            "version_text": self.version_text,
+            "version_comment": self.version_comment,
+            "variables": dict(self.variables),
+        }
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """``10.11.19-MariaDB-0+deb12u1-log`` -> ``(10, 11, 19)``; ``(0, 0, 0)`` if unparseable."""
+    match = _VERSION.search(text)
+    if match is None:
+        return (0, 0, 0)
+    return (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+
+
+def probe_server(conn: Any) -> ServerInfo:
+    """Flavour, version and binlog variables of the server behind ``conn`` (any privilege level).
+
+    The flavour comes from the version text or the version comment ("mariadb.org binary
+    distribution"); Debian's build says only "Debian 12" in the comment, but always has
+    "MariaDB" in ``VERSION()``.
+    """
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION(), @@version_comment")
+        row = cur.fetchone()
+        version_text = str(row[0]) if row and row[0] is not None else ""
+        comment = str(row[1]) if row and row[1] is not None else ""
+        names = ", ".join(f"'{name}'" for name in PROBED_VARIABLES)
+        cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
+        variables = {str(name).lower(): str(value) for name, value in cur.fetchall()}
+    flavour = "mariadb" if "mariadb" in f"{version_text} {comment}".lower() else "mysql"
+    return ServerInfo(
+        flavour=flavour,
+        version=parse_version(version_text),
+        version_text=version_text,
+        version_comment=comment,
+        variables=variables,
+    )
+
+
+def has_glob(pattern: TablePattern) -> bool:
+    return bool(_GLOB.search(pattern.table))
+
+
+def chunk_key_for(table_id: TableId, overrides: Mapping[str, str]) -> str | None:
+    """The configured chunk key for a table: an exact ``db.table`` entry wins over a pattern."""
+    exact = overrides.get(str(table_id))
+    if exact is not None:
+        return exact
+    for text, column in overrides.items():
+        database, _, table = text.partition(".")
+        if TablePattern(database, table).matches(table_id.database, table_id.table):
+            return column
+    return None
+
+
+def expand_pattern(
+    conn: Any, pattern: TablePattern, account: str = "the source user"
+) -> list[TableId]:
+    """The tables one ``source.tables`` entry names, sorted; ``ConfigError`` if it names none.
+
+    ``information_schema`` only lists tables the connected user holds some privilege on, so
+    "does not exist" may also mean "is invisible to this user": the message says both, and the
+    fix names ``account`` (``'cdc'@'%'`` when the caller knows it) in the GRANT statement.
+    """
+    if not has_glob(pattern):
+        table_id = TableId(pattern.database, pattern.table)
+        found = [name for name in list_tables(conn, pattern.database) if name == pattern.table]
+        if not found:
+            raise ConfigError(
+                f"table {table_id} (source.tables) does not exist or the source user cannot see it",
+                f"fix the name in source.tables, or if it exists: "
+                f"GRANT SELECT ON {table_id.quoted()} TO {account};",
+            )
+        return [table_id]
+    tables = list_tables(conn, pattern.database)
+    if not tables:
+        raise ConfigError(
+            f"source.tables entry '{pattern}': database {pattern.database} has no tables (or "
+            "does not exist, or the source user cannot see it)",
+            "fix the database name in source.tables, or if it has tables: GRANT SELECT ON "
+            f"{quote_ident(pattern.database)}.* TO {account};",
+        )
+    matched = [TableId(pattern.database, t) for t in tables if pattern.matches(pattern.database, t)]
+    if not matched:
+        raise ConfigError(
+            f"source.tables entry '{pattern}' matches none of the {len(tables)} tables in "
+            f"{pattern.database}",
+            f"fix the pattern in source.tables (tables there: {', '.join(tables[:10])}"
+            + (", ..." if len(tables) > 10 else "")
+            + ")",
+        )
+    return matched
+
+
+def resolve_tables(
+    conn: Any,
+    patterns: Iterable[TablePattern],
+    chunk_key_overrides: Mapping[str, str],
+    account: str = "the source user",
+) -> list[TableSchema]:
+    """Expand ``source.tables`` into table schemas, in config order, each table once.
+
+    Every entry that names no table is reported in one ``ConfigError`` rather than stopping at the
+    first, so a user fixes the config in one pass. Key problems (no primary key, unknown chunk key
+    column) are not raised here: ``checks`` reports them with their fix.
+    """
+    seen: set[TableId] = set()
+    ordered: list[TableId] = []
+    problems: list[ConfigError] = []
+    for pattern in patterns:
+        try:
+            table_ids = expand_pattern(conn, pattern, account)
+        except ConfigError as exc:
+            problems.append(exc)
+            continue
+        for table_id in table_ids:
+            if table_id not in seen:
+                seen.add(table_id)
+                ordered.append(table_id)
+    if problems:
+        if len(problems) == 1:
+            raise problems[0]
+        raise ConfigError(
+            "; ".join(p.message for p in problems),
+            "; ".join(dict.fromkeys(p.hint for p in problems)),
+        )
+    schemas = []
+    for table_id in ordered:
+        try:
+            schemas.append(
+                load_table_schema(conn, table_id, chunk_key_for(table_id, chunk_key_overrides))
+            )
+        except LookupError:
+            # Dropped between listing and loading, or columns invisible to the user.
+            raise ConfigError(
+                f"table {table_id} vanished or its columns are not visible to the source user",
+                f"GRANT SELECT ON {table_id.quoted()} TO {account}; and retry",
+            ) from None
+    return schemas

@@ -1,0 +1,441 @@
+"""MySQL column -> Delta/Arrow type, and canonical JSON values <-> Arrow arrays.
+
+Change records carry row images as canonical JSON (see ``cdc_console.source.normalize``): exact but
+untyped. The sinks that store typed tables decode them here, column by column and vectorised where
+Arrow can do it exactly, so the mirror holds faithful types a Spark or Delta user can query
+directly. The rule: a value a Delta type cannot hold exactly is stored as an exact string or a
+wider decimal, never rounded.
+
+========================================  ==============================  ==========================
+MySQL type (``ColumnInfo``)               Arrow type                      Delta type
+========================================  ==============================  ==========================
+TINYINT / TINYINT UNSIGNED                int8 / int16                    byte / short
+SMALLINT / SMALLINT UNSIGNED              int16 / int32                   short / integer
+MEDIUMINT, INT / ... UNSIGNED             int32 / int64                   integer / long
+BIGINT                                    int64                           long
+BIGINT UNSIGNED                           decimal128(20, 0)               decimal(20,0)
+YEAR                                      int16                           short
+BIT(n), n <= 63                           int64                           long
+BIT(64)                                   decimal128(20, 0)               decimal(20,0)
+DECIMAL(p, s), p <= 38                    decimal128(p, s)                decimal(p,s)
+DECIMAL(p, s), p > 38 (up to 65)          string, exact, s digits         string
+FLOAT                                     float32                         float
+DOUBLE                                    float64                         double
+DATE                                      date32                          date
+DATETIME(p)                               timestamp[us] (no time zone)    timestamp_ntz
+TIMESTAMP(p)                              timestamp[us, tz=UTC]           timestamp
+TIME(p)                                   string ``[-]HH:MM:SS[.f]``      string
+CHAR, VARCHAR, *TEXT, ENUM                string                          string
+SET                                       string ``"a,b"``                string
+JSON                                      string (canonical JSON text)    string
+BINARY, VARBINARY, *BLOB, GEOMETRY, ...   binary                          binary
+anything else (UUID, INET6, VECTOR, ...)  string (the canonical value)    string
+========================================  ==============================  ==========================
+
+Why these choices:
+
+- Unsigned types widen to the next signed type so every value fits; BIGINT UNSIGNED and BIT(64)
+  need 64 magnitude bits, which only ``decimal(20,0)`` holds exactly (2^64-1 has 20 digits).
+- Delta decimals stop at precision 38; MySQL's reach 65, so wider ones stay exact strings with
+  exactly ``s`` fractional digits (``DECIMAL(65,30)``), the form the normaliser produces.
+- DATETIME is a wall-clock value (``timestamp_ntz``, which makes delta-rs enable the
+  ``timestampNtz`` table feature: reader v3 / writer v7); TIMESTAMP is an instant, stored in UTC.
+  Both keep microseconds, MySQL's finest precision.
+- TIME spans ``-838:59:59`` to ``838:59:59`` and is a duration, not a time of day: no Delta type
+  fits, so it keeps its canonical text.
+- MySQL "zero" and invalid dates (``0000-00-00``, ``2021-00-00``, ``2021-02-30`` under
+  ``ALLOW_INVALID_DATES``) have no Delta value and become NULL, as Debezium does.
+- Every field is nullable: a delete's MERGE source row carries only the key columns, and a later
+  ``ALTER TABLE ... NULL`` must not make past schemas reject writes.
+
+``to_canonical`` is the inverse of the decoder for everything but FLOAT (stored as float32 and read
+back widened), unknown types and null-ed zero dates; the sinks use it to compare mirror keys with
+change-record keys, and the tests to compare a mirror with its source.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_console.mysql.schema import ColumnInfo, TableSchema
+
+MAX_DELTA_DECIMAL_PRECISION = 38
+UNSIGNED_BIGINT_TYPE = pa.decimal128(20, 0)
+
+_INT_TYPES: dict[str, tuple[pa.DataType, pa.DataType]] = {
+    # data_type -> (signed, unsigned)
+    "tinyint": (pa.int8(), pa.int16()),
+    "bool": (pa.int8(), pa.int16()),
+    "boolean": (pa.int8(), pa.int16()),
+    "smallint": (pa.int16(), pa.int32()),
+    "mediumint": (pa.int32(), pa.int64()),
+    "int": (pa.int32(), pa.int64()),
+    "integer": (pa.int32(), pa.int64()),
+    "bigint": (pa.int64(), UNSIGNED_BIGINT_TYPE),
+}
+_DECIMAL_TYPES = {"decimal", "numeric", "dec", "fixed"}
+_FLOAT_TYPES = {"float": pa.float32(), "double": pa.float64(), "real": pa.float64()}
+_STRING_TYPES = {
+    "char",
+    "varchar",
+    "tinytext",
+    "text",
+    "mediumtext",
+    "longtext",
+    "enum",
+    "set",
+    "time",
+    "json",
+}
+_BINARY_TYPES = {
+    "binary",
+    "varbinary",
+    "tinyblob",
+    "blob",
+    "mediumblob",
+    "longblob",
+    "geometry",
+    "point",
+    "linestring",
+    "polygon",
+    "multipoint",
+    "multilinestring",
+    "multipolygon",
+    "geometrycollection",
+    "geomcollection",
+}
+_DATE_SHAPE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+_BIT_WIDTH = re.compile(r"^\s*bit\s*\(\s*(\d+)\s*\)", re.IGNORECASE)
+
+
+class SinkTypeError(ValueError):
+    """A canonical value does not fit its column's sink type (a normaliser or schema bug)."""
+
+
+@dataclass(frozen=True)
+class ColumnCodec:
+    """How one MySQL column is stored: its Arrow type and the codec between that and canonical.
+
+    ``kind`` selects the conversion; it is derived once per column (``codec_for``) because the
+    sinks convert whole columns of a batch at a time.
+    """
+
+    column: ColumnInfo
+    arrow_type: pa.DataType
+    kind: str  # int, wide_int, decimal, decimal_text, float, string, text, binary, date, ...
+
+    @property
+    def field(self) -> pa.Field:
+        return pa.field(self.column.name, self.arrow_type, nullable=True)
+
+    def to_arrow(self, values: Sequence[Any]) -> pa.Array:
+        """Canonical values (``None`` = NULL) -> an Arrow array of ``arrow_type``.
+
+        Raises ``SinkTypeError`` naming the column when a value does not fit exactly.
+        """
+        try:
+            return _DECODERS[self.kind](self, values)
+        except SinkTypeError:
+            raise
+        except (pa.ArrowException, TypeError, ValueError, OverflowError, ArithmeticError) as exc:
+            raise SinkTypeError(
+                f"column {self.column.name!r} ({self.column.column_type}): {exc}"
+            ) from exc
+
+    def to_canonical(self, value: Any) -> Any:
+        """A Python value read back from Arrow (``as_py``) -> its canonical JSON value."""
+        if value is None:
+            return None
+        return _ENCODERS[self.kind](self, value)
+
+    def array_to_canonical(self, array: pa.Array | pa.ChunkedArray) -> list[Any]:
+        encode = _ENCODERS[self.kind]
+        return [None if v is None else encode(self, v) for v in array.to_pylist()]
+
+
+def _bit_width(column: ColumnInfo) -> int:
+    match = _BIT_WIDTH.match(column.column_type)
+    if match:
+        return int(match.group(1))
+    return column.numeric_precision or 1
+
+
+@lru_cache(maxsize=4096)
+def codec_for(column: ColumnInfo) -> ColumnCodec:
+    """The sink type of one column (see the module table)."""
+    data_type = column.data_type.lower().strip()
+    if data_type in _INT_TYPES:
+        signed, unsigned = _INT_TYPES[data_type]
+        arrow = unsigned if column.unsigned else signed
+        return ColumnCodec(column, arrow, "wide_int" if pa.types.is_decimal(arrow) else "int")
+    if data_type == "year":
+        return ColumnCodec(column, pa.int16(), "int")
+    if data_type == "bit":
+        if _bit_width(column) >= 64:
+            return ColumnCodec(column, UNSIGNED_BIGINT_TYPE, "wide_int")
+        return ColumnCodec(column, pa.int64(), "int")
+    if data_type in _DECIMAL_TYPES:
+        precision = column.numeric_precision
+        scale = column.numeric_scale or 0
+        if precision is None or precision > MAX_DELTA_DECIMAL_PRECISION:
+            return ColumnCodec(column, pa.string(), "decimal_text")
+        return ColumnCodec(column, pa.decimal128(precision, scale), "decimal")
+    if data_type in _FLOAT_TYPES:
+        return ColumnCodec(column, _FLOAT_TYPES[data_type], "float")
+    if data_type == "date":
+        return ColumnCodec(column, pa.date32(), "date")
+    if data_type == "datetime":
+        return ColumnCodec(column, pa.timestamp("us"), "datetime")
+    if data_type == "timestamp":
+        return ColumnCodec(column, pa.timestamp("us", tz="UTC"), "timestamp")
+    if data_type in _STRING_TYPES:
+        return ColumnCodec(column, pa.string(), "string")
+    if data_type in _BINARY_TYPES:
+        return ColumnCodec(column, pa.binary(), "binary")
+    return ColumnCodec(column, pa.string(), "text")
+
+
+def arrow_type(column: ColumnInfo) -> pa.DataType:
+    return codec_for(column).arrow_type
+
+
+def arrow_schema(schema: TableSchema) -> pa.Schema:
+    """The typed schema of a table's mirror: source column names, in source column order."""
+    return pa.schema([codec_for(c).field for c in schema.columns])
+
+
+def columns_to_table(schema: TableSchema, columns: Mapping[str, Sequence[Any]]) -> pa.Table:
+    """Canonical values per column -> a typed Arrow table (every schema column must be given)."""
+    arrays = [codec_for(c).to_arrow(columns[c.name]) for c in schema.columns]
+    return pa.Table.from_arrays(arrays, schema=arrow_schema(schema))
+
+
+def rows_to_table(schema: TableSchema, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Canonical row dicts -> a typed Arrow table; a column absent from a row is NULL."""
+    materialised = list(rows)
+    columns = {c.name: [row.get(c.name) for row in materialised] for c in schema.columns}
+    return columns_to_table(schema, columns)
+
+
+def table_to_rows(schema: TableSchema, table: pa.Table) -> list[dict[str, Any]]:
+    """A typed Arrow table (a mirror read back) -> canonical row dicts, in source column order.
+
+    Columns of ``table`` that are not in ``schema`` are ignored; schema columns missing from
+    ``table`` are an error.
+    """
+    names = [c.name for c in schema.columns if c.name in table.column_names]
+    columns = [codec_for(schema.column(n)).array_to_canonical(table.column(n)) for n in names]
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+# --- decoders: canonical -> Arrow -------------------------------------------------------------
+
+
+def _check_types(codec: ColumnCodec, values: Sequence[Any], allowed: tuple[type, ...]) -> None:
+    for value in values:
+        if value is not None and type(value) not in allowed:
+            raise SinkTypeError(
+                f"column {codec.column.name!r} ({codec.column.column_type}): canonical value "
+                f"{value!r} is a {type(value).__name__}, expected {'/'.join(t.__name__ for t in allowed)}"
+            )
+
+
+def _decode_int(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+    # pyarrow silently truncates 1.5 to 1 for an integer type; a float here is a normaliser bug.
+    _check_types(codec, values, (int,))
+    return pa.array(values, type=codec.arrow_type)
+
+
+def _decode_wide_int(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+    _check_types(codec, values, (int,))
+    for value in values:
+        if value is not None and not 0 <= value < 2**64:
+            raise SinkTypeError(
+                f"column {codec.column.name!r} ({codec.column.column_type}): {value} is outside "
+                "0..2^64-1"
+            )
+    return pa.array(values, type=codec.arrow_type)
+
+
+def _decode_decimal(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+    # Arrow's string -> decimal cast is exact and refuses to round ("would cause data loss").
+    if all(v is None or type(v) is str for v in values):
+        return pc.cast(pa.array(values, type=pa.string()), codec.arrow_type)
+    _check_types(codec, values, (str, int))
+    decimals = [None if v is None else Decimal(v) for v in values]
+    return pa.array(decimals, type=codec.arrow_type)
+
+
+def _decode_decimal_text(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+    _check_types(codec, values, (str, int))
+    scale = codec.column.numeric_scale or 0
+    out: list[str | None] = []
+    for value in values:
+        if value is None or type(value) is str:
+            out.append(value)
+        else:
+            out.append(f"{Decimal(value):.{scale}f}")
+    return pa.array(out, type=pa.string())
+
+
+def _decode_float(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+    _check_types(codec, values, (float, int))
+    return pa.array(values, type=codec.arrow_type)
+
+
+def _decode_string(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+    _check_types(codec, values, (str,))
+    return pa.array(values, type=pa.string())
+
+
+def _decode_text(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+    """Unknown types: keep the canonical value, serialising non-strings as compact JSON."""
+    out = [
+        v if v is None or type(v) is str else json.dumps(v, separators=(",", ":")) for v in values
+    ]
+    return pa.array(out, type=pa.string())
+
+
+def _decode_binary(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+    _check_types(codec, values, (str,))
+    try:
+        raw = [None if v is None else base64.b64decode(v, validate=True) for v in values]
+    except binascii.Error as exc:
+        raise SinkTypeError(
+            f"column {codec.column.name!r} ({codec.column.column_type}): not base64: {exc}"
+        ) from exc
+    return pa.array(raw, type=pa.binary())
+
+
+def _zero_or_invalid_date(text: str) -> bool:
+    """True for a date-shaped value no calendar holds (zero month/day, Feb 30): it becomes NULL.
+
+    Year 0 is kept (Arrow's proleptic calendar has it; it is a leap year like 2000).
+    """
+    match = _DATE_SHAPE.match(text)
+    if not match:
+        return False
+    year, month, day = (int(g) for g in match.groups())
+    try:
+        dt.date(year or 2000, month, day)
+    except ValueError:
+        return True
+    return False
+
+
+def _decode_temporal(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+    """Arrow's strict ISO-8601 cast; zero/invalid dates are nulled first, only if it fails.
+
+    The cast rejects a zone on DATETIME and requires one ('Z') on TIMESTAMP.
+    """
+    _check_types(codec, values, (str,))
+    try:
+        return pc.cast(pa.array(values, type=pa.string()), codec.arrow_type)
+    except pa.ArrowInvalid:
+        pass
+    cleaned = [None if v is None or _zero_or_invalid_date(v) else v for v in values]
+    return pc.cast(pa.array(cleaned, type=pa.string()), codec.arrow_type)
+
+
+_DECODERS: dict[str, Callable[[ColumnCodec, Sequence[Any]], pa.Array]] = {
+    "int": _decode_int,
+    "wide_int": _decode_wide_int,
+    "decimal": _decode_decimal,
+    "decimal_text": _decode_decimal_text,
+    "float": _decode_float,
+    "string": _decode_string,
+    "text": _decode_text,
+    "binary": _decode_binary,
+    "date": _decode_temporal,
+    "datetime": _decode_temporal,
+    "timestamp": _decode_temporal,
+}
+
+
+# --- encoders: Arrow (as_py) -> canonical ---------------------------------------------------
+
+
+def _fraction(codec: ColumnCodec, microsecond: int) -> str:
+    precision = codec.column.datetime_precision
+    if precision is None:  # unknown precision: lose nothing, add nothing
+        return f".{microsecond:06d}".rstrip("0") if microsecond else ""
+    if precision <= 0:
+        return ""
+    return "." + f"{microsecond:06d}"[:precision]
+
+
+def _format_date(value: dt.date) -> str:
+    # strftime("%Y") does not zero-pad years below 1000 on glibc.
+    return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+
+
+def _format_datetime(codec: ColumnCodec, value: dt.datetime) -> str:
+    return (
+        f"{_format_date(value)} {value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+        f"{_fraction(codec, value.microsecond)}"
+    )
+
+
+def _encode_int(codec: ColumnCodec, value: Any) -> Any:
+    return int(value)
+
+
+def _encode_decimal(codec: ColumnCodec, value: Any) -> Any:
+    scale = codec.column.numeric_scale or 0
+    try:
+        return f"{Decimal(value):.{scale}f}"
+    except InvalidOperation as exc:  # pragma: no cover - Arrow only hands out finite decimals
+        raise SinkTypeError(f"column {codec.column.name!r}: {value!r} is not a decimal") from exc
+
+
+def _encode_float(codec: ColumnCodec, value: Any) -> Any:
+    return float(value)
+
+
+def _encode_str(codec: ColumnCodec, value: Any) -> Any:
+    return str(value)
+
+
+def _encode_binary(codec: ColumnCodec, value: Any) -> Any:
+    return base64.b64encode(bytes(value)).decode("ascii")
+
+
+def _encode_date(codec: ColumnCodec, value: Any) -> Any:
+    return _format_date(value)
+
+
+def _encode_datetime(codec: ColumnCodec, value: Any) -> Any:
+    return _format_datetime(codec, value)
+
+
+def _encode_timestamp(codec: ColumnCodec, value: Any) -> Any:
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC)
+    return _format_datetime(codec, value) + "Z"
+
+
+_ENCODERS: dict[str, Callable[[ColumnCodec, Any], Any]] = {
+    "int": _encode_int,
+    "wide_int": _encode_int,
+    "decimal": _encode_decimal,
+    "decimal_text": _encode_str,
+    "float": _encode_float,
+    "string": _encode_str,
+    "text": _encode_str,
+    "binary": _encode_binary,
+    "date": _encode_date,
+    "datetime": _encode_datetime,
+    "timestamp": _encode_timestamp,
+}

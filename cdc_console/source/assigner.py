@@ -1,0 +1,122 @@
+"""The enumerator's planning step: which splits and which binlog window the next batch reads.
+
+``SnapshotSplitAssigner`` splits tables on first use and hands out pending chunks in order;
+``HybridSplitAssigner`` combines them with the binlog window, per table according to its
+lifecycle state:
+
+- SNAPSHOTTING: its pending chunks are read; none of its binlog changes are emitted yet.
+- CATCHING_UP: all chunks finished; its changes from the smallest high watermark on are emitted
+  through ``should_emit``'s per-chunk filter.
+- STREAMING: its changes from its own stream position on are emitted unfiltered.
+
+Every batch's window ends at the server's head as read while planning, so one batch brings every
+streaming table up to date and a catching-up table joins the stream after one batch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from cdc_console.mysql.schema import TableSchema, schema_from_dict
+from cdc_console.source.offset import BinlogOffset
+from cdc_console.source.plan import BatchPlan, PlannedSplit
+from cdc_console.source.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
+from cdc_console.state.store import (
+    CATCHING_UP,
+    SNAPSHOTTING,
+    STREAMING,
+    StateStore,
+    TableState,
+)
+
+log = logging.getLogger(__name__)
+
+SplitTable = Callable[[TableSchema], list[SnapshotSplit]]
+ReadHead = Callable[[], BinlogOffset]
+
+
+class SnapshotSplitAssigner:
+    """Hands out the pending chunks of snapshotting tables, splitting each table on first use."""
+
+    def __init__(self, store: StateStore, split_table: SplitTable) -> None:
+        self.store = store
+        self.split_table = split_table
+
+    def ensure_split(self, schema: TableSchema) -> None:
+        if self.store.has_splits(schema.table_id):
+            return
+        splits = self.split_table(schema)
+        self.store.add_splits(schema.table_id, splits)
+        self.store.log_event(
+            "split",
+            f"{schema.table_id} split into {len(splits)} chunks on {schema.chunk_key}",
+            table_id=schema.table_id,
+        )
+        log.info("table %s: %d chunks on %s", schema.table_id, len(splits), schema.chunk_key)
+
+    def next_splits(self, tables: Sequence[TableSchema], limit: int) -> list[SnapshotSplit]:
+        for schema in tables:
+            self.ensure_split(schema)
+        return self.store.pending_splits(limit, [s.table_id for s in tables])
+
+
+class HybridSplitAssigner:
+    """Plans batches: snapshot chunks first-come, plus one binlog window for the other tables."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        split_table: SplitTable,
+        read_head: ReadHead,
+        server_ids: range,
+        splits_per_batch: int,
+    ) -> None:
+        if len(server_ids) < 2:
+            raise ValueError("need at least two server ids: one binlog reader, one chunk reader")
+        self.store = store
+        self.snapshot = SnapshotSplitAssigner(store, split_table)
+        self.read_head = read_head
+        self.server_ids = server_ids
+        self.splits_per_batch = max(1, min(splits_per_batch, len(server_ids) - 1))
+
+    def next_plan(self) -> BatchPlan | None:
+        """The plan of the next batch, persisted; the pending one again if it never applied."""
+        last = self.store.last_batch()
+        if last is not None and last[1] != "applied":
+            return BatchPlan.from_dict(last[2])
+        batch_no = (last[0] if last else 0) + 1
+        tables = self.store.tables()
+        schemas = {t: schema_from_dict(d) for t, d in self.store.schemas().items()}
+        snapshotting = [schemas[t.table_id] for t in tables if t.state == SNAPSHOTTING]
+        splits = self.snapshot.next_splits(snapshotting, self.splits_per_batch)
+        planned = tuple(
+            PlannedSplit(split, self.server_ids[1 + i]) for i, split in enumerate(splits)
+        )
+        head = self.read_head()
+        binlog = self._binlog_window(tables, head)
+        plan = BatchPlan(batch_no, planned, binlog, self.server_ids[0], head)
+        if plan.is_empty:
+            return None
+        self.store.create_batch(batch_no, plan.to_dict(), splits)
+        log.info("planned %s", plan.describe())
+        return plan
+
+    def _binlog_window(
+        self, tables: Sequence[TableState], head: BinlogOffset
+    ) -> BinlogSplit | None:
+        filters: list[TableStreamFilter] = []
+        for table in tables:
+            if table.stream_from is None:
+                continue
+            if table.state == STREAMING:
+                filters.append(TableStreamFilter(table.table_id, table.stream_from))
+            elif table.state == CATCHING_UP:
+                finished = tuple(self.store.finished_splits(table.table_id))
+                filters.append(TableStreamFilter(table.table_id, table.stream_from, finished))
+        if not filters:
+            return None
+        start = min(f.resume_from for f in filters if f.resume_from is not None)
+        if start >= head and all(f.finished_splits == () for f in filters):
+            return None
+        return BinlogSplit(start.at_event_boundary(), head, tuple(filters))

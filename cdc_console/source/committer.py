@@ -1,0 +1,153 @@
+"""Recording a batch's outcome in the state database, in one transaction with the batch itself.
+
+This is the "finished-split report" of Flink CDC: each finished split's high watermark is stored
+the moment its rows are durably in the sink, and table lifecycle moves on from there. Doing it in
+the same transaction that marks the batch applied is what makes a crash at any point resumable
+without re-reading finished chunks or re-emitting streamed changes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cdc_console.mysql.schema import TableId
+from cdc_console.source.offset import BinlogOffset
+from cdc_console.source.plan import BatchPlan
+from cdc_console.state.store import (
+    ASSIGNED,
+    CATCHING_UP,
+    FINISHED,
+    PENDING,
+    SNAPSHOT_DONE,
+    SNAPSHOTTING,
+    STREAMING,
+    SplitResult,
+    StateStore,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WindowResult:
+    """What the binlog partition of a batch reports: per-table emitted counts and event times."""
+
+    emitted: dict[str, int] = field(default_factory=dict)
+    skipped: int = 0
+    last_event_ts: dict[str, int] = field(default_factory=dict)
+
+
+def commit_batch(
+    store: StateStore,
+    plan: BatchPlan,
+    split_results: Sequence[SplitResult],
+    window: WindowResult | None,
+    *,
+    snapshot_only: bool = False,
+    sink_stats: Mapping[str, int] | None = None,
+) -> list[str]:
+    """Apply ``plan``'s results to the state; return the phase changes, for logs and events."""
+    changes: list[str] = []
+    now = time.time()
+    results = {r.split_id: r for r in split_results}
+    with store.transaction() as conn:
+        touched: set[str] = set()
+        for planned in plan.snapshot:
+            split = planned.split
+            result = results.get(split.split_id)
+            if result is None:
+                raise RuntimeError(
+                    f"batch {plan.batch_no} has no result for split {split.split_id}"
+                )
+            conn.execute(
+                "UPDATE splits SET status=?, low_watermark=?, high_watermark=?, rows=?, "
+                "backfill_events=?, started_at=?, finished_at=?, duration_ms=? WHERE split_id=?",
+                (
+                    FINISHED,
+                    json.dumps(result.low_watermark.to_dict()),
+                    json.dumps(result.high_watermark.to_dict()),
+                    result.rows,
+                    result.backfill_events,
+                    result.started_at,
+                    now,
+                    result.duration_ms,
+                    split.split_id,
+                ),
+            )
+            conn.execute(
+                "UPDATE tables SET splits_done = splits_done + 1, "
+                "rows_snapshotted = rows_snapshotted + ?, updated_at=? WHERE table_id=?",
+                (result.rows, now, str(split.table_id)),
+            )
+            touched.add(str(split.table_id))
+        for table_id in sorted(touched):
+            left = conn.execute(
+                "SELECT COUNT(*) FROM splits WHERE table_id=? AND status IN (?, ?)",
+                (table_id, PENDING, ASSIGNED),
+            ).fetchone()[0]
+            if left:
+                continue
+            hws = [
+                json.loads(r[0])
+                for r in conn.execute(
+                    "SELECT high_watermark FROM splits WHERE table_id=? AND status=?",
+                    (table_id, FINISHED),
+                ).fetchall()
+            ]
+            low = min(BinlogOffset.from_dict(h) for h in hws)
+            state = SNAPSHOT_DONE if snapshot_only else CATCHING_UP
+            conn.execute(
+                "UPDATE tables SET state=?, stream_from=?, updated_at=? WHERE table_id=? "
+                "AND state=?",
+                (state, json.dumps(low.to_dict()), now, table_id, SNAPSHOTTING),
+            )
+            message = f"{table_id}: snapshot finished, {state} from {low}"
+            store.log_event("phase", message, table_id=table_id, conn=conn)
+            changes.append(message)
+        if plan.binlog is not None:
+            end = plan.binlog.end
+            window = window or WindowResult()
+            for stream_filter in plan.binlog.tables:
+                table_id = str(stream_filter.table_id)
+                row = conn.execute(
+                    "SELECT state FROM tables WHERE table_id=?", (table_id,)
+                ).fetchone()
+                if row is None:
+                    continue
+                state = row[0]
+                new_state = STREAMING if state == CATCHING_UP else state
+                conn.execute(
+                    "UPDATE tables SET state=?, stream_from=?, events_applied = events_applied + ?, "
+                    "last_event_ts = COALESCE(?, last_event_ts), updated_at=? WHERE table_id=?",
+                    (
+                        new_state,
+                        json.dumps(end.to_dict()),
+                        window.emitted.get(table_id, 0),
+                        window.last_event_ts.get(table_id),
+                        now,
+                        table_id,
+                    ),
+                )
+                if new_state != state:
+                    message = f"{table_id}: caught up at {end}, now {new_state}"
+                    store.log_event("phase", message, table_id=table_id, conn=conn)
+                    changes.append(message)
+            store.set_offset("committed", end, conn)
+        conn.execute(
+            "UPDATE batches SET status='applied', applied_at=? WHERE batch_no=?",
+            (now, plan.batch_no),
+        )
+    for message in changes:
+        log.info("%s", message)
+    return changes
+
+
+def tables_in(plan: BatchPlan) -> list[TableId]:
+    ids = {p.split.table_id for p in plan.snapshot}
+    if plan.binlog is not None:
+        ids.update(f.table_id for f in plan.binlog.tables)
+    return sorted(ids)

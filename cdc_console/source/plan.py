@@ -1,0 +1,68 @@
+"""``BatchPlan``: what one micro-batch reads, fixed before it runs so a replay reads the same.
+
+A plan names the snapshot splits to read (each with its own replication server id, because the
+backfill opens a binlog connection) and at most one binlog window with a per-table filter. It is
+persisted in the state database under its batch number before any task starts; the Spark offset
+is just ``{"batch": n}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_console.source.offset import BinlogOffset
+from cdc_console.source.splits import BinlogSplit, SnapshotSplit
+
+
+@dataclass(frozen=True)
+class PlannedSplit:
+    split: SnapshotSplit
+    server_id: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"split": self.split.to_dict(), "server_id": self.server_id}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PlannedSplit:
+        return cls(SnapshotSplit.from_dict(data["split"]), int(data["server_id"]))
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    batch_no: int
+    snapshot: tuple[PlannedSplit, ...] = ()
+    binlog: BinlogSplit | None = None
+    binlog_server_id: int = 0
+    head: BinlogOffset | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.snapshot and self.binlog is None
+
+    def describe(self) -> str:
+        parts = [f"batch {self.batch_no}:"]
+        if self.snapshot:
+            parts.append("splits " + ", ".join(p.split.split_id for p in self.snapshot))
+        if self.binlog is not None:
+            parts.append(str(self.binlog))
+        return " ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch_no,
+            "snapshot": [p.to_dict() for p in self.snapshot],
+            "binlog": self.binlog.to_dict() if self.binlog else None,
+            "binlog_server_id": self.binlog_server_id,
+            "head": self.head.to_dict() if self.head else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BatchPlan:
+        return cls(
+            batch_no=int(data["batch"]),
+            snapshot=tuple(PlannedSplit.from_dict(p) for p in data["snapshot"]),
+            binlog=BinlogSplit.from_dict(data["binlog"]) if data.get("binlog") else None,
+            binlog_server_id=int(data.get("binlog_server_id", 0)),
+            head=BinlogOffset.from_dict(data["head"]) if data.get("head") else None,
+        )

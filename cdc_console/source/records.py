@@ -1,0 +1,142 @@
+"""The change record: the one shape every reader emits and every sink consumes.
+
+Snapshot splits and binlog ranges both produce ``ChangeRecord`` values, so a Spark micro-batch is a
+single homogeneous stream for all captured tables (the way Spark users already ingest Debezium
+topics); the sinks turn it into typed per-table tables. Values stay in their *canonical* JSON form
+(see ``cdc_console.source.normalize``) until a sink decodes them, which keeps the record schema
+independent of the captured tables' schemas.
+
+Ordering: the records of one key are applied in order of ``sort_key`` =
+``(file_index, pos, event_index, row_index, seq)``. A snapshot row carries the position of its
+split's high watermark, so any binlog change of the same key that the split filter lets through
+(it is after that watermark) sorts after it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+from cdc_console.mysql.schema import TableId
+
+OP_INSERT: Final = "+I"
+OP_UPDATE_BEFORE: Final = "-U"
+OP_UPDATE_AFTER: Final = "+U"
+OP_DELETE: Final = "-D"
+OPS: Final = frozenset({OP_INSERT, OP_UPDATE_BEFORE, OP_UPDATE_AFTER, OP_DELETE})
+# After one of these the key holds the record's row image; after the others it is absent.
+UPSERT_OPS: Final = frozenset({OP_INSERT, OP_UPDATE_AFTER})
+
+# Field names in declaration order; the Spark schema of the change stream follows it.
+FIELD_NAMES: Final = (
+    "database",
+    "table",
+    "op",
+    "key",
+    "row",
+    "file_index",
+    "pos",
+    "event_index",
+    "row_index",
+    "seq",
+    "ts_ms",
+    "split_id",
+)
+
+_ROW_PREVIEW = 120
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRecord:
+    """One row change (or one snapshot row, as ``+I``) of one captured table.
+
+    ``key`` is the JSON list of the canonical key-column values (``"[1001]"``) so records can be
+    grouped and compared per key without decoding the row. ``row`` is the JSON object of column ->
+    canonical value, in column order: the before image for ``-U``/``-D``, the after image for
+    ``+I``/``+U``. ``split_id`` is ``""`` for binlog changes and the split id (``"shop.orders:3"``)
+    for snapshot rows.
+    """
+
+    database: str
+    table: str
+    op: str
+    key: str
+    row: str
+    file_index: int
+    pos: int
+    event_index: int
+    row_index: int
+    seq: int
+    ts_ms: int
+    split_id: str = ""
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"change op must be one of {sorted(OPS)}, not {self.op!r}")
+
+    @property
+    def table_id(self) -> TableId:
+        return TableId(self.database, self.table)
+
+    @property
+    def sort_key(self) -> tuple[int, int, int, int, int]:
+        """Apply order of the records of one key: binlog position, then order within the batch."""
+        return (self.file_index, self.pos, self.event_index, self.row_index, self.seq)
+
+    @property
+    def is_upsert(self) -> bool:
+        """True when the key holds ``row`` after this change (``+I``/``+U``)."""
+        return self.op in UPSERT_OPS
+
+    @property
+    def is_snapshot(self) -> bool:
+        return self.split_id != ""
+
+    def key_values(self) -> tuple[Any, ...]:
+        """The canonical key values as a tuple (hashable, comparable with other records' keys)."""
+        values = json.loads(self.key)
+        if not isinstance(values, list):
+            raise ValueError(f"change key must be a JSON list, got {self.key!r}")
+        return tuple(values)
+
+    def row_dict(self) -> dict[str, Any]:
+        """The row image as a dict of column -> canonical value, in column order."""
+        row = json.loads(self.row)
+        if not isinstance(row, dict):
+            raise ValueError(f"change row must be a JSON object, got {self.row[:_ROW_PREVIEW]!r}")
+        return row
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict in ``FIELD_NAMES`` order (for Arrow batches, JSON and SQLite)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ChangeRecord:
+        """Inverse of ``to_dict``; unknown keys are rejected so schema drift fails loudly."""
+        unknown = set(data) - set(FIELD_NAMES)
+        if unknown:
+            raise ValueError(f"unknown change record fields: {sorted(unknown)}")
+        return cls(
+            database=str(data["database"]),
+            table=str(data["table"]),
+            op=str(data["op"]),
+            key=str(data["key"]),
+            row=str(data["row"]),
+            file_index=int(data["file_index"]),
+            pos=int(data["pos"]),
+            event_index=int(data["event_index"]),
+            row_index=int(data["row_index"]),
+            seq=int(data["seq"]),
+            ts_ms=int(data["ts_ms"]),
+            split_id=str(data.get("split_id") or ""),
+        )
+
+    def __str__(self) -> str:
+        origin = f"split {self.split_id}" if self.split_id else "binlog"
+        row = self.row if len(self.row) <= _ROW_PREVIEW else self.row[: _ROW_PREVIEW - 1] + "…"
+        return (
+            f"{self.op} {self.database}.{self.table} key={self.key} "
+            f"@{self.file_index}:{self.pos}/{self.event_index}/{self.row_index} "
+            f"seq={self.seq} ({origin}) {row}"
+        )

@@ -1,0 +1,32 @@
+"""Creating the Spark session: any master, workers on this interpreter, quiet console."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from cdc_console.config import PipelineConfig
+
+
+def spark_session(config: PipelineConfig) -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(config.spark.master)
+        .appName(f"cdc-console {config.name}")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.streaming.stopTimeout", "60s")
+        .config("spark.python.worker.reuse", "true")
+    )
+    if config.spark.ui_port is not None:
+        builder = builder.config("spark.ui.port", str(config.spark.ui_port))
+    for key, value in config.spark.conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
