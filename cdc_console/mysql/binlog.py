@@ -56,7 +56,7 @@ def stream_settings(source: SourceConfig) -> dict[str, Any]:
         "host": source.host,
         "port": source.port,
         "user": source.user,
-        "passwd": source.password(),
+        "password": source.password(),
         "charset": "utf8mb4",
         "connect_timeout": source.connect_timeout,
     }

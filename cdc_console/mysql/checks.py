@@ -537,6 +537,7 @@ def preflight(config: PipelineConfig) -> tuple[ServerInfo, list[TableSchema]]:
     Raises ``ConfigError`` when every blocking failure is a config mistake (the TOML file is the
     thing to edit), ``SourceError`` otherwise. Warnings are logged and do not block.
     """
+    config.state_path.parent.mkdir(parents=True, exist_ok=True)
     server, tables, results = run_checks(config)
     for result in results:
         if not result.ok and not result.blocking:

@@ -33,10 +33,9 @@ schema evolution (an existing mirror whose schema differs raises ``SinkSchemaErr
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,7 @@ from deltalake import DeltaTable, Schema, write_deltalake
 from deltalake.transaction import CommitProperties, Transaction
 
 from cdc_console.mysql.schema import TableId, TableSchema
-from cdc_console.sinks.types import arrow_schema, codec_for, columns_to_table
+from cdc_console.sinks.types import arrow_schema, codec_for, columns_to_table, table_to_rows
 from cdc_console.source.records import OP_DELETE, ChangeRecord
 
 CHANGELOG_DIR = "_changelog"
@@ -63,6 +62,8 @@ CHANGELOG_FIELDS: tuple[pa.Field, ...] = (
 _MERGE_OP = "__cdc_console_merge_op"  # extra source column of the MERGE: 'U' upsert, 'D' delete
 _RESERVED = {_MERGE_OP} | {f.name for f in CHANGELOG_FIELDS}
 
+Key = tuple[Any, ...]  # canonical key values in key_columns order
+Position = tuple[int, int, int, int]  # file_index, pos, event_index, row_index
 KeyRow = Mapping[str, Any]
 InRange = Callable[[KeyRow], bool]
 
@@ -79,28 +80,49 @@ class SinkSchemaError(SinkError):
 class ReplaceRange:
     """Replace a key range of a mirror with one snapshot split's rows (REDUMP, chunk repair).
 
-    Within the batch, every mirror key for which ``in_range(key_row)`` is true and that no record
-    of split ``split_id`` carries is deleted *before* the batch's records are applied (the split's
-    state is as of its high watermark; later binlog changes in the same batch still apply).
-    ``key_row`` maps each key column to its canonical value, the representation of
-    ``ChangeRecord.key``. ``position`` (file_index, pos, event_index, row_index) and ``ts_ms`` stamp
-    the ``-D`` rows this writes to the changelog: use the split's high watermark.
+    The split's rows are its range's state as of its high watermark (HW). So at ``position`` (the
+    HW) every key the table holds at that point -- the mirror's keys plus those the batch upserted
+    before HW -- for which ``in_range(key_row)`` is true and that no record of split ``split_id``
+    carries is deleted; changes after HW in the same batch still apply on top. ``key_row`` maps
+    each key column to its canonical value, the representation of ``ChangeRecord.key``.
+
+    ``position`` is (file_index, pos, event_index, row_index) of the HW; when None it is taken
+    from the split's records (which carry the HW), and an empty split without a position replaces
+    the range before anything else in the batch. ``ts_ms`` stamps the ``-D`` changelog rows.
     """
 
     table_id: TableId
     split_id: str
     in_range: InRange
-    position: tuple[int, int, int, int] = (0, 0, 0, 0)
+    position: Position | None = None
     ts_ms: int = 0
 
 
 @dataclass
-class _Net:
-    """One key's net change in a batch: upsert ``row`` (a dict) or delete ``key``."""
+class NetChange:
+    """One key's net change in a batch: hold ``row`` (upsert) or be absent (delete)."""
 
     upsert: bool
-    key: tuple[Any, ...]
     row: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class PlannedChange:
+    """One changelog row: a change record, or a ``-D`` written by a range replace (seq -1)."""
+
+    op: str
+    row: dict[str, Any]
+    sort_key: tuple[int, int, int, int, int]
+    ts_ms: int
+
+
+@dataclass
+class BatchPlan:
+    """What one batch does to one table: net change per key, and the changelog rows in order."""
+
+    nets: dict[Key, NetChange] = field(default_factory=dict)
+    changes: list[PlannedChange] = field(default_factory=list)
+    range_deleted: int = 0
 
 
 class DeltaSink:
@@ -124,12 +146,10 @@ class DeltaSink:
         return _open(self.mirror_path(table_id)).to_pyarrow_table()
 
     def read_changelog(self, table_id: TableId) -> pa.Table:
-        """The changelog rows, sorted in apply order (batch, then position within the batch)."""
+        """The changelog rows in apply order: by batch, then position, then seq."""
         table = _open(self.changelog_path(table_id)).to_pyarrow_table()
-        order = [("_batch_id", "ascending")] + [
-            (f.name, "ascending") for f in CHANGELOG_FIELDS[1:6]
-        ]
-        return table.sort_by(order)
+        order = ["_batch_id", "_file_index", "_pos", "_event_index", "_row_index", "_seq"]
+        return table.sort_by([(name, "ascending") for name in order])
 
     def applied_batch(self, table_id: TableId) -> int | None:
         """The last batch id committed to the mirror, or None (never written)."""
@@ -149,10 +169,10 @@ class DeltaSink:
     ) -> dict[TableId, dict[str, Any]]:
         """Apply one micro-batch to every table it touches; idempotent per ``batch_id``.
 
-        Returns per table: ``inserted``, ``updated``, ``deleted`` (rows of the mirror, from the
-        MERGE metrics; ``upserted`` = inserted + updated), ``range_deleted`` (keys removed by
-        ``replace_ranges``, included in ``deleted``), ``changelog_rows``, and
-        ``mirror_skipped`` / ``changelog_skipped`` (already applied by an earlier attempt).
+        Returns per table: ``inserted``, ``updated``, ``deleted`` (mirror rows, from the MERGE
+        metrics; ``upserted`` = inserted + updated), ``range_deleted`` (keys a ``ReplaceRange``
+        deleted), ``changelog_rows``, and ``mirror_skipped`` / ``changelog_skipped`` (True when
+        an earlier attempt of this batch already committed it, or the changelog is off).
         """
         if batch_id < 0:
             raise SinkError(f"batch id must be >= 0, got {batch_id}")
@@ -177,27 +197,28 @@ class DeltaSink:
         table_id: TableId,
         schema: TableSchema,
         in_range: InRange,
-        present_keys: set[tuple[Any, ...]],
+        present_keys: set[Key],
     ) -> int:
         """Delete the mirror keys with ``in_range(key_row)`` true that are not in ``present_keys``.
 
         ``key_row`` and the ``present_keys`` tuples hold canonical values in
         ``schema.key_columns`` order (``ChangeRecord.key_values()``). Returns the number of rows
-        deleted. This is a standalone repair tool: its commit carries no app transaction, and
-        running it again after new keys entered the range would delete them too. The pipeline
-        uses ``apply_batch(..., replace_ranges=...)``, which does the same inside the batch's
-        single, idempotent MERGE. The mirror's key columns are read in full (the predicate is
-        Python, so Delta cannot prune files for it).
+        deleted. A standalone repair tool: its commit carries no app transaction, and running it
+        again after new keys entered the range would delete those too. The pipeline uses
+        ``apply_batch(..., replace_ranges=...)`` instead, which does this at the split's high
+        watermark inside the batch's single, idempotent MERGE. The mirror's key columns are read
+        in full: the predicate is Python, so Delta cannot prune files for it.
         """
+        _check_table(schema)
         path = self.mirror_path(table_id)
         if not DeltaTable.is_deltatable(str(path)):
             return 0
         table = DeltaTable(str(path))
         _check_schema(table, arrow_schema(schema), path)
-        absent = _absent_rows(table, schema, in_range, present_keys, full_rows=False)
+        (absent,) = _mirror_absent(table, schema, [(in_range, present_keys)], full_rows=False)
         if not absent:
             return 0
-        nets = [_Net(False, key, None) for key, _ in absent]
+        nets = {key: NetChange(False, None) for key in absent}
         metrics = _merge(table, schema, nets, commit_properties=None)
         return int(metrics.get("num_target_rows_deleted", 0))
 
@@ -206,9 +227,7 @@ class DeltaSink:
     def _commit(self, batch_id: int, table_id: TableId, what: str) -> CommitProperties:
         return CommitProperties(
             app_transactions=[Transaction(self.app_id, batch_id)],
-            custom_metadata={
-                "cdc_console": {"batch_id": batch_id, "table": str(table_id), "what": what}
-            },
+            custom_metadata={"cdc_console.batch": f"{batch_id} {table_id} {what}"},
         )
 
     def _apply_table(
@@ -218,10 +237,9 @@ class DeltaSink:
         records: list[ChangeRecord],
         replaces: list[ReplaceRange],
     ) -> dict[str, Any]:
-        _check_column_names(schema)
+        _check_table(schema)
         table_id = schema.table_id
         typed = arrow_schema(schema)
-        ordered = sorted(records, key=lambda r: r.sort_key)
         stats: dict[str, Any] = {
             "inserted": 0,
             "updated": 0,
@@ -230,51 +248,54 @@ class DeltaSink:
             "range_deleted": 0,
             "changelog_rows": 0,
             "mirror_skipped": False,
-            "changelog_skipped": not self.changelog,
+            "changelog_skipped": True,
         }
-
         mirror = _open_or_create(self.mirror_path(table_id), typed)
         mirror_done = _already(mirror, self.app_id, batch_id)
-        absent: list[tuple[tuple[Any, ...], dict[str, Any] | None]] = []
-        if replaces and not mirror_done:
-            absent = _replace_absent(mirror, schema, replaces, ordered, full_rows=self.changelog)
-
+        log: DeltaTable | None = None
+        changelog_schema = pa.schema([*typed, *CHANGELOG_FIELDS])
         if self.changelog:
-            changelog_schema = pa.schema([*typed, *CHANGELOG_FIELDS])
             log = _open_or_create(self.changelog_path(table_id), changelog_schema)
             if _already(log, self.app_id, batch_id):
-                stats["changelog_skipped"] = True
-            else:
-                data = _changelog_table(
-                    schema, changelog_schema, batch_id, ordered, absent, replaces
-                )
-                write_deltalake(
-                    log,
-                    data,
-                    mode="append",
-                    commit_properties=self._commit(batch_id, table_id, "changelog"),
-                )
-                stats["changelog_rows"] = data.num_rows
+                log = None
+        if mirror_done and log is None:
+            stats["mirror_skipped"] = True
+            return stats
 
+        # Range deletes need the mirror as of before this batch, so they are planned only while
+        # the mirror has not taken the batch (it is committed last, see the module docstring).
+        absent: list[dict[Key, dict[str, Any] | None]] = []
+        if replaces and not mirror_done:
+            presents = _split_keys(records, replaces)
+            checks = [(r.in_range, presents[r.split_id]) for r in replaces]
+            absent = _mirror_absent(mirror, schema, checks, full_rows=log is not None)
+        plan = plan_table_batch(schema, records, replaces, absent, want_changes=log is not None)
+
+        if log is not None:
+            data = _changelog_table(schema, changelog_schema, batch_id, plan.changes)
+            write_deltalake(
+                log, data, mode="append", commit_properties=self._commit(batch_id, table_id, "log")
+            )
+            stats["changelog_rows"] = data.num_rows
+            stats["changelog_skipped"] = False
         if mirror_done:
             stats["mirror_skipped"] = True
             return stats
-        nets = _collapse(schema, ordered, [key for key, _ in absent])
-        if nets:
+
+        committed = False
+        if plan.nets:
             version = mirror.version()
-            metrics = _merge(mirror, schema, nets, self._commit(batch_id, table_id, "merge"))
+            metrics = _merge(mirror, schema, plan.nets, self._commit(batch_id, table_id, "merge"))
             stats["inserted"] = int(metrics.get("num_target_rows_inserted", 0))
             stats["updated"] = int(metrics.get("num_target_rows_updated", 0))
             stats["deleted"] = int(metrics.get("num_target_rows_deleted", 0))
             stats["upserted"] = stats["inserted"] + stats["updated"]
-            stats["range_deleted"] = len(absent)
+            stats["range_deleted"] = plan.range_deleted
             mirror.update_incremental()
             committed = mirror.version() > version
-        else:
-            committed = False
         if not committed:
-            # A MERGE that changes nothing (say, deletes of absent keys) makes no commit; record
-            # the batch anyway with an empty append, so a retry reports it as already applied.
+            # A MERGE that changes nothing (deletes of absent keys, say) makes no commit; record
+            # the batch anyway with an empty append so that a retry sees it as applied.
             write_deltalake(
                 mirror,
                 typed.empty_table(),
@@ -284,7 +305,7 @@ class DeltaSink:
         return stats
 
 
-# --- helpers ------------------------------------------------------------------------------
+# --- Delta helpers -------------------------------------------------------------------------
 
 
 def _open(path: Path) -> DeltaTable:
@@ -308,12 +329,12 @@ def _check_schema(table: DeltaTable, expected: pa.Schema, path: Path) -> None:
     want = [(f.name, str(f.type)) for f in Schema.from_arrow(expected).fields]
     if have != want:
         raise SinkSchemaError(
-            f"Delta table {path} has schema {have}, the source table now maps to {want}; "
-            "schema evolution is not supported: re-create the table (REDUMP into a fresh root)"
+            f"Delta table {path} has columns {have} but the source table maps to {want}; "
+            "schema evolution is not supported: move the old table away and REDUMP"
         )
 
 
-def _check_column_names(schema: TableSchema) -> None:
+def _check_table(schema: TableSchema) -> None:
     for name in schema.column_names:
         if "`" in name:
             raise SinkError(f"{schema.table_id}: column {name!r} contains a backtick")
@@ -321,6 +342,8 @@ def _check_column_names(schema: TableSchema) -> None:
             raise SinkError(f"{schema.table_id}: column {name!r} clashes with a sink column")
     if not schema.key_columns or not all(schema.key_columns):
         raise SinkError(f"{schema.table_id} has no key columns to MERGE on")
+    for name in schema.key_columns:
+        schema.column(name)  # KeyError names a key column the table lacks
 
 
 def _already(table: DeltaTable, app_id: str, batch_id: int) -> bool:
@@ -329,65 +352,32 @@ def _already(table: DeltaTable, app_id: str, batch_id: int) -> bool:
 
 
 def _quote(name: str) -> str:
+    """A SQL identifier for delta-rs' DataFusion predicates (case and spaces preserved)."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def _key_of(record: ChangeRecord) -> tuple[Any, ...]:
-    try:
-        return record.key_values()
-    except ValueError as exc:
-        raise SinkError(f"bad key in change record {record}: {exc}") from exc
-
-
-def _row_of(record: ChangeRecord, names: list[str]) -> dict[str, Any]:
-    try:
-        row = record.row_dict()
-    except ValueError as exc:
-        raise SinkError(f"bad row in change record {record}: {exc}") from exc
-    if len(row) != len(names) or any(n not in row for n in names):
-        raise SinkError(
-            f"row columns {sorted(row)} of change record {record} do not match the table's "
-            f"columns {names} (schema changed?)"
-        )
-    return row
-
-
-def _collapse(
-    schema: TableSchema, ordered: list[ChangeRecord], range_deletes: list[tuple[Any, ...]]
-) -> list[_Net]:
-    """Net change per key: range deletes first, then the records in apply order, last wins."""
-    names = schema.column_names
-    nets: dict[tuple[Any, ...], _Net] = {key: _Net(False, key, None) for key in range_deletes}
-    for record in ordered:
-        key = _key_of(record)
-        nets[key] = _Net(True, key, None) if record.is_upsert else _Net(False, key, None)
-        if record.is_upsert:
-            nets[key].row = _row_of(record, names)
-    return list(nets.values())
 
 
 def _merge(
     table: DeltaTable,
     schema: TableSchema,
-    nets: list[_Net],
+    nets: Mapping[Key, NetChange],
     commit_properties: CommitProperties | None,
 ) -> dict[str, Any]:
     """One MERGE of the net changes into the mirror; returns delta-rs' metrics."""
     key_columns = list(schema.key_columns)
     columns: dict[str, list[Any]] = {name: [] for name in schema.column_names}
     ops: list[str] = []
-    for net in nets:
+    for key, net in nets.items():
         if net.upsert:
             assert net.row is not None
             for name, values in columns.items():
                 values.append(net.row[name])
             ops.append("U")
         else:
-            if len(net.key) != len(key_columns):
+            if len(key) != len(key_columns):
                 raise SinkError(
-                    f"{schema.table_id}: key {list(net.key)} does not match key columns {key_columns}"
+                    f"{schema.table_id}: key {list(key)} does not match key columns {key_columns}"
                 )
-            key_map = dict(zip(key_columns, net.key, strict=True))
+            key_map = dict(zip(key_columns, key, strict=True))
             for name, values in columns.items():
                 values.append(key_map.get(name))
             ops.append("D")
@@ -396,8 +386,7 @@ def _merge(
     )
     conditions = []
     for name in key_columns:
-        column = schema.column(name)
-        equal = "IS NOT DISTINCT FROM" if column.nullable else "="
+        equal = "IS NOT DISTINCT FROM" if schema.column(name).nullable else "="
         conditions.append(f"t.{_quote(name)} {equal} s.{_quote(name)}")
     is_delete = f"s.{_quote(_MERGE_OP)} = 'D'"
     is_upsert = f"s.{_quote(_MERGE_OP)} = 'U'"
@@ -406,7 +395,7 @@ def _merge(
         predicate=" AND ".join(conditions),
         source_alias="s",
         target_alias="t",
-        streamed_exec=False,  # materialised source: lets delta-rs prune target files by key range
+        streamed_exec=False,  # the source is in memory; lets delta-rs prune files by key bounds
         commit_properties=commit_properties,
     )
     return (
@@ -417,110 +406,159 @@ def _merge(
     )
 
 
-def _absent_rows(
+def _mirror_absent(
     table: DeltaTable,
     schema: TableSchema,
-    in_range: InRange,
-    present_keys: set[tuple[Any, ...]],
+    checks: Sequence[tuple[InRange, set[Key]]],
     full_rows: bool,
-) -> list[tuple[tuple[Any, ...], dict[str, Any] | None]]:
-    """Mirror keys in the range and not present, with their canonical row when ``full_rows``."""
-    return _absent_multi(table, schema, [(in_range, present_keys)], full_rows)
-
-
-def _absent_multi(
-    table: DeltaTable,
-    schema: TableSchema,
-    checks: list[tuple[InRange, set[tuple[Any, ...]]]],
-    full_rows: bool,
-) -> list[tuple[tuple[Any, ...], dict[str, Any] | None]]:
+) -> list[dict[Key, dict[str, Any] | None]]:
+    """Per check: mirror keys in its range and not in its present set, with the canonical row
+    when ``full_rows`` (the changelog's before image), else None. One scan for all checks."""
     key_columns = list(schema.key_columns)
     data = table.to_pyarrow_table(columns=None if full_rows else key_columns)
+    result: list[dict[Key, dict[str, Any] | None]] = [{} for _ in checks]
     if data.num_rows == 0:
-        return []
+        return result
     key_values = [
         codec_for(schema.column(name)).array_to_canonical(data.column(name)) for name in key_columns
     ]
-    hits: list[int] = []
-    keys: list[tuple[Any, ...]] = []
+    hits: list[tuple[int, Key, int]] = []
     for index, values in enumerate(zip(*key_values, strict=True)):
         key_row = dict(zip(key_columns, values, strict=True))
-        for in_range, present in checks:
+        for check, (in_range, present) in enumerate(checks):
             if values not in present and in_range(key_row):
-                hits.append(index)
-                keys.append(tuple(values))
-                break
-    if not full_rows:
-        return [(key, None) for key in keys]
-    from cdc_console.sinks.types import table_to_rows
+                hits.append((check, values, index))
+    rows: list[dict[str, Any] | None] = [None] * len(hits)
+    if full_rows and hits:
+        indices = pa.array([index for _, _, index in hits], type=pa.int64())
+        rows = list(table_to_rows(schema, data.take(indices)))
+    for (check, key, _), row in zip(hits, rows, strict=True):
+        result[check][key] = row
+    return result
 
-    rows = table_to_rows(schema, data.take(pa.array(hits, type=pa.int64())))
-    return list(zip(keys, rows, strict=True))
+
+# --- batch planning ------------------------------------------------------------------------
 
 
-def _replace_absent(
-    table: DeltaTable,
+def _key_of(record: ChangeRecord) -> Key:
+    try:
+        return record.key_values()
+    except ValueError as exc:
+        raise SinkError(f"bad key in change record {record}: {exc}") from exc
+
+
+def _row_of(record: ChangeRecord, names: Sequence[str]) -> dict[str, Any]:
+    try:
+        row = record.row_dict()
+    except ValueError as exc:
+        raise SinkError(f"bad row in change record {record}: {exc}") from exc
+    if len(row) != len(names) or any(n not in row for n in names):
+        raise SinkError(
+            f"row columns {list(row)} of change record {record} do not match the table's "
+            f"columns {list(names)} (schema changed?)"
+        )
+    return row
+
+
+def _split_keys(
+    records: Sequence[ChangeRecord], replaces: Sequence[ReplaceRange]
+) -> dict[str, set[Key]]:
+    present: dict[str, set[Key]] = {r.split_id: set() for r in replaces}
+    for record in records:
+        keys = present.get(record.split_id)
+        if keys is not None and record.split_id:
+            keys.add(_key_of(record))
+    return present
+
+
+def _marker_position(replace: ReplaceRange, records: Sequence[ChangeRecord]) -> Position:
+    if replace.position is not None:
+        return replace.position
+    own = [r.sort_key[:4] for r in records if r.split_id == replace.split_id]
+    if own:
+        file_index, pos, event_index, row_index = min(own)
+        return (file_index, pos, event_index, row_index)
+    return (0, 0, 0, 0)
+
+
+def plan_table_batch(
     schema: TableSchema,
-    replaces: list[ReplaceRange],
-    ordered: list[ChangeRecord],
-    full_rows: bool,
-) -> list[tuple[tuple[Any, ...], dict[str, Any] | None]]:
-    present: dict[str, set[tuple[Any, ...]]] = {r.split_id: set() for r in replaces}
-    for record in ordered:
-        if record.split_id in present:
-            present[record.split_id].add(_key_of(record))
-    checks = [(r.in_range, present[r.split_id]) for r in replaces]
-    return _absent_multi(table, schema, checks, full_rows)
+    records: Sequence[ChangeRecord],
+    replaces: Sequence[ReplaceRange],
+    absent: Sequence[Mapping[Key, dict[str, Any] | None]],
+    want_changes: bool,
+) -> BatchPlan:
+    """Net one table's batch per key, and list its changelog rows, in apply order.
+
+    The walk visits the records by ``sort_key`` and each range replace at its HW, just before
+    the rows at that position; per key the last change wins. ``absent[i]`` holds the keys (with
+    before images, or None) that the sink's state *before the batch* has in ``replaces[i]``'s
+    range and its split lacks. ``want_changes`` also collects the changelog rows (it parses the
+    before images of ``-U``/``-D``, which the MERGE alone does not need). Shared by both sinks.
+    """
+    names = schema.column_names
+    key_columns = list(schema.key_columns)
+    events: list[tuple[tuple[int, int, int, int, int], int, int]] = []
+    for index, record in enumerate(records):
+        events.append((record.sort_key, 1, index))
+    presents = _split_keys(records, replaces) if replaces else {}
+    for index, replace in enumerate(replaces):
+        events.append(((*_marker_position(replace, records), -1), 0, index))
+    events.sort()
+
+    plan = BatchPlan()
+    nets = plan.nets
+    for sort_key, kind, index in events:
+        if kind == 1:
+            record = records[index]
+            key = _key_of(record)
+            row = _row_of(record, names) if want_changes or record.is_upsert else None
+            nets[key] = NetChange(record.is_upsert, row if record.is_upsert else None)
+            if want_changes:
+                assert row is not None
+                plan.changes.append(PlannedChange(record.op, row, sort_key, record.ts_ms))
+            continue
+        replace = replaces[index]
+        mirror_absent = absent[index] if index < len(absent) else {}
+        present = presents.get(replace.split_id, set())
+        doomed: list[tuple[Key, dict[str, Any] | None]] = []
+        for key, mirror_row in mirror_absent.items():
+            net = nets.get(key)
+            if net is None:
+                doomed.append((key, mirror_row))
+            elif net.upsert:
+                doomed.append((key, net.row))
+        for key, net in nets.items():
+            if (
+                net.upsert
+                and key not in present
+                and key not in mirror_absent
+                and len(key) == len(key_columns)
+                and replace.in_range(dict(zip(key_columns, key, strict=True)))
+            ):
+                doomed.append((key, net.row))
+        for key, before in doomed:
+            nets[key] = NetChange(False, None)
+            if want_changes and before is not None:
+                plan.changes.append(PlannedChange(OP_DELETE, before, sort_key, replace.ts_ms))
+        plan.range_deleted += len(doomed)
+    return plan
 
 
 def _changelog_table(
     schema: TableSchema,
     changelog_schema: pa.Schema,
     batch_id: int,
-    ordered: list[ChangeRecord],
-    absent: list[tuple[tuple[Any, ...], dict[str, Any] | None]],
-    replaces: list[ReplaceRange],
+    changes: Sequence[PlannedChange],
 ) -> pa.Table:
-    """Typed changelog rows: the range deletes (as ``-D``), then every record in apply order."""
+    """Typed changelog rows: the row image plus op, position, seq, event time and batch id."""
     names = schema.column_names
-    columns: dict[str, list[Any]] = {name: [] for name in names}
-    meta: dict[str, list[Any]] = {f.name: [] for f in CHANGELOG_FIELDS}
-    stamp = replaces[0] if replaces else None
-    for seq, (_, row) in enumerate(absent):
-        assert row is not None and stamp is not None
-        for name in names:
-            columns[name].append(row.get(name))
-        position = stamp.position
-        for field_name, value in zip(
-            ("_op", "_file_index", "_pos", "_event_index", "_row_index", "_seq", "_ts_ms"),
-            (OP_DELETE, *position, seq - len(absent), stamp.ts_ms),
-            strict=True,
-        ):
-            meta[field_name].append(value)
-        meta["_batch_id"].append(batch_id)
-    for record in ordered:
-        row = _row_of(record, names)
-        for name in names:
-            columns[name].append(row[name])
-        meta["_op"].append(record.op)
-        meta["_file_index"].append(record.file_index)
-        meta["_pos"].append(record.pos)
-        meta["_event_index"].append(record.event_index)
-        meta["_row_index"].append(record.row_index)
-        meta["_seq"].append(record.seq)
-        meta["_ts_ms"].append(record.ts_ms)
-        meta["_batch_id"].append(batch_id)
-    typed = columns_to_table(schema, columns)
-    arrays = [*typed.columns] + [pa.array(meta[f.name], type=f.type) for f in CHANGELOG_FIELDS]
-    return pa.Table.from_arrays(arrays, schema=changelog_schema)
-
-
-__all__ = [
-    "CHANGELOG_DIR",
-    "CHANGELOG_FIELDS",
-    "DeltaSink",
-    "ReplaceRange",
-    "SinkError",
-    "SinkSchemaError",
-    "json",
-]
+    typed = columns_to_table(schema, {n: [c.row.get(n) for c in changes] for n in names})
+    positions = list(zip(*(c.sort_key for c in changes), strict=True)) or [()] * 5
+    meta = [
+        pa.array([c.op for c in changes], type=pa.string()),
+        *(pa.array(list(column), type=pa.int64()) for column in positions),
+        pa.array([c.ts_ms for c in changes], type=pa.int64()),
+        pa.array([batch_id] * len(changes), type=pa.int64()),
+    ]
+    return pa.Table.from_arrays([*typed.columns, *meta], schema=changelog_schema)

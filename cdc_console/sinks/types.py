@@ -85,6 +85,16 @@ _INT_TYPES: dict[str, tuple[pa.DataType, pa.DataType]] = {
     "integer": (pa.int32(), pa.int64()),
     "bigint": (pa.int64(), UNSIGNED_BIGINT_TYPE),
 }
+_INT_BITS = {
+    "tinyint": 8,
+    "bool": 8,
+    "boolean": 8,
+    "smallint": 16,
+    "mediumint": 24,
+    "int": 32,
+    "integer": 32,
+    "bigint": 64,
+}
 _DECIMAL_TYPES = {"decimal", "numeric", "dec", "fixed"}
 _FLOAT_TYPES = {"float": pa.float32(), "double": pa.float64(), "real": pa.float64()}
 _STRING_TYPES = {
@@ -135,6 +145,10 @@ class ColumnCodec:
     column: ColumnInfo
     arrow_type: pa.DataType
     kind: str  # int, wide_int, decimal, decimal_text, float, string, text, binary, date, ...
+    # Integer kinds: the MySQL type's own range, narrower than the Arrow type's for unsigned and
+    # MEDIUMINT types. A negative value in an unsigned column is the classic binlog-decoding bug
+    # (signed reinterpretation), so it is refused rather than stored.
+    value_range: tuple[int, int] | None = None
 
     @property
     def field(self) -> pa.Field:
@@ -178,14 +192,17 @@ def codec_for(column: ColumnInfo) -> ColumnCodec:
     data_type = column.data_type.lower().strip()
     if data_type in _INT_TYPES:
         signed, unsigned = _INT_TYPES[data_type]
-        arrow = unsigned if column.unsigned else signed
-        return ColumnCodec(column, arrow, "wide_int" if pa.types.is_decimal(arrow) else "int")
+        bits = _INT_BITS[data_type]
+        if column.unsigned:
+            kind = "wide_int" if pa.types.is_decimal(unsigned) else "int"
+            return ColumnCodec(column, unsigned, kind, (0, 2**bits - 1))
+        return ColumnCodec(column, signed, "int", (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1))
     if data_type == "year":
-        return ColumnCodec(column, pa.int16(), "int")
+        return ColumnCodec(column, pa.int16(), "int", (0, 2155))
     if data_type == "bit":
-        if _bit_width(column) >= 64:
-            return ColumnCodec(column, UNSIGNED_BIGINT_TYPE, "wide_int")
-        return ColumnCodec(column, pa.int64(), "int")
+        width = min(max(_bit_width(column), 1), 64)
+        arrow = UNSIGNED_BIGINT_TYPE if width == 64 else pa.int64()
+        return ColumnCodec(column, arrow, "wide_int" if width == 64 else "int", (0, 2**width - 1))
     if data_type in _DECIMAL_TYPES:
         precision = column.numeric_precision
         scale = column.numeric_scale or 0
@@ -252,20 +269,28 @@ def _check_types(codec: ColumnCodec, values: Sequence[Any], allowed: tuple[type,
             )
 
 
+def _check_range(codec: ColumnCodec, values: Sequence[Any]) -> None:
+    if codec.value_range is None:
+        return
+    low, high = codec.value_range
+    for value in values:
+        if value is not None and not low <= value <= high:
+            raise SinkTypeError(
+                f"column {codec.column.name!r} ({codec.column.column_type}): {value} is outside "
+                f"{low}..{high}"
+            )
+
+
 def _decode_int(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
     # pyarrow silently truncates 1.5 to 1 for an integer type; a float here is a normaliser bug.
     _check_types(codec, values, (int,))
+    _check_range(codec, values)
     return pa.array(values, type=codec.arrow_type)
 
 
 def _decode_wide_int(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
     _check_types(codec, values, (int,))
-    for value in values:
-        if value is not None and not 0 <= value < 2**64:
-            raise SinkTypeError(
-                f"column {codec.column.name!r} ({codec.column.column_type}): {value} is outside "
-                "0..2^64-1"
-            )
+    _check_range(codec, values)
     return pa.array(values, type=codec.arrow_type)
 
 

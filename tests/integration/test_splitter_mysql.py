@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import pymysql
@@ -63,26 +65,36 @@ def where(split: SnapshotSplit) -> tuple[str, list[Any]]:
     return " AND ".join(conds) or "TRUE", args
 
 
-def query(source_db: SourceDb, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
-    conn = source_db.connect()
-    try:
-        with conn.cursor() as cur:
+@dataclass
+class Server:
+    """Root's view of the test database, for checking the splits (not used by the splitter)."""
+
+    conn: pymysql.connections.Connection
+    db: str
+
+    def query(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cur:
             cur.execute(sql, args)
             return list(cur.fetchall())
+
+
+@pytest.fixture
+def server(source_db: SourceDb) -> Iterator[Server]:
+    conn = source_db.connect()
+    try:
+        yield Server(conn, source_db.name)
     finally:
         conn.close()
 
 
-def check_chunks(
-    source_db: SourceDb, schema: TableSchema, splits: list[SnapshotSplit]
-) -> list[int]:
+def check_chunks(server: Server, schema: TableSchema, splits: list[SnapshotSplit]) -> list[int]:
     """Assert contiguity and exact coverage on the server; return the per-chunk row counts."""
     assert [s.split_no for s in splits] == list(range(len(splits)))
     assert all(s.table_id == schema.table_id for s in splits)
     assert all(s.chunk_key == schema.chunk_key for s in splits)
     assert splits[0].range.start is None
     assert splits[-1].range.end is None
-    for left, right in zip(splits, splits[1:], strict=False):
+    for left, right in pairwise(splits):
         assert left.range.end is not None
         assert left.range.end == right.range.start
 
@@ -92,23 +104,23 @@ def check_chunks(
     seen: list[tuple[Any, ...]] = []
     for split in splits:
         cond, args = where(split)
-        ((count,),) = query(source_db, f"SELECT COUNT(*) FROM {table} WHERE {cond}", args)
-        rows = query(source_db, f"SELECT {key_cols} FROM {table} WHERE {cond}", args)
+        ((count,),) = server.query(f"SELECT COUNT(*) FROM {table} WHERE {cond}", args)
+        rows = server.query(f"SELECT {key_cols} FROM {table} WHERE {cond}", args)
         assert len(rows) == count
         counts.append(int(count))
         seen.extend(rows)
-    ((total,),) = query(source_db, f"SELECT COUNT(*) FROM {table}")
+    ((total,),) = server.query(f"SELECT COUNT(*) FROM {table}")
     assert sum(counts) == total
-    everything = query(source_db, f"SELECT {key_cols} FROM {table}")
+    everything = server.query(f"SELECT {key_cols} FROM {table}")
     assert sorted(seen, key=repr) == sorted(everything, key=repr), "a row in 0 or 2 chunks"
     if len(splits) > 1:
         assert all(counts), f"empty chunk in {counts}"
     return counts
 
 
-def server_order(source_db: SourceDb, table: str, key: str) -> list[Any]:
+def server_order(server: Server, table: str, key: str) -> list[Any]:
     q = quote_ident(key)
-    return [r[0] for r in query(source_db, f"SELECT {q} FROM {quote_ident(table)} ORDER BY {q}")]
+    return [r[0] for r in server.query(f"SELECT {q} FROM {quote_ident(table)} ORDER BY {q}")]
 
 
 def flink_uneven_boundaries(keys_in_server_order: list[Any], chunk_size: int) -> list[Any]:
@@ -130,7 +142,9 @@ def messages(caplog: pytest.LogCaptureFixture) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def test_even_split(source_db: SourceDb, cdc_conn: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_even_split(
+    source_db: SourceDb, cdc_conn: Any, server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
     source_db.execute(
         "CREATE TABLE orders (id INT PRIMARY KEY, v VARCHAR(10))",
         "INSERT INTO orders SELECT seq, 'x' FROM seq_0_to_999",
@@ -140,13 +154,15 @@ def test_even_split(source_db: SourceDb, cdc_conn: Any, caplog: pytest.LogCaptur
     assert [str(s) for s in splits] == expected(
         source_db.name, "orders", [100, 200, 300, 400, 500, 600, 700, 800, 900]
     )
-    assert check_chunks(source_db, schema, splits) == [100] * 10
+    assert check_chunks(server, schema, splits) == [100] * 10
     assert f"split {source_db.name}.orders: evenly by id, factor 1, step 100, 10 chunks" in (
         messages(caplog)
     )
 
 
-def test_even_split_with_gaps_steps_by_factor(source_db: SourceDb, cdc_conn: Any) -> None:
+def test_even_split_with_gaps_steps_by_factor(
+    source_db: SourceDb, cdc_conn: Any, server: Server
+) -> None:
     """Keys 0, 3, 6, ... 2997: factor 2.998, so a step of 299 key values holds ~100 rows."""
     source_db.execute(
         "CREATE TABLE t (id BIGINT PRIMARY KEY)", "INSERT INTO t SELECT seq * 3 FROM seq_0_to_999"
@@ -155,11 +171,13 @@ def test_even_split_with_gaps_steps_by_factor(source_db: SourceDb, cdc_conn: Any
     assert [str(s) for s in splits] == expected(
         source_db.name, "t", [299 * i for i in range(1, 11)]
     )
-    counts = check_chunks(source_db, schema, splits)
+    counts = check_chunks(server, schema, splits)
     assert max(counts) <= 100
 
 
-def test_factor_exactly_at_the_upper_bound_is_even(source_db: SourceDb, cdc_conn: Any) -> None:
+def test_factor_exactly_at_the_upper_bound_is_even(
+    source_db: SourceDb, cdc_conn: Any, server: Server
+) -> None:
     source_db.execute(
         "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t SELECT seq * 10 FROM seq_1_to_100"
     )
@@ -168,16 +186,16 @@ def test_factor_exactly_at_the_upper_bound_is_even(source_db: SourceDb, cdc_conn
     assert [str(s) for s in splits] == expected(
         source_db.name, "t", [109 + 99 * i for i in range(10)]
     )
-    check_chunks(source_db, schema, splits)
+    check_chunks(server, schema, splits)
     schema, splits = split_table(cdc_conn, source_db, "t", 10, distribution_factor_upper=9.9)
     assert [str(s) for s in splits] == expected(
         source_db.name, "t", [100 + 90 * i for i in range(10)]
     )
-    check_chunks(source_db, schema, splits)
+    check_chunks(server, schema, splits)
 
 
 def test_uneven_split_when_factor_above_upper_bound(
-    source_db: SourceDb, cdc_conn: Any, caplog: pytest.LogCaptureFixture
+    source_db: SourceDb, cdc_conn: Any, server: Server, caplog: pytest.LogCaptureFixture
 ) -> None:
     source_db.execute(
         "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t SELECT seq * 2 FROM seq_1_to_1000"
@@ -188,7 +206,7 @@ def test_uneven_split_when_factor_above_upper_bound(
     assert [str(s) for s in splits] == expected(
         source_db.name, "t", [2 * (1 + 99 * j) for j in range(1, 11)]
     )
-    counts = check_chunks(source_db, schema, splits)
+    counts = check_chunks(server, schema, splits)
     assert counts == [99] * 10 + [10]
     assert f"split {source_db.name}.t: unevenly by id (factor 1.999 outside [0.05, 1.5]" in (
         messages(caplog)
@@ -196,7 +214,7 @@ def test_uneven_split_when_factor_above_upper_bound(
 
 
 def test_sparse_keys_split_unevenly(
-    source_db: SourceDb, cdc_conn: Any, caplog: pytest.LogCaptureFixture
+    source_db: SourceDb, cdc_conn: Any, server: Server, caplog: pytest.LogCaptureFixture
 ) -> None:
     source_db.execute(
         "CREATE TABLE t (id BIGINT PRIMARY KEY)",
@@ -208,13 +226,13 @@ def test_sparse_keys_split_unevenly(
     assert [str(s) for s in splits] == expected(
         source_db.name, "t", [1 + 99 * j for j in range(1, 11)]
     )
-    counts = check_chunks(source_db, schema, splits)
+    counts = check_chunks(server, schema, splits)
     assert max(counts) <= 100
     assert counts[-1] == 11
     assert "outside [0.05, 1000.0]" in messages(caplog)
 
 
-def test_negative_keys(source_db: SourceDb, cdc_conn: Any) -> None:
+def test_negative_keys(source_db: SourceDb, cdc_conn: Any, server: Server) -> None:
     source_db.execute(
         "CREATE TABLE t (id INT PRIMARY KEY)",
         "INSERT INTO t SELECT CAST(seq AS SIGNED) - 500 FROM seq_0_to_999",
@@ -223,10 +241,10 @@ def test_negative_keys(source_db: SourceDb, cdc_conn: Any) -> None:
     assert [str(s) for s in splits] == expected(
         source_db.name, "t", [-400, -300, -200, -100, 0, 100, 200, 300, 400]
     )
-    assert check_chunks(source_db, schema, splits) == [100] * 10
+    assert check_chunks(server, schema, splits) == [100] * 10
 
 
-def test_negative_sparse_keys(source_db: SourceDb, cdc_conn: Any) -> None:
+def test_negative_sparse_keys(source_db: SourceDb, cdc_conn: Any, server: Server) -> None:
     source_db.execute(
         "CREATE TABLE t (id BIGINT PRIMARY KEY)",
         "INSERT INTO t SELECT -CAST(seq AS SIGNED) FROM seq_1_to_500",
@@ -234,11 +252,11 @@ def test_negative_sparse_keys(source_db: SourceDb, cdc_conn: Any) -> None:
     )
     schema, splits = split_table(cdc_conn, source_db, "t", 100)
     assert [str(s) for s in splits] == expected(source_db.name, "t", [-402, -303, -204, -105, -6])
-    counts = check_chunks(source_db, schema, splits)
+    counts = check_chunks(server, schema, splits)
     assert max(counts) <= 100
 
 
-def test_bigint_unsigned_near_the_top(source_db: SourceDb, cdc_conn: Any) -> None:
+def test_bigint_unsigned_near_the_top(source_db: SourceDb, cdc_conn: Any, server: Server) -> None:
     source_db.execute(
         "CREATE TABLE t (id BIGINT UNSIGNED PRIMARY KEY)",
         f"INSERT INTO t SELECT {U64_MAX} - seq FROM seq_0_to_999",
@@ -249,10 +267,12 @@ def test_bigint_unsigned_near_the_top(source_db: SourceDb, cdc_conn: Any) -> Non
         source_db.name, "t", [low + 100 * i for i in range(1, 10)]
     )
     assert str(splits[-1]) == f"{source_db.name}.t [18446744073709551516, +inf)"
-    assert check_chunks(source_db, schema, splits) == [100] * 10
+    assert check_chunks(server, schema, splits) == [100] * 10
 
 
-def test_bigint_unsigned_sparse_walks_the_server(source_db: SourceDb, cdc_conn: Any) -> None:
+def test_bigint_unsigned_sparse_walks_the_server(
+    source_db: SourceDb, cdc_conn: Any, server: Server
+) -> None:
     """Keys 0..299 and 2^64-300..2^64-1: uneven, boundaries past 2^63 sent as parameters."""
     source_db.execute(
         "CREATE TABLE t (id BIGINT UNSIGNED PRIMARY KEY)",
@@ -260,12 +280,12 @@ def test_bigint_unsigned_sparse_walks_the_server(source_db: SourceDb, cdc_conn: 
         f"INSERT INTO t SELECT {U64_MAX} - seq FROM seq_0_to_299",
     )
     schema, splits = split_table(cdc_conn, source_db, "t", 100)
-    keys = server_order(source_db, "t", "id")
+    keys = server_order(server, "t", "id")
     assert [str(s) for s in splits] == expected(
         source_db.name, "t", flink_uneven_boundaries(keys, 100)
     )
     assert splits[-2].range.start is not None and splits[-2].range.start > 2**63
-    counts = check_chunks(source_db, schema, splits)
+    counts = check_chunks(server, schema, splits)
     assert max(counts) <= 100
 
 
@@ -279,7 +299,7 @@ MIXED_CASE = (
 
 
 def test_string_key_follows_the_server_collation(
-    source_db: SourceDb, cdc_conn: Any, caplog: pytest.LogCaptureFixture
+    source_db: SourceDb, cdc_conn: Any, server: Server, caplog: pytest.LogCaptureFixture
 ) -> None:
     source_db.execute(
         "CREATE TABLE t (code VARCHAR(8) COLLATE utf8mb4_general_ci PRIMARY KEY, n INT)",
@@ -287,18 +307,20 @@ def test_string_key_follows_the_server_collation(
     )
     caplog.set_level(logging.INFO, logger=SPLITTER_LOG)
     schema, splits = split_table(cdc_conn, source_db, "t", 50)
-    keys = server_order(source_db, "t", "code")
+    keys = server_order(server, "t", "code")
     assert keys != sorted(keys), "the data must tell the collation from code-point order"
     bounds = flink_uneven_boundaries(keys, 50)
     assert [str(s) for s in splits] == expected(source_db.name, "t", bounds)
     assert [s.range.start for s in splits[1:]] != sorted(s.range.start for s in splits[1:])
-    counts = check_chunks(source_db, schema, splits)
+    counts = check_chunks(server, schema, splits)
     assert max(counts) <= 50
     assert len(splits) == 14
     assert "unevenly by code (varchar key" in messages(caplog)
 
 
-def test_key_order_places_rows_where_the_server_does(source_db: SourceDb, cdc_conn: Any) -> None:
+def test_key_order_places_rows_where_the_server_does(
+    source_db: SourceDb, cdc_conn: Any, server: Server
+) -> None:
     source_db.execute(
         "CREATE TABLE t (code VARCHAR(8) COLLATE utf8mb4_general_ci PRIMARY KEY)",
         f"INSERT INTO t SELECT {MIXED_CASE} FROM seq_0_to_675",
@@ -308,7 +330,7 @@ def test_key_order_places_rows_where_the_server_does(source_db: SourceDb, cdc_co
     server_chunk: dict[Any, int] = {}
     for split in splits:
         cond, args = where(split)
-        for (code,) in query(source_db, f"SELECT code FROM t WHERE {cond}", args):
+        for (code,) in server.query(f"SELECT code FROM t WHERE {cond}", args):
             server_chunk[code] = split.split_no
     assert len(server_chunk) == 676
     for code, number in server_chunk.items():
@@ -317,7 +339,7 @@ def test_key_order_places_rows_where_the_server_does(source_db: SourceDb, cdc_co
 
 
 def test_composite_key_chunks_on_first_column_with_duplicates(
-    source_db: SourceDb, cdc_conn: Any
+    source_db: SourceDb, cdc_conn: Any, server: Server
 ) -> None:
     """Six groups of 100 rows, each half 'x' and half 'X': the walk must treat them as equal."""
     source_db.execute(
@@ -330,11 +352,11 @@ def test_composite_key_chunks_on_first_column_with_duplicates(
     assert [str(s).lower() for s in splits] == [
         line.lower() for line in expected(source_db.name, "t", ["b", "c", "d", "e", "f"])
     ]
-    assert check_chunks(source_db, schema, splits) == [100] * 6
+    assert check_chunks(server, schema, splits) == [100] * 6
 
 
 def test_composite_key_with_a_repeated_maximum_keeps_it_apart(
-    source_db: SourceDb, cdc_conn: Any
+    source_db: SourceDb, cdc_conn: Any, server: Server
 ) -> None:
     """The chunk of a repeated value is already full: the maximum's rows get their own chunk."""
     source_db.execute(
@@ -345,11 +367,11 @@ def test_composite_key_with_a_repeated_maximum_keeps_it_apart(
     )
     schema, splits = split_table(cdc_conn, source_db, "t", 20)
     assert [str(s) for s in splits] == expected(source_db.name, "t", ["b", "c"])
-    assert check_chunks(source_db, schema, splits) == [10, 50, 50]
+    assert check_chunks(server, schema, splits) == [10, 50, 50]
 
 
 def test_composite_int_key_below_lower_factor_walks_groups(
-    source_db: SourceDb, cdc_conn: Any, caplog: pytest.LogCaptureFixture
+    source_db: SourceDb, cdc_conn: Any, server: Server, caplog: pytest.LogCaptureFixture
 ) -> None:
     """20 groups of 50 rows: factor 0.02 < 0.05, so uneven; 120 rows reach two groups further."""
     source_db.execute(
@@ -359,18 +381,20 @@ def test_composite_int_key_below_lower_factor_walks_groups(
     caplog.set_level(logging.INFO, logger=SPLITTER_LOG)
     schema, splits = split_table(cdc_conn, source_db, "t", 120)
     assert [str(s) for s in splits] == expected(source_db.name, "t", list(range(2, 19, 2)))
-    assert check_chunks(source_db, schema, splits) == [100] * 9 + [100]
+    assert check_chunks(server, schema, splits) == [100] * 9 + [100]
     assert "factor 0.02 outside" in messages(caplog)
 
 
-def test_one_distinct_first_column_value_is_one_chunk(source_db: SourceDb, cdc_conn: Any) -> None:
+def test_one_distinct_first_column_value_is_one_chunk(
+    source_db: SourceDb, cdc_conn: Any, server: Server
+) -> None:
     source_db.execute(
         "CREATE TABLE t (grp VARCHAR(4), n INT, PRIMARY KEY (grp, n))",
         "INSERT INTO t SELECT IF(seq % 2, 'a', 'A'), seq FROM seq_0_to_99",
     )
     schema, splits = split_table(cdc_conn, source_db, "t", 10)
     assert [str(s) for s in splits] == [f"{source_db.name}.t (-inf, +inf)"]
-    check_chunks(source_db, schema, splits)
+    check_chunks(server, schema, splits)
 
 
 @pytest.mark.parametrize(
@@ -385,49 +409,57 @@ def test_one_distinct_first_column_value_is_one_chunk(source_db: SourceDb, cdc_c
     ],
 )
 def test_other_key_types_split_unevenly_in_server_order(
-    source_db: SourceDb, cdc_conn: Any, column_type: str, value: str
+    source_db: SourceDb, cdc_conn: Any, server: Server, column_type: str, value: str
 ) -> None:
     source_db.execute(
         f"CREATE TABLE t (k {column_type} PRIMARY KEY)",
         f"INSERT INTO t SELECT {value} FROM seq_0_to_599",
     )
     schema, splits = split_table(cdc_conn, source_db, "t", 64)
-    keys = server_order(source_db, "t", "k")
+    keys = server_order(server, "t", "k")
     assert [s.range.start for s in splits[1:]] == flink_uneven_boundaries(keys, 64)
-    counts = check_chunks(source_db, schema, splits)
+    counts = check_chunks(server, schema, splits)
     assert max(counts) <= 64
     assert len(splits) == 10
 
 
-def test_empty_table(source_db: SourceDb, cdc_conn: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_empty_table(
+    source_db: SourceDb, cdc_conn: Any, server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
     source_db.execute("CREATE TABLE t (id INT PRIMARY KEY)")
     caplog.set_level(logging.INFO, logger=SPLITTER_LOG)
     schema, splits = split_table(cdc_conn, source_db, "t", 10)
     assert [str(s) for s in splits] == [f"{source_db.name}.t (-inf, +inf)"]
     assert splits[0].split_id == f"{source_db.name}.t:0"
-    check_chunks(source_db, schema, splits)
+    check_chunks(server, schema, splits)
     assert "empty table" in messages(caplog)
 
 
-def test_one_row_table(source_db: SourceDb, cdc_conn: Any) -> None:
+def test_one_row_table(source_db: SourceDb, cdc_conn: Any, server: Server) -> None:
     source_db.execute("CREATE TABLE t (id VARCHAR(5) PRIMARY KEY)", "INSERT INTO t VALUES ('x')")
     schema, splits = split_table(cdc_conn, source_db, "t", 10)
     assert [str(s) for s in splits] == [f"{source_db.name}.t (-inf, +inf)"]
-    check_chunks(source_db, schema, splits)
+    check_chunks(server, schema, splits)
 
 
-def test_table_no_larger_than_a_chunk_is_one_chunk(source_db: SourceDb, cdc_conn: Any) -> None:
+def test_table_no_larger_than_a_chunk_is_one_chunk(
+    source_db: SourceDb, cdc_conn: Any, server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
     source_db.execute(
         "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t SELECT seq FROM seq_1_to_100"
     )
+    caplog.set_level(logging.INFO, logger=SPLITTER_LOG)
     schema, splits = split_table(cdc_conn, source_db, "t", 100)
     assert [str(s) for s in splits] == [f"{source_db.name}.t (-inf, +inf)"]
+    assert "100 rows (counted) fit in one chunk of 100" in messages(caplog)
     schema, splits = split_table(cdc_conn, source_db, "t", 99)
     assert [str(s) for s in splits] == expected(source_db.name, "t", [100])
-    check_chunks(source_db, schema, splits)
+    check_chunks(server, schema, splits)
 
 
-def test_configured_chunk_key_and_awkward_identifiers(source_db: SourceDb, cdc_conn: Any) -> None:
+def test_configured_chunk_key_and_awkward_identifiers(
+    source_db: SourceDb, cdc_conn: Any, server: Server
+) -> None:
     source_db.execute(
         "CREATE TABLE `we``ird t` (id INT PRIMARY KEY, `k``ey` VARCHAR(8) NOT NULL UNIQUE)",
         "INSERT INTO `we``ird t` SELECT seq, CONCAT('k', 1000 - seq) FROM seq_1_to_300",
@@ -435,7 +467,7 @@ def test_configured_chunk_key_and_awkward_identifiers(source_db: SourceDb, cdc_c
     schema = load_table_schema(cdc_conn, TableId(source_db.name, "we`ird t"), chunk_key="k`ey")
     splits = ChunkSplitter(cdc_conn, 50).split(schema)
     assert all(s.chunk_key == "k`ey" for s in splits)
-    keys = server_order(source_db, "we`ird t", "k`ey")
+    keys = server_order(server, "we`ird t", "k`ey")
     assert [s.range.start for s in splits[1:]] == flink_uneven_boundaries(keys, 50)
-    counts = check_chunks(source_db, schema, splits)
+    counts = check_chunks(server, schema, splits)
     assert max(counts) <= 50

@@ -146,3 +146,69 @@ def test_table_without_key_is_a_config_error_before_any_query() -> None:
     with pytest.raises(ConfigError) as info:
         ChunkSplitter(NoConnection(), 10).split(schema)
     assert "chunk_key" in info.value.hint
+
+
+class CaseInsensitiveServer:
+    """A stand-in for a server under a ``*_ci`` collation that, like any server may, answers
+    ``MAX`` with one case variant of a value and ``MIN`` with another.
+
+    It answers only the splitter's own queries (recognised by shape) and counts them, so a walk
+    that trusted Python's ``==`` would produce boundaries the server sees as empty chunks.
+    """
+
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = sorted(keys, key=str.lower)
+        self.queries = 0
+
+    def cursor(self) -> Any:
+        return self
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def execute(self, sql: str, args: Any = None) -> None:
+        self.queries += 1
+        assert self.queries < 1000, "the walk does not terminate"
+        fold = str.lower
+        if sql.startswith("SELECT MIN(`k`), MAX(`k`)"):
+            lo, hi = self.keys[0], self.keys[-1]
+            self.result: tuple[Any, ...] = (lo.lower(), hi.upper(), fold(lo) == fold(hi))
+        elif sql.startswith("SELECT e, e > %s, e >= %s FROM (SELECT MAX"):
+            start, top, _ = args
+            limit = int(sql.rsplit("LIMIT ", 1)[1].split(")")[0])
+            window = [k for k in self.keys if fold(k) >= fold(start)][:limit]
+            e = window[-1].upper() if window else None
+            self.result = (e, fold(e) > fold(start), fold(e) >= fold(top)) if e else (None,) * 3
+        elif sql.startswith("SELECT e, e > %s FROM (SELECT MIN"):
+            top, start = args
+            after = [k for k in self.keys if fold(k) > fold(start)]
+            e = after[0].lower() if after else None
+            self.result = (e, fold(e) > fold(top)) if e else (None, None)
+        else:
+            raise AssertionError(f"unexpected query {sql}")
+
+    def fetchone(self) -> tuple[Any, ...]:
+        return self.result
+
+
+def test_uneven_walk_trusts_the_servers_equality_not_pythons() -> None:
+    """Six first-column values of 100 rows each, half 'x' and half 'X', chunks of 30."""
+    keys = [letter if n % 2 else letter.upper() for letter in "abcdef" for n in range(100)]
+    server = CaseInsensitiveServer(keys)
+    columns = (
+        ColumnInfo("k", "varchar", "varchar(4)", collation="utf8mb4_general_ci"),
+        ColumnInfo("n", "int", "int"),
+    )
+    schema = TableSchema(TableId("db", "t"), columns, ("k", "n"), "k")
+    splits = ChunkSplitter(server, 30).split(schema)
+    assert [str(s) for s in splits] == [
+        "db.t (-inf, b)",
+        "db.t [b, c)",
+        "db.t [c, d)",
+        "db.t [d, e)",
+        "db.t [e, f)",
+        "db.t [f, +inf)",
+    ]

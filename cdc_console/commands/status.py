@@ -1,0 +1,44 @@
+"""``cdc-console status --config F [--json]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from cdc_console.config import load_config
+from cdc_console.errors import CdcError
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "status", help="per-table state, chunk progress, binlog position and lag"
+    )
+    parser.add_argument("--config", required=True, help="pipeline TOML file")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="do not contact the source server for its binlog head",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from cdc_console.state.store import StateStore
+    from cdc_console.status import collect_status, format_status
+
+    config = load_config(args.config)
+    try:
+        store = StateStore.open_existing(config.state_path)
+    except FileNotFoundError:
+        raise CdcError(
+            f"no state at {config.state_path}: the pipeline has not run yet",
+            f"start it with 'cdc-console run --config {args.config}'",
+        ) from None
+    status = collect_status(config, store, probe=not args.no_probe)
+    if args.json:
+        print(json.dumps(status.to_dict(), indent=2, default=str))
+    else:
+        print(format_status(status))
+    return 0

@@ -1,0 +1,50 @@
+"""Sinks: where the change stream lands, one typed table (or file) per captured table.
+
+Every sink takes a micro-batch of ``ChangeRecord`` values for many tables through the same call,
+``apply_batch(batch_id, schemas, records, replace_ranges=())``, and must be idempotent per
+``batch_id`` because Spark replays the batch whose offsets were not committed (architecture
+invariants 1-2). Records of one key are applied in ``ChangeRecord.sort_key`` order.
+
+- ``DeltaSink`` (``delta.py``): a Delta Lake mirror per table, kept by MERGE on the key, plus an
+  optional append-only changelog table; Delta app transactions make retries no-ops.
+- ``ChangelogJsonSink`` (``changelog_json.py``): Flink's ``changelog-json`` lines, one file per
+  table per batch, replaced atomically on retry.
+- ``types.py``: the MySQL -> Delta/Arrow type table and the canonical-value codecs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from cdc_console.mysql.schema import TableId, TableSchema
+from cdc_console.sinks.changelog_json import ChangelogJsonSink, replay_changelog
+from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
+from cdc_console.sinks.types import SinkTypeError, arrow_schema, codec_for
+from cdc_console.source.records import ChangeRecord
+
+
+class Sink(Protocol):
+    """What the pipeline's ``foreachBatch`` needs from a sink."""
+
+    def apply_batch(
+        self,
+        batch_id: int,
+        schemas: Mapping[TableId, TableSchema],
+        records: Sequence[ChangeRecord],
+        replace_ranges: Sequence[ReplaceRange] = (),
+    ) -> dict[TableId, dict[str, Any]]: ...
+
+
+__all__ = [
+    "ChangelogJsonSink",
+    "DeltaSink",
+    "ReplaceRange",
+    "Sink",
+    "SinkError",
+    "SinkSchemaError",
+    "SinkTypeError",
+    "arrow_schema",
+    "codec_for",
+    "replay_changelog",
+]

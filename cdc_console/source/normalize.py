@@ -1,0 +1,676 @@
+"""One canonical value per stored value, whichever path read it (architecture invariant 4).
+
+A row reaches the pipeline two ways: the snapshot SELECT (pymysql, default converters, session
+``time_zone = '+00:00'``) and the binlog (pymysqlreplication 1.0.17, ``binlog_row_metadata=FULL``).
+The two drivers disagree on the Python shape of almost every non-trivial type, and the sink merges
+rows from both by key, so any disagreement shows up as a phantom update or a row that never
+converges. This module maps both shapes onto one canonical, JSON-friendly value per SQL type; the
+Delta sink is built on exactly this contract:
+
+===================================  =============================================================
+SQL type                             canonical value
+===================================  =============================================================
+NULL                                 ``None``
+tinyint … bigint (±unsigned), year   ``int``
+decimal(p, s)                        ``str`` with exactly ``s`` fraction digits, no exponent, no
+                                     ``-0``
+float                                ``float`` holding the exact float32 value
+double                               ``float`` (``-0.0`` folded to ``0.0``, as for float)
+bit(n)                               ``int``
+char/varchar/*text/enum              ``str`` (CHAR without trailing spaces)
+set                                  ``str``: members in definition order joined by ``,``
+binary/varbinary/*blob/geometry      ``str``: standard base64 of the bytes (BINARY(n) zero-padded
+                                     to n bytes)
+date                                 ``"YYYY-MM-DD"``; zero/invalid dates -> ``None``
+datetime(p)                          ``"YYYY-MM-DD HH:MM:SS[.f{p}]"``; zero/invalid -> ``None``
+timestamp(p)                         the UTC instant, same text plus ``"Z"``; zero -> ``None``
+time(p)                              ``"[-]HH:MM:SS[.f{p}]"``, hours up to 838
+json                                 ``json.dumps(v, sort_keys=True, separators=(",", ":"),
+                                     ensure_ascii=False)``
+===================================  =============================================================
+
+What each driver really returns, measured against MariaDB 10.11 (and read from the 1.0.17
+decoder for MySQL-only shapes), and what we do about it:
+
+* FLOAT: the server formats FLOAT text with 6 significant digits, so a plain ``SELECT f`` gives
+  ``1234570.0`` for a stored ``1234567`` while the binlog has the exact float32. No client-side
+  fix exists (the digits are gone), so the snapshot must select ``f + 0e0`` (a DOUBLE carrying the
+  exact float32): :func:`select_expression` / :attr:`RowNormalizer.select_list` do that. DOUBLE
+  text is shortest-round-trip and already exact; it goes through the same expression anyway.
+* BINARY(n): pymysql returns the zero-padded n bytes, the binlog strips trailing ``0x00`` bytes
+  (``x'00000000'`` arrives as ``''``). We pad to n.
+* Any empty binary value (BINARY, VARBINARY, BLOB) arrives from the binlog as the *str* ``''``:
+  the decoder "decodes" with the pseudo-codec ``binary``, which fails (and returns the bytes)
+  except for empty input.
+* SET: pymysql gives ``'a,c'``, the binlog a Python ``set``, and for the empty set ``None`` — the
+  same as SQL NULL. The decoder records why in ``row["none_sources"]`` (``"empty set"`` vs
+  ``"null"``); :meth:`RowNormalizer.binlog_row` takes it. Without it, ``None`` on a NOT NULL SET
+  column still becomes ``''``; on a nullable one it stays ``None`` (ambiguous: pass none_sources).
+* BIT: pymysql gives big-endian bytes, the binlog a ``'0101'`` string.
+* YEAR: the binlog decodes ``0000`` as ``1900`` (byte 0 + 1900); 1900 is not a storable YEAR, so
+  we map it back to ``0``.
+* TIMESTAMP: both give a naive UTC datetime (the snapshot because its session is UTC). The zero
+  timestamp arrives as the str ``'0000-00-00 00:00:00'`` from pymysql and as 1970-01-01 00:00:00
+  (epoch 0, below TIMESTAMP's range) from the binlog: both become ``None``.
+* DATE/DATETIME zero or invalid (``'0000-00-00'``, ``'2024-00-00'``, year 0): pymysql returns
+  the raw str, the binlog ``None``; both become ``None``.
+* TIME(p > 0), negative with a non-zero fraction: the 1.0.17 decoder is wrong — it yields
+  ``-(I + 1 - F)`` for the true ``-(I + F)`` (``-12:00:00.1`` decodes as ``-12:00:00.9``). The
+  mapping is a bijection, so the binlog path inverts it (``_repair_time2``). Positive values and
+  fsp 0 are decoded correctly. This repair is tied to the pinned decoder version.
+* JSON: MariaDB's JSON is LONGTEXT with a ``json_valid()`` CHECK, and information_schema reports
+  ``longtext``; both paths return the same text. Only columns whose ``data_type`` is ``json`` are
+  canonicalised as JSON, so a MariaDB JSON column must be reported as ``json`` by the schema
+  loader to get canonical JSON (otherwise it is, consistently, plain text). MySQL's binary JSON
+  decodes to Python objects with *bytes* keys and strings, ``Decimal`` for decimals and
+  ``datetime``/``time`` for temporals; we turn them into what ``json.loads`` of MySQL's JSON text
+  would give (bytes -> str, Decimal -> float, temporals -> MySQL's text forms). A top-level JSON
+  ``null`` literal is indistinguishable from SQL NULL in the binlog, so on both paths it becomes
+  ``None`` (SQL NULL) for a nullable column and ``"null"`` for a NOT NULL one.
+* Unsigned integers: with full metadata the binlog already gives the unsigned value; if the
+  signedness metadata were missing it would give a negative number, which we wrap back.
+
+MariaDB-only types whose two shapes we cannot reconcile safely (``uuid``, ``inet4``, ``inet6``
+and anything unknown) raise :class:`UnsupportedColumnType` when the normalizer is built, so a
+divergence is a clear start-up error rather than a silently drifting mirror.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import re
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Context, Decimal
+from functools import lru_cache
+from typing import Any
+
+from cdc_console.mysql.schema import ColumnInfo, TableSchema, quote_ident
+
+__all__ = [
+    "RowNormalizer",
+    "UnsupportedColumnType",
+    "chunk_key_converter",
+    "normalize_value",
+    "raw_chunk_key",
+    "select_expression",
+]
+
+Converter = Callable[[Any], Any]
+
+#: ``row["none_sources"]`` value pymysqlreplication gives an empty SET (``NONE_SOURCE.EMPTY_SET``).
+EMPTY_SET_SOURCE = "empty set"
+
+_INT_BITS = {
+    "tinyint": 8,
+    "smallint": 16,
+    "mediumint": 24,
+    "int": 32,
+    "integer": 32,
+    "bigint": 64,
+}
+_TEXT_TYPES = frozenset({"varchar", "tinytext", "text", "mediumtext", "longtext", "enum"})
+_BYTES_TYPES = frozenset(
+    {
+        "varbinary",
+        "tinyblob",
+        "blob",
+        "mediumblob",
+        "longblob",
+        "geometry",
+        "point",
+        "linestring",
+        "polygon",
+        "multipoint",
+        "multilinestring",
+        "multipolygon",
+        "geometrycollection",
+        "geomcollection",
+    }
+)
+_DECIMAL_TYPES = frozenset({"decimal", "numeric", "dec", "fixed"})
+_DOUBLE_TYPES = frozenset({"double", "real", "double precision"})
+
+_FLOAT32 = struct.Struct("<f")
+_DECIMAL_CONTEXT = Context(prec=200, rounding=ROUND_HALF_EVEN)
+_EPOCH = dt.datetime(1970, 1, 1)
+_US_PER_S = 1_000_000
+_LENGTH = re.compile(r"\((\d+)")
+
+
+class UnsupportedColumnType(ValueError):
+    """A column type whose snapshot and binlog shapes this module cannot make agree."""
+
+
+# --------------------------------------------------------------------------- converters
+# Each converter receives a non-None raw value; NULL handling happens once, in the row loops.
+
+
+def _unsigned(bits: int) -> Converter:
+    """Wrap a negative value back: only possible when the binlog lacks signedness metadata."""
+    modulus = 1 << bits
+
+    def conv(value: Any) -> Any:
+        return value if value >= 0 else value + modulus
+
+    return conv
+
+
+def _year(value: Any) -> Any:
+    # The binlog stores YEAR as (year - 1900) in one byte, with 0 meaning 0000; the decoder adds
+    # 1900 unconditionally, so 0000 arrives as 1900 (not a storable YEAR value).
+    return 0 if value == 1900 else value
+
+
+def _decimal_text(scale: int) -> Converter:
+    """Fixed-point text with exactly ``scale`` digits, exact for DECIMAL(65, 30).
+
+    The default decimal context has 28 digits, too few to quantize DECIMAL(65, s) values, hence
+    a private wide context. ``-0.000`` (a possible decoder output for a zero with the sign bit
+    set) is folded to ``0.000``.
+    """
+    quantum = Decimal(1).scaleb(-scale)
+    zero = format(Decimal(0).quantize(quantum), "f")
+
+    def conv(value: Any) -> Any:
+        if type(value) is not Decimal:
+            value = Decimal(str(value))
+        if not value:
+            return zero
+        return format(value.quantize(quantum, context=_DECIMAL_CONTEXT), "f")
+
+    return conv
+
+
+def _float32(value: Any) -> Any:
+    """The exact float32 value as a Python float; ``-0.0`` folds to ``0.0`` (``+ 0.0``)."""
+    try:
+        return _FLOAT32.unpack(_FLOAT32.pack(value))[0] + 0.0
+    except OverflowError:  # a decimal rendering rounded past FLT_MAX: keep what we were given
+        return float(value) + 0.0
+
+
+def _double(value: Any) -> Any:
+    return float(value) + 0.0
+
+
+def _bit(value: Any) -> Any:
+    # pymysql: big-endian bytes; binlog: a string of '0'/'1' characters.
+    if type(value) is str:
+        return int(value, 2) if value else 0
+    return int.from_bytes(value, "big")
+
+
+def _char(value: Any) -> Any:
+    # CHAR never keeps trailing spaces on retrieval; a session with PAD_CHAR_TO_FULL_LENGTH would
+    # add them back on the snapshot path only.
+    return value.rstrip(" ")
+
+
+def _set_text(members: tuple[str, ...]) -> Converter:
+    """SET as its member list in definition order; pymysql already sends that text."""
+
+    def conv(value: Any) -> Any:
+        if type(value) is str:
+            return value
+        chosen = [m for m in members if m in value]
+        if len(chosen) != len(value):  # members unknown to our schema: keep them, deterministically
+            chosen.extend(sorted(set(value).difference(members)))
+        return ",".join(chosen)
+
+    return conv
+
+
+def _as_bytes(value: Any) -> bytes:
+    # The binlog gives '' (a str) for an empty binary value; nothing else arrives as str.
+    if type(value) is bytes:
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+def _base64(value: Any) -> Any:
+    return base64.b64encode(_as_bytes(value)).decode("ascii")
+
+
+def _padded_bytes(length: int) -> Converter:
+    """BINARY(n) as the server stores it: the binlog strips trailing zero bytes, pymysql does not."""
+
+    def conv(value: Any) -> Any:
+        data = _as_bytes(value)
+        if len(data) < length:
+            data += bytes(length - len(data))
+        return data
+
+    return conv
+
+
+def _padded_base64(length: int) -> Converter:
+    pad = _padded_bytes(length)
+
+    def conv(value: Any) -> Any:
+        return base64.b64encode(pad(value)).decode("ascii")
+
+    return conv
+
+
+def _date_text(value: Any) -> Any:
+    # pymysql returns the raw text of a date Python cannot hold ('0000-00-00', '2024-00-00'); the
+    # binlog returns None for the same values.
+    if type(value) is str:
+        return None
+    return value.isoformat()
+
+
+def _date_value(value: Any) -> Any:
+    return None if type(value) is str else value
+
+
+def _datetime_value(value: Any) -> Any:
+    return None if type(value) is str else value
+
+
+def _timestamp_value(value: Any) -> Any:
+    """A naive UTC datetime, or None for the zero timestamp (epoch 0 in the binlog)."""
+    if type(value) is str or value == _EPOCH:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value
+
+
+def _datetime_text(precision: int) -> Converter:
+    width = 19 if precision <= 0 else 20 + min(precision, 6)
+
+    def conv(value: Any) -> Any:
+        if type(value) is str:
+            return None
+        return value.isoformat(" ", "microseconds")[:width]
+
+    return conv
+
+
+def _timestamp_text(precision: int) -> Converter:
+    width = 19 if precision <= 0 else 20 + min(precision, 6)
+
+    def conv(value: Any) -> Any:
+        value = _timestamp_value(value)
+        if value is None:
+            return None
+        return value.isoformat(" ", "microseconds")[:width] + "Z"
+
+    return conv
+
+
+def _micros(value: dt.timedelta) -> int:
+    return (value.days * 86400 + value.seconds) * _US_PER_S + value.microseconds
+
+
+def _repair_time2(micros: int) -> int:
+    """Invert pymysqlreplication 1.0.17's decoding of a negative TIME2 with a fraction.
+
+    TIME2 stores a negative ``-(I + F)`` (I whole seconds, 0 < F < 1) as int part ``-(I + 1)``
+    and fraction ``1 - F``; the decoder negates the int part (giving ``I + 1``), reads the
+    fraction as a *signed* number (``-F``) and returns ``-(I + 1 - F)``. For a decoded magnitude
+    ``A = I + (1 - F)``, ``I = floor(A)`` and ``F = 1 - frac(A)``. Whole seconds and positive
+    values are decoded correctly and pass through.
+    """
+    if micros >= 0:
+        return micros
+    magnitude = -micros
+    fraction = magnitude % _US_PER_S
+    if not fraction:
+        return micros
+    return -(magnitude - fraction + (_US_PER_S - fraction))
+
+
+def _time_text(precision: int, repair: bool) -> Converter:
+    digits = max(0, min(precision, 6))
+
+    def conv(value: Any) -> Any:
+        micros = _micros(value)
+        if repair:
+            micros = _repair_time2(micros)
+        sign = ""
+        if micros < 0:
+            sign = "-"
+            micros = -micros
+        seconds, fraction = divmod(micros, _US_PER_S)
+        hours, rest = divmod(seconds, 3600)
+        minutes, secs = divmod(rest, 60)
+        text = f"{sign}{hours:02d}:{minutes:02d}:{secs:02d}"
+        if digits:
+            text += "." + f"{fraction:06d}"[:digits]
+        return text
+
+    return conv
+
+
+def _time_value(repair: bool) -> Converter:
+    def conv(value: Any) -> Any:
+        if not repair:
+            return value
+        return dt.timedelta(microseconds=_repair_time2(_micros(value)))
+
+    return conv
+
+
+def _plain_json(value: Any) -> Any:
+    """MySQL binary-JSON decoder output -> what ``json.loads`` of MySQL's JSON text would give."""
+    if isinstance(value, dict):
+        return {
+            (k.decode("utf-8") if isinstance(k, bytes) else k): _plain_json(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_plain_json(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dt.datetime):
+        return value.isoformat(" ", "microseconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dt.time):
+        return value.isoformat("microseconds")
+    if isinstance(value, dt.timedelta):
+        return _time_text(6, False)(value)
+    return value
+
+
+def _json_text(null_value: Any, decoded: bool) -> Converter:
+    """Canonical JSON text. ``decoded``: the binlog may hand over already-parsed MySQL JSON."""
+
+    def conv(value: Any) -> Any:
+        if type(value) is str or (not decoded and isinstance(value, bytes)):
+            parsed = json.loads(value)
+        else:
+            # MySQL binary JSON: a bytes value here is a decoded top-level JSON *string*.
+            parsed = _plain_json(value)
+        if parsed is None:
+            return null_value
+        return json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    return conv
+
+
+# --------------------------------------------------------------------------- per-column plans
+
+
+def _length(column: ColumnInfo, default: int) -> int:
+    match = _LENGTH.search(column.column_type)
+    return int(match.group(1)) if match else default
+
+
+def _precision(column: ColumnInfo) -> int:
+    if column.datetime_precision is not None:
+        return column.datetime_precision
+    return _length(column, 0)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How one column is normalised. ``None`` converters mean identity (the common case)."""
+
+    snapshot: Converter | None
+    binlog: Converter | None
+    #: canonical value for a binlog ``None`` in a NOT NULL column ('' for SET, 'null' for JSON)
+    binlog_not_null: Any = None
+    is_set: bool = False
+
+
+@lru_cache(maxsize=4096)
+def _plan(column: ColumnInfo) -> _Plan:
+    kind = column.data_type.lower()
+    if kind in _INT_BITS:
+        fix = _unsigned(_INT_BITS[kind]) if column.unsigned else None
+        return _Plan(None, fix)
+    if kind == "year":
+        return _Plan(None, _year)
+    if kind in _DECIMAL_TYPES:
+        conv = _decimal_text(column.numeric_scale or 0)
+        return _Plan(conv, conv)
+    if kind == "float":
+        return _Plan(_float32, _float32)
+    if kind in _DOUBLE_TYPES:
+        return _Plan(_double, _double)
+    if kind == "bit":
+        return _Plan(_bit, _bit)
+    if kind == "char":
+        return _Plan(_char, _char)
+    if kind in _TEXT_TYPES:
+        return _Plan(None, None)
+    if kind == "set":
+        conv = _set_text(column.enum_values)
+        return _Plan(conv, conv, binlog_not_null="" if not column.nullable else None, is_set=True)
+    if kind == "binary":
+        conv = _padded_base64(_length(column, 1))
+        return _Plan(conv, conv)
+    if kind in _BYTES_TYPES:
+        return _Plan(_base64, _base64)
+    if kind == "date":
+        return _Plan(_date_text, _date_text)
+    if kind == "datetime":
+        conv = _datetime_text(_precision(column))
+        return _Plan(conv, conv)
+    if kind == "timestamp":
+        conv = _timestamp_text(_precision(column))
+        return _Plan(conv, conv)
+    if kind == "time":
+        precision = _precision(column)
+        return _Plan(_time_text(precision, False), _time_text(precision, precision > 0))
+    if kind == "json":
+        null_value = None if column.nullable else "null"
+        return _Plan(
+            _json_text(null_value, decoded=False),
+            _json_text(null_value, decoded=True),
+            binlog_not_null=null_value,
+        )
+    raise UnsupportedColumnType(
+        f"column {column.name!r} has type {column.column_type!r}, which the snapshot and the "
+        "binlog decode differently in ways cdc-console does not reconcile; exclude the table or "
+        "change the column type"
+    )
+
+
+@lru_cache(maxsize=4096)
+def _key_plan(column: ColumnInfo, binlog: bool) -> Converter | None:
+    kind = column.data_type.lower()
+    if kind in _INT_BITS:
+        return _unsigned(_INT_BITS[kind]) if column.unsigned else None
+    if kind == "year":
+        return _year
+    if kind in _DECIMAL_TYPES:
+        return _decimal_value
+    if kind == "float":
+        return _float32
+    if kind in _DOUBLE_TYPES:
+        return _double
+    if kind == "bit":
+        return _bit
+    if kind == "char":
+        return _char
+    if kind in _TEXT_TYPES:
+        return None
+    if kind == "set":
+        return _set_text(column.enum_values)
+    if kind == "binary":
+        return _padded_bytes(_length(column, 1))
+    if kind in _BYTES_TYPES:
+        return _as_bytes
+    if kind == "date":
+        return _date_value
+    if kind == "datetime":
+        return _datetime_value
+    if kind == "timestamp":
+        return _timestamp_value
+    if kind == "time":
+        return _time_value(binlog and _precision(column) > 0)
+    return _plan(column).binlog if binlog else _plan(column).snapshot
+
+
+def _decimal_value(value: Any) -> Any:
+    return value if type(value) is Decimal else Decimal(str(value))
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def normalize_value(
+    column: ColumnInfo, value: Any, *, binlog: bool = False, none_source: str | None = None
+) -> Any:
+    """The canonical value of one raw driver value; :class:`RowNormalizer` uses the same plans.
+
+    ``binlog`` says the value came from pymysqlreplication (it needs the TIME2 repair and the
+    NULL-vs-empty-SET rules); ``none_source`` is the decoder's ``none_sources`` entry for a
+    ``None`` value, which tells an empty SET from NULL.
+    """
+    plan = _plan(column)
+    if value is None:
+        if binlog and plan.is_set and none_source == EMPTY_SET_SOURCE:
+            return ""
+        return plan.binlog_not_null if binlog else None
+    conv = plan.binlog if binlog else plan.snapshot
+    return value if conv is None else conv(value)
+
+
+def chunk_key_converter(column: ColumnInfo, *, binlog: bool = False) -> Converter:
+    """The function :func:`raw_chunk_key` applies, for callers that convert many keys."""
+    conv = _key_plan(column, binlog)
+    if conv is None:
+        return _identity
+    return _none_safe(conv)
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _none_safe(conv: Converter) -> Converter:
+    def wrapped(value: Any) -> Any:
+        return None if value is None else conv(value)
+
+    return wrapped
+
+
+def raw_chunk_key(column: ColumnInfo, value: Any, *, binlog: bool = False) -> Any:
+    """A raw driver value as a Python object comparable with chunk boundaries.
+
+    Chunk boundaries come from the server through pymysql; a key decoded from the binlog must be
+    placed among them, so both shapes map to one comparable type: ``int`` for integers, YEAR and
+    BIT, ``Decimal``, ``float``, ``str`` for character types (SET as its member text), ``bytes``
+    for binary types (BINARY(n) zero-padded), ``date``/``datetime`` (TIMESTAMP as naive UTC;
+    zero dates -> ``None``) and ``timedelta`` for TIME. Ordering by collation is
+    :mod:`cdc_console.source.keys`' job, not this function's.
+    """
+    if value is None:
+        return None
+    conv = _key_plan(column, binlog)
+    return value if conv is None else conv(value)
+
+
+def select_expression(column: ColumnInfo) -> str:
+    """The snapshot SELECT item for one column, aliased to the column's name.
+
+    FLOAT must be read as ``col + 0e0``: the server renders FLOAT text with 6 significant digits
+    (a stored 1234567 reads back as 1234570), while the binlog carries the exact float32, and a
+    DOUBLE expression carries it exactly. DOUBLE is read the same way for uniformity (its text
+    is already shortest-round-trip). Every other type is selected as is.
+    """
+    name = quote_ident(column.name)
+    if column.data_type.lower() == "float" or column.data_type.lower() in _DOUBLE_TYPES:
+        return f"{name} + 0e0 AS {name}"
+    return name
+
+
+class RowNormalizer:
+    """Canonical rows of one table from either path, with the per-column work planned once.
+
+    ``__init__`` resolves one converter per column and keeps only the non-identity ones, so a row
+    costs one ``dict(zip())`` plus one call per column that needs converting (integers and
+    character columns cost nothing beyond the dict).
+    """
+
+    def __init__(self, schema: TableSchema) -> None:
+        self.schema = schema
+        self._names: tuple[str, ...] = tuple(c.name for c in schema.columns)
+        plans = [(c.name, _plan(c)) for c in schema.columns]
+        self._snapshot_convs: tuple[tuple[str, Converter], ...] = tuple(
+            (name, plan.snapshot) for name, plan in plans if plan.snapshot is not None
+        )
+        self._binlog_convs: tuple[tuple[str, Converter], ...] = tuple(
+            (name, plan.binlog) for name, plan in plans if plan.binlog is not None
+        )
+        # Columns where a binlog None may stand for a non-NULL value (empty SET, JSON null).
+        self._set_columns: frozenset[str] = frozenset(n for n, p in plans if p.is_set)
+        self._binlog_nones: tuple[tuple[str, Any], ...] = tuple(
+            (name, plan.binlog_not_null)
+            for name, plan in plans
+            if plan.binlog_not_null is not None or plan.is_set
+        )
+        self._key_names: tuple[str, ...] = tuple(schema.key_columns)
+        missing = [k for k in self._key_names if k not in self._names]
+        if missing:
+            raise ValueError(f"{schema.table_id}: key columns {missing} are not table columns")
+        #: the snapshot SELECT list, in schema column order (see :func:`select_expression`)
+        self.select_list: str = ", ".join(select_expression(c) for c in schema.columns)
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return self._names
+
+    def snapshot_row(self, values: Sequence[Any]) -> dict[str, Any]:
+        """A pymysql row tuple, in schema column order (``SELECT {select_list}``) -> canonical."""
+        if len(values) != len(self._names):
+            raise ValueError(
+                f"{self.schema.table_id}: snapshot row has {len(values)} values for "
+                f"{len(self._names)} columns"
+            )
+        row = dict(zip(self._names, values, strict=False))
+        for name, conv in self._snapshot_convs:
+            value = row[name]
+            if value is not None:
+                row[name] = conv(value)
+        return row
+
+    def binlog_row(
+        self, values: Mapping[str, Any], none_sources: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """A decoded row image (``row["values"]``, ``row["after_values"]``…) -> canonical.
+
+        Pass the matching ``none_sources`` (``row["none_sources"]``, ``row["after_none_sources"]``)
+        so an empty SET in a nullable column is told from NULL; without it such a value reads as
+        NULL (a NOT NULL SET column is always right).
+        """
+        try:
+            row = {name: values[name] for name in self._names}
+        except KeyError as exc:
+            raise ValueError(
+                f"{self.schema.table_id}: binlog row lacks column {exc.args[0]!r} (has "
+                f"{sorted(values)}); the table changed, or the server runs without "
+                "binlog_row_metadata=FULL"
+            ) from None
+        for name, conv in self._binlog_convs:
+            value = row[name]
+            if value is not None:
+                row[name] = conv(value)
+        for name, not_null in self._binlog_nones:
+            if row[name] is None:
+                if (
+                    none_sources is not None
+                    and name in self._set_columns
+                    and none_sources.get(name) == EMPTY_SET_SOURCE
+                ):
+                    row[name] = ""
+                elif not_null is not None:
+                    row[name] = not_null
+        return row
+
+    def key_of(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The canonical values of the key columns of a canonical row, in key order."""
+        return tuple(row[name] for name in self._key_names)

@@ -1,0 +1,144 @@
+"""The pipeline's status as one structure, for ``cdc-console status`` and the console.
+
+It reads the state database and probes the server's head itself, so the numbers are right even
+when the job is stuck or dead: lag is measured against the server, not reported by the job.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from cdc_console.config import PipelineConfig
+from cdc_console.errors import redact
+from cdc_console.mysql.lag import binlog_distance
+from cdc_console.source.offset import BinlogOffset
+from cdc_console.state.store import StateStore
+
+
+@dataclass
+class TableStatus:
+    table: str
+    state: str
+    chunks_done: int
+    chunks_total: int | None
+    rows_snapshotted: int
+    events_applied: int
+    stream_from: str | None
+    paused_at: str | None
+
+
+@dataclass
+class PipelineStatus:
+    name: str
+    tables: list[TableStatus]
+    committed: dict[str, Any] | None
+    head: dict[str, Any] | None
+    bytes_behind: int | None
+    files_behind: int | None
+    event_lag_ms: int | None
+    job: dict[str, Any] | None
+    last_error: str | None
+    head_error: str | None = None
+    recent_events: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def probe_head(
+    config: PipelineConfig,
+) -> tuple[BinlogOffset | None, list[tuple[str, int]], str | None]:
+    from cdc_console.mysql.connection import connect
+    from cdc_console.mysql.position import binary_logs, current_position
+
+    try:
+        conn = connect(config.source)
+        try:
+            return current_position(conn), binary_logs(conn), None
+        finally:
+            conn.close()
+    except Exception as exc:
+        return None, [], redact(str(exc)).splitlines()[0]
+
+
+def collect_status(
+    config: PipelineConfig, store: StateStore, *, probe: bool = True
+) -> PipelineStatus:
+    head, logs, head_error = probe_head(config) if probe else (None, [], None)
+    committed = store.committed_offset()
+    bytes_behind = files_behind = None
+    if committed is not None and head is not None:
+        bytes_behind, files_behind = binlog_distance(committed, head, logs)
+    tables = [
+        TableStatus(
+            table=str(t.table_id),
+            state=t.state,
+            chunks_done=t.splits_done,
+            chunks_total=t.splits_total,
+            rows_snapshotted=t.rows_snapshotted,
+            events_applied=t.events_applied,
+            stream_from=str(t.stream_from) if t.stream_from else None,
+            paused_at=str(t.paused_at) if t.paused_at else None,
+        )
+        for t in store.tables()
+    ]
+    runs = store.runs(1)
+    job = runs[0] if runs else None
+    samples = store.lag_samples(1)
+    event_lag = None
+    if committed is not None and head is not None and committed >= head:
+        event_lag = 0
+    elif samples:
+        event_lag = samples[-1]["event_lag_ms"]
+    errors = [e for e in store.events(200) if e["level"] == "error"]
+    last_error = errors[-1]["message"] if errors else (job or {}).get("error")
+    return PipelineStatus(
+        name=config.name,
+        tables=tables,
+        committed=committed.to_dict() if committed else None,
+        head=head.to_dict() if head else None,
+        bytes_behind=bytes_behind,
+        files_behind=files_behind,
+        event_lag_ms=event_lag,
+        job=job,
+        last_error=last_error,
+        head_error=head_error,
+        recent_events=store.events(10),
+    )
+
+
+def format_status(status: PipelineStatus, now: float | None = None) -> str:
+    now = now or time.time()
+    lines = [f"pipeline {status.name}"]
+    job = status.job
+    if job:
+        lines.append(
+            f"  job: run {job['run_id']} {job['status']} (pid {job['pid']}, "
+            f"master {job['master']}, UI {job.get('spark_ui') or '-'})"
+        )
+    else:
+        lines.append("  job: never ran")
+    header = f"  {'table':<32} {'state':<14} {'chunks':>11} {'rows read':>11} {'events':>9}"
+    lines += ["", header]
+    for t in status.tables:
+        chunks = f"{t.chunks_done}/{t.chunks_total if t.chunks_total is not None else '?'}"
+        lines.append(
+            f"  {t.table:<32} {t.state:<14} {chunks:>11} {t.rows_snapshotted:>11} "
+            f"{t.events_applied:>9}"
+        )
+    lines.append("")
+    committed = _fmt_offset(status.committed)
+    head = _fmt_offset(status.head) if status.head else f"unknown ({status.head_error})"
+    lines.append(f"  binlog: committed {committed}, server head {head}")
+    if status.bytes_behind is not None:
+        lines.append(f"  behind: {status.bytes_behind} bytes, {status.files_behind} files")
+    lag = "-" if status.event_lag_ms is None else f"{status.event_lag_ms / 1000:.1f} s"
+    lines.append(f"  event-time lag: {lag}")
+    lines.append(f"  last error: {status.last_error or 'none'}")
+    return "\n".join(lines)
+
+
+def _fmt_offset(data: dict[str, Any] | None) -> str:
+    return str(BinlogOffset.from_dict(data)) if data else "none yet"

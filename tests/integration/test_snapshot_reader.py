@@ -1,0 +1,131 @@
+"""The backfill, proven the way Flink CDC's ``SnapshotSplitReaderTest`` does: change rows between
+the watermarks through hooks, then check the chunk's output is its state at the high watermark and
+that the binlog reader delivers every later change of the chunk exactly once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from cdc_console.mysql.connection import connect
+from cdc_console.mysql.position import current_position
+from cdc_console.mysql.schema import TableId, load_table_schema
+from cdc_console.source.binlog_reader import BinlogSplitReader
+from cdc_console.source.chunk import ChunkRange
+from cdc_console.source.snapshot_reader import SnapshotPhaseHooks, SnapshotSplitReader
+from cdc_console.source.splits import (
+    BinlogSplit,
+    FinishedSnapshotSplitInfo,
+    SnapshotSplit,
+    TableStreamFilter,
+)
+from tests.conftest import SourceDb
+
+pytestmark = pytest.mark.mysql
+
+LOWER, UPPER = 10, 20
+PHASES = ["pre_low_watermark", "post_low_watermark", "pre_high_watermark", "post_high_watermark"]
+KEYS = [LOWER, UPPER - 1, UPPER]
+OPS = ["insert", "update", "delete", "delete_reinsert"]
+_tables = itertools.count()
+
+
+def _statements(op: str, key: int) -> list[str]:
+    if op == "insert":
+        return [f"INSERT INTO {{t}} VALUES ({key}, 'inserted')"]
+    if op == "update":
+        return [f"UPDATE {{t}} SET v = 'updated' WHERE id = {key}"]
+    if op == "delete":
+        return [f"DELETE FROM {{t}} WHERE id = {key}"]
+    return [f"DELETE FROM {{t}} WHERE id = {key}", f"INSERT INTO {{t}} VALUES ({key}, 'reborn')"]
+
+
+def _range_state(db: SourceDb, table: str) -> dict[int, str]:
+    return {
+        int(r[0]): str(r[1])  # type: ignore[call-overload]
+        for r in db.rows(f"SELECT id, v FROM {table} WHERE id >= {LOWER} AND id < {UPPER}")
+    }
+
+
+def _apply(state: dict[int, str], records: list[Any]) -> None:
+    for record in sorted(records, key=lambda r: r.sort_key):
+        row = record.row_dict()
+        if record.is_upsert:
+            state[int(row["id"])] = str(row["v"])
+        else:
+            state.pop(int(row["id"]), None)
+
+
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("key", KEYS)
+def test_chunk_output_is_its_state_at_the_high_watermark(
+    source_db: SourceDb, phase: str, op: str, key: int
+) -> None:
+    table = f"t{next(_tables)}"
+    source_db.execute(
+        f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
+        f"INSERT INTO {table} SELECT seq, 'initial' FROM seq_0_to_29"
+        + (f" WHERE seq <> {key}" if op == "insert" else ""),
+    )
+    source = source_db.source_config()
+    table_id = TableId(source_db.name, table)
+    conn = connect(source)
+    schema = load_table_schema(conn, table_id)
+    conn.close()
+
+    state_at_hw: dict[int, str] = {}
+    changed: list[bool] = []
+
+    def change() -> None:
+        source_db.execute(*(s.format(t=table) for s in _statements(op, key)))
+        changed.append(True)
+
+    def remember_then(fn: Callable[[], None] | None) -> Callable[[], None]:
+        def hook() -> None:
+            state_at_hw.update(_range_state(source_db, table))
+            if fn:
+                fn()
+
+        return hook
+
+    hooks = SnapshotPhaseHooks(**{phase: change})  # type: ignore[arg-type]
+    hooks.post_high_watermark = remember_then(hooks.post_high_watermark)
+    split = SnapshotSplit(table_id, 1, "id", ChunkRange(LOWER, UPPER))
+    result = SnapshotSplitReader(source, schema, 5401, hooks).read(split)
+
+    assert changed == [True]
+    chunk = {int(r["id"]): str(r["v"]) for r in result.rows}
+    assert chunk == state_at_hw
+    assert all(LOWER <= k < UPPER for k in chunk)
+    if phase in ("post_low_watermark", "pre_high_watermark") and key < UPPER:
+        assert result.high_watermark > result.low_watermark
+        assert result.backfill_events > 0
+
+    # The binlog reader, filtered by this split's high watermark, delivers the rest exactly once.
+    conn = connect(source)
+    head = current_position(conn)
+    conn.close()
+    info = FinishedSnapshotSplitInfo(split, result.high_watermark)
+    others = [
+        FinishedSnapshotSplitInfo(SnapshotSplit(table_id, 0, "id", ChunkRange(None, LOWER)), head),
+        FinishedSnapshotSplitInfo(SnapshotSplit(table_id, 2, "id", ChunkRange(UPPER, None)), head),
+    ]
+    window = BinlogSplit(
+        result.low_watermark,
+        head,
+        (TableStreamFilter(table_id, result.low_watermark, (others[0], info, others[1])),),
+    )
+    records = list(BinlogSplitReader(source, {table_id: schema}, 5400).read(window))
+    in_chunk = [r for r in records if LOWER <= int(r.row_dict()["id"]) < UPPER]
+    assert len(in_chunk) == len(records)  # other chunks' HW is the head: nothing of theirs
+    if phase == "post_high_watermark" and key < UPPER:
+        assert len(records) == {"insert": 1, "update": 2, "delete": 1, "delete_reinsert": 2}[op]
+    else:
+        assert records == []
+    _apply(chunk, records)
+    assert chunk == _range_state(source_db, table)

@@ -1,0 +1,170 @@
+"""Planning and committing batches over a real state database, with a fake splitter and head."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
+from cdc_console.source.assigner import HybridSplitAssigner
+from cdc_console.source.chunk import ChunkRange
+from cdc_console.source.committer import WindowResult, commit_batch
+from cdc_console.source.offset import BinlogOffset
+from cdc_console.source.plan import BatchPlan
+from cdc_console.source.splits import SnapshotSplit
+from cdc_console.state.store import (
+    CATCHING_UP,
+    SNAPSHOTTING,
+    STREAMING,
+    SplitResult,
+    StateStore,
+)
+
+ORDERS = TableId("shop", "orders")
+USERS = TableId("shop", "users")
+
+
+def schema(table_id: TableId) -> TableSchema:
+    return TableSchema(
+        table_id, (ColumnInfo("id", "int", "int(11)", nullable=False),), ("id",), "id"
+    )
+
+
+def fake_split(table: TableSchema) -> list[SnapshotSplit]:
+    bounds = {"orders": [None, 1000, 2000, None], "users": [None, None]}[table.table_id.table]
+    return [
+        SnapshotSplit(table.table_id, i, "id", ChunkRange(a, b))
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))
+    ]
+
+
+class Head:
+    def __init__(self) -> None:
+        self.pos = 100
+
+    def __call__(self) -> BinlogOffset:
+        return BinlogOffset("binlog.000001", self.pos)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> StateStore:
+    store = StateStore(tmp_path / "state.sqlite")
+    for table_id in (ORDERS, USERS):
+        store.ensure_table(table_id, "id", SNAPSHOTTING)
+        store.set_schema(table_id, schema_to_dict(schema(table_id)))
+    return store
+
+
+def finish(
+    store: StateStore, plan: BatchPlan, hw: dict[str, int], window: WindowResult | None = None
+) -> list[str]:
+    results = [
+        SplitResult(
+            p.split.split_id,
+            BinlogOffset("binlog.000001", hw[p.split.split_id] - 1),
+            BinlogOffset("binlog.000001", hw[p.split.split_id]),
+            10,
+            0,
+            0.0,
+            5,
+        )
+        for p in plan.snapshot
+    ]
+    return commit_batch(store, plan, results, window)
+
+
+def test_snapshot_then_catch_up_then_stream(store: StateStore) -> None:
+    head = Head()
+    assigner = HybridSplitAssigner(store, fake_split, head, range(5400, 5403), 2)
+    plan = assigner.next_plan()
+    assert plan is not None
+    assert [str(p.split) for p in plan.snapshot] == [
+        "shop.orders (-inf, 1000)",
+        "shop.orders [1000, 2000)",
+    ]
+    assert [p.server_id for p in plan.snapshot] == [5401, 5402]
+    assert plan.binlog is None
+    # The same plan comes back until it is applied: a replay reads the same splits.
+    again = assigner.next_plan()
+    assert again is not None and again.to_dict() == plan.to_dict()
+
+    finish(store, plan, {"shop.orders:0": 150, "shop.orders:1": 120})
+    plan2 = assigner.next_plan()
+    assert plan2 is not None and plan2.batch_no == 2
+    assert [str(p.split) for p in plan2.snapshot] == [
+        "shop.orders [2000, +inf)",
+        "shop.users (-inf, +inf)",
+    ]
+    head.pos = 300
+    changes = finish(store, plan2, {"shop.orders:2": 200, "shop.users:0": 250})
+    assert changes == [
+        "shop.orders: snapshot finished, CATCHING_UP from binlog.000001:120",
+        "shop.users: snapshot finished, CATCHING_UP from binlog.000001:250",
+    ]
+
+    plan3 = assigner.next_plan()
+    assert plan3 is not None and plan3.binlog is not None and not plan3.snapshot
+    assert (
+        str(plan3.binlog) == "binlog [binlog.000001:120, binlog.000001:300) shop.orders,shop.users"
+    )
+    orders_filter = plan3.binlog.tables[0]
+    assert [str(f) for f in orders_filter.finished_splits] == [
+        "shop.orders (-inf, 1000) hw=binlog.000001:150",
+        "shop.orders [1000, 2000) hw=binlog.000001:120",
+        "shop.orders [2000, +inf) hw=binlog.000001:200",
+    ]
+    changes = commit_batch(store, plan3, [], WindowResult({"shop.orders": 3}, 1, {}))
+    assert [t.state for t in store.tables()] == [STREAMING, STREAMING]
+    assert store.committed_offset() == BinlogOffset("binlog.000001", 300)
+    assert store.table(ORDERS) is not None and store.table(ORDERS).events_applied == 3  # type: ignore[union-attr]
+
+    # Nothing new on the server: no batch.
+    assert assigner.next_plan() is None
+    head.pos = 400
+    plan4 = assigner.next_plan()
+    assert plan4 is not None and plan4.binlog is not None
+    assert all(f.finished_splits == () for f in plan4.binlog.tables)
+    assert str(plan4.binlog).startswith("binlog [binlog.000001:300, binlog.000001:400)")
+
+
+def test_finished_splits_survive_a_restart(store: StateStore, tmp_path: Path) -> None:
+    assigner = HybridSplitAssigner(store, fake_split, Head(), range(5400, 5403), 2)
+    plan = assigner.next_plan()
+    assert plan is not None
+    finish(store, plan, {"shop.orders:0": 150, "shop.orders:1": 120})
+    store.close()
+
+    reopened = StateStore(tmp_path / "state.sqlite")
+    calls: list[TableId] = []
+
+    def must_not_resplit(table: TableSchema) -> list[SnapshotSplit]:
+        calls.append(table.table_id)
+        return fake_split(table)
+
+    assigner = HybridSplitAssigner(reopened, must_not_resplit, Head(), range(5400, 5403), 2)
+    plan2 = assigner.next_plan()
+    assert plan2 is not None
+    assert [str(p.split) for p in plan2.snapshot] == [
+        "shop.orders [2000, +inf)",
+        "shop.users (-inf, +inf)",
+    ]
+    assert calls == []  # both tables were split before the restart; nothing is split again
+    states = {s.split.split_id: s.status for s in reopened.splits(ORDERS)}
+    assert states == {
+        "shop.orders:0": "FINISHED",
+        "shop.orders:1": "FINISHED",
+        "shop.orders:2": "ASSIGNED",
+    }
+    assert reopened.table(ORDERS).state == SNAPSHOTTING  # type: ignore[union-attr]
+    assert CATCHING_UP != SNAPSHOTTING
+
+
+def test_splits_per_batch_is_capped_by_server_ids(store: StateStore) -> None:
+    assigner = HybridSplitAssigner(store, fake_split, Head(), range(5400, 5402), 8)
+    plan = assigner.next_plan()
+    assert plan is not None and len(plan.snapshot) == 1
+
+
+def test_state_schema_is_versioned(store: StateStore) -> None:
+    assert store.schema_version >= 1

@@ -1,0 +1,46 @@
+"""The algorithm and its I/O layers import neither the UI nor Spark (harlequin's approach)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+CORE = [
+    "cdc_console.source.offset",
+    "cdc_console.source.splits",
+    "cdc_console.source.assigner",
+    "cdc_console.source.committer",
+    "cdc_console.source.snapshot_reader",
+    "cdc_console.source.binlog_reader",
+    "cdc_console.source.splitter",
+    "cdc_console.mysql.checks",
+    "cdc_console.state.store",
+]
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_core_module_loads_without_textual_or_pyspark(module: str) -> None:
+    code = (
+        f"import sys, {module}\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'pyspark', 'rich'))\n"
+        "print(','.join(bad))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"{module} pulled in {result.stdout.strip()}"
+
+
+def test_source_package_is_importable_alone() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, cdc_console.source; "
+            "print(any(m.startswith(('textual', 'pyspark')) for m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.stdout.strip() == "False", result.stderr
