@@ -135,19 +135,15 @@ def _log_bin_check(server: ServerInfo) -> CheckResult:
     )
 
 
-def _variable_check(
-    server: ServerInfo, name: str, wanted: str, why: str, *, required: bool = True
-) -> CheckResult:
-    """``name`` must equal ``wanted``; a server without the variable passes unless ``required``."""
+def _variable_check(server: ServerInfo, name: str, wanted: str, why: str) -> CheckResult:
+    """``name`` must equal ``wanted``; its absence means a server too old for row-based CDC."""
     value = server.variable(name)
     if value is None:
-        if required:
-            return _fail(
-                name,
-                f"the server reports no {name} variable ({server.label}); {why}",
-                "use MySQL 5.7+ or MariaDB 10.3+",
-            )
-        return _ok(name, f"not available on {server.label}; not needed there")
+        return _fail(
+            name,
+            f"the server reports no {name} variable ({server.label}); {why}",
+            "use MySQL 5.7+ or MariaDB 10.3+",
+        )
     if value.upper() == wanted:
         return _ok(name, f"{name} = {value}")
     return _fail(
@@ -211,12 +207,17 @@ def _retention_check(server: ServerInfo) -> CheckResult:
         return _ok("binlog_retention", f"binlogs purged: {purge}")
     hours = seconds / 3600.0
     if seconds < _MIN_RETENTION_SECONDS:
+        # Servers before MySQL 8.0 / MariaDB 10.6 only know the days form.
+        setting = (
+            "binlog_expire_logs_seconds = 604800"
+            if server.variable("binlog_expire_logs_seconds") is not None
+            else "expire_logs_days = 7"
+        )
         return _fail(
             "binlog_retention",
             f"binlogs are purged after {hours:.1f} h: a snapshot or an outage longer than that "
             "loses the position and forces a fresh snapshot",
-            "SET GLOBAL binlog_expire_logs_seconds = 604800; "
-            + _my_cnf("binlog_expire_logs_seconds = 604800"),
+            f"SET GLOBAL {setting}; " + _my_cnf(setting),
             severity="warning",
         )
     return _ok("binlog_retention", f"binlogs kept {hours:.0f} h")
@@ -352,7 +353,7 @@ def _key_check(conn: Any, schema: TableSchema, configured: str | None) -> CheckR
             name,
             f"snapshot.chunk_key names column {configured!r}, which {table_id} does not have "
             f"(columns: {', '.join(schema.column_names)})",
-            f"fix the column name in snapshot.chunk_key for {table_id}",
+            f"correct the column name in snapshot.chunk_key for {table_id}",
             area="config",
         )
     if schema.primary_key:
@@ -420,7 +421,7 @@ def _unused_chunk_keys(config: PipelineConfig, tables: list[TableSchema]) -> lis
             _fail(
                 f"chunk_key {entry}",
                 f"snapshot.chunk_key names {entry}, which matches none of the captured tables",
-                "fix the table name in snapshot.chunk_key or remove the entry",
+                "correct the table name in snapshot.chunk_key or remove the entry",
                 area="config",
                 severity="warning",
             )
@@ -537,7 +538,6 @@ def preflight(config: PipelineConfig) -> tuple[ServerInfo, list[TableSchema]]:
     Raises ``ConfigError`` when every blocking failure is a config mistake (the TOML file is the
     thing to edit), ``SourceError`` otherwise. Warnings are logged and do not block.
     """
-    config.state_path.parent.mkdir(parents=True, exist_ok=True)
     server, tables, results = run_checks(config)
     for result in results:
         if not result.ok and not result.blocking:

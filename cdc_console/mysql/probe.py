@@ -194,8 +194,9 @@ def expand_pattern(
         found = [name for name in list_tables(conn, pattern.database) if name == pattern.table]
         if not found:
             raise ConfigError(
-                f"table {table_id} (source.tables) does not exist or the source user cannot see it",
-                f"fix the name in source.tables, or if it exists: "
+                f"table {table_id} (source.tables) does not exist, is a view, or the source "
+                "user cannot see it",
+                f"correct the name in source.tables, or if it exists: "
                 f"GRANT SELECT ON {table_id.quoted()} TO {account};",
             )
         return [table_id]
@@ -204,7 +205,7 @@ def expand_pattern(
         raise ConfigError(
             f"source.tables entry '{pattern}': database {pattern.database} has no tables (or "
             "does not exist, or the source user cannot see it)",
-            "fix the database name in source.tables, or if it has tables: GRANT SELECT ON "
+            "correct the database name in source.tables, or if it has tables: GRANT SELECT ON "
             f"{quote_ident(pattern.database)}.* TO {account};",
         )
     matched = [TableId(pattern.database, t) for t in tables if pattern.matches(pattern.database, t)]
@@ -212,7 +213,7 @@ def expand_pattern(
         raise ConfigError(
             f"source.tables entry '{pattern}' matches none of the {len(tables)} tables in "
             f"{pattern.database}",
-            f"fix the pattern in source.tables (tables there: {', '.join(tables[:10])}"
+            f"correct the pattern in source.tables (tables there: {', '.join(tables[:10])}"
             + (", ..." if len(tables) > 10 else "")
             + ")",
         )

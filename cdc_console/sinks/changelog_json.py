@@ -30,7 +30,9 @@ from cdc_console.sinks.delta import (
     Key,
     ReplaceRange,
     SinkError,
+    group_by_table,
     plan_table_batch,
+    split_keys,
 )
 from cdc_console.source.records import OPS, UPSERT_OPS, ChangeRecord
 
@@ -139,9 +141,7 @@ class ChangelogJsonSink:
         """
         if batch_id < 0:
             raise SinkError(f"batch id must be >= 0, got {batch_id}")
-        by_table: dict[TableId, list[ChangeRecord]] = defaultdict(list)
-        for record in records:
-            by_table[TableId(record.database, record.table)].append(record)
+        by_table = group_by_table(records)
         ranges: dict[TableId, list[ReplaceRange]] = defaultdict(list)
         for replace in replace_ranges:
             ranges[replace.table_id].append(replace)
@@ -183,10 +183,7 @@ class ChangelogJsonSink:
         """Per replace: keys the earlier batches leave present, in its range, not in its split."""
         key_columns = list(schema.key_columns)
         state = replay_changelog(self.read_lines(schema.table_id, before=batch_id), key_columns)
-        present: dict[str, set[Key]] = {r.split_id: set() for r in replaces}
-        for record in records:
-            if record.split_id in present:
-                present[record.split_id].add(record.key_values())
+        present = split_keys(records, replaces)
         result: list[dict[Key, dict[str, Any] | None]] = []
         for replace in replaces:
             keys = present[replace.split_id]

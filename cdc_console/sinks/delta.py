@@ -33,9 +33,11 @@ schema evolution (an existing mirror whose schema differs raises ``SinkSchemaErr
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,7 @@ from deltalake.transaction import CommitProperties, Transaction
 
 from cdc_console.mysql.schema import TableId, TableSchema
 from cdc_console.sinks.types import arrow_schema, codec_for, columns_to_table, table_to_rows
-from cdc_console.source.records import OP_DELETE, ChangeRecord
+from cdc_console.source.records import OP_DELETE, UPSERT_OPS, ChangeRecord
 
 CHANGELOG_DIR = "_changelog"
 # Appended to the typed row columns in the changelog table, in this order.
@@ -59,6 +61,8 @@ CHANGELOG_FIELDS: tuple[pa.Field, ...] = (
     pa.field("_ts_ms", pa.int64()),
     pa.field("_batch_id", pa.int64()),
 )
+_SAFE_DECIMAL = 18  # decimals up to this precision get correct statistics from delta-rs
+_DEFAULT_INDEXED_COLUMNS = 32  # Delta's default delta.dataSkippingNumIndexedCols
 _MERGE_OP = "__cdc_console_merge_op"  # extra source column of the MERGE: 'U' upsert, 'D' delete
 _RESERVED = {_MERGE_OP} | {f.name for f in CHANGELOG_FIELDS}
 
@@ -98,15 +102,7 @@ class ReplaceRange:
     ts_ms: int = 0
 
 
-@dataclass
-class NetChange:
-    """One key's net change in a batch: hold ``row`` (upsert) or be absent (delete)."""
-
-    upsert: bool
-    row: dict[str, Any] | None
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlannedChange:
     """One changelog row: a change record, or a ``-D`` written by a range replace (seq -1)."""
 
@@ -120,7 +116,9 @@ class PlannedChange:
 class BatchPlan:
     """What one batch does to one table: net change per key, and the changelog rows in order."""
 
-    nets: dict[Key, NetChange] = field(default_factory=dict)
+    # key -> the row it holds after the batch, or None: absent (delete). Plain dicts, no objects:
+    # this is the per-record hot path.
+    nets: dict[Key, dict[str, Any] | None] = field(default_factory=dict)
     changes: list[PlannedChange] = field(default_factory=list)
     range_deleted: int = 0
 
@@ -176,9 +174,7 @@ class DeltaSink:
         """
         if batch_id < 0:
             raise SinkError(f"batch id must be >= 0, got {batch_id}")
-        by_table: dict[TableId, list[ChangeRecord]] = defaultdict(list)
-        for record in records:
-            by_table[TableId(record.database, record.table)].append(record)
+        by_table = group_by_table(records)
         ranges: dict[TableId, list[ReplaceRange]] = defaultdict(list)
         for replace in replace_ranges:
             ranges[replace.table_id].append(replace)
@@ -218,7 +214,7 @@ class DeltaSink:
         (absent,) = _mirror_absent(table, schema, [(in_range, present_keys)], full_rows=False)
         if not absent:
             return 0
-        nets = {key: NetChange(False, None) for key in absent}
+        nets: dict[Key, dict[str, Any] | None] = dict.fromkeys(absent)
         metrics = _merge(table, schema, nets, commit_properties=None)
         return int(metrics.get("num_target_rows_deleted", 0))
 
@@ -266,7 +262,7 @@ class DeltaSink:
         # the mirror has not taken the batch (it is committed last, see the module docstring).
         absent: list[dict[Key, dict[str, Any] | None]] = []
         if replaces and not mirror_done:
-            presents = _split_keys(records, replaces)
+            presents = split_keys(records, replaces)
             checks = [(r.in_range, presents[r.split_id]) for r in replaces]
             absent = _mirror_absent(mirror, schema, checks, full_rows=log is not None)
         plan = plan_table_batch(schema, records, replaces, absent, want_changes=log is not None)
@@ -321,7 +317,29 @@ def _open_or_create(path: Path, schema: pa.Schema) -> DeltaTable:
         _check_schema(table, schema, path)
         return table
     path.mkdir(parents=True, exist_ok=True)
-    return DeltaTable.create(str(path), schema, mode="ignore")
+    return DeltaTable.create(str(path), schema, mode="ignore", configuration=_configuration(schema))
+
+
+def _configuration(schema: pa.Schema) -> dict[str, str | None] | None:
+    """Table properties: keep file statistics off the decimals delta-rs gets wrong.
+
+    delta-rs 1.6.6 clamps the min/max statistics of a scale-0 decimal to the int64 range: a file
+    holding 18446744073709551615 in a ``decimal(20,0)`` (BIGINT UNSIGNED) records max
+    9223372036854775807. Any reader that skips files by statistics -- delta-rs' own MERGE file
+    pruning, Spark's data skipping -- then misses the row; a MERGE inserted a duplicate key in
+    our tests. Decimals wider than 18 digits therefore get no statistics (scaled ones above the
+    int64 range get none from delta-rs anyway); the first 32 other columns, Delta's default
+    count, keep theirs.
+    """
+    unsafe = [
+        f.name for f in schema if pa.types.is_decimal(f.type) and f.type.precision > _SAFE_DECIMAL
+    ]
+    if not unsafe:
+        return None
+    indexed = [f.name for f in schema if f.name not in unsafe][:_DEFAULT_INDEXED_COLUMNS]
+    if not indexed:
+        return {"delta.dataSkippingNumIndexedCols": "0"}
+    return {"delta.dataSkippingStatsColumns": ",".join(f"`{n}`" for n in indexed)}
 
 
 def _check_schema(table: DeltaTable, expected: pa.Schema, path: Path) -> None:
@@ -359,28 +377,25 @@ def _quote(name: str) -> str:
 def _merge(
     table: DeltaTable,
     schema: TableSchema,
-    nets: Mapping[Key, NetChange],
+    nets: Mapping[Key, dict[str, Any] | None],
     commit_properties: CommitProperties | None,
 ) -> dict[str, Any]:
     """One MERGE of the net changes into the mirror; returns delta-rs' metrics."""
     key_columns = list(schema.key_columns)
-    columns: dict[str, list[Any]] = {name: [] for name in schema.column_names}
+    source_rows: list[Mapping[str, Any]] = []
     ops: list[str] = []
-    for key, net in nets.items():
-        if net.upsert:
-            assert net.row is not None
-            for name, values in columns.items():
-                values.append(net.row[name])
+    for key, row in nets.items():
+        if row is not None:
+            source_rows.append(row)
             ops.append("U")
         else:
             if len(key) != len(key_columns):
                 raise SinkError(
                     f"{schema.table_id}: key {list(key)} does not match key columns {key_columns}"
                 )
-            key_map = dict(zip(key_columns, key, strict=True))
-            for name, values in columns.items():
-                values.append(key_map.get(name))
+            source_rows.append(dict(zip(key_columns, key, strict=True)))
             ops.append("D")
+    columns = {name: [row.get(name) for row in source_rows] for name in schema.column_names}
     source = columns_to_table(schema, columns).append_column(
         pa.field(_MERGE_OP, pa.string()), pa.array(ops, type=pa.string())
     )
@@ -440,6 +455,17 @@ def _mirror_absent(
 # --- batch planning ------------------------------------------------------------------------
 
 
+def group_by_table(records: Sequence[ChangeRecord]) -> dict[TableId, list[ChangeRecord]]:
+    """The batch's records per table, in batch order."""
+    groups: dict[tuple[str, str], list[ChangeRecord]] = defaultdict(list)
+    for record in records:
+        groups[record.database, record.table].append(record)
+    return {TableId(database, table): group for (database, table), group in groups.items()}
+
+
+_SORT_KEY = attrgetter("file_index", "pos", "event_index", "row_index", "seq")  # = .sort_key
+
+
 def _key_of(record: ChangeRecord) -> Key:
     try:
         return record.key_values()
@@ -452,7 +478,7 @@ def _row_of(record: ChangeRecord, names: Sequence[str]) -> dict[str, Any]:
         row = record.row_dict()
     except ValueError as exc:
         raise SinkError(f"bad row in change record {record}: {exc}") from exc
-    if len(row) != len(names) or any(n not in row for n in names):
+    if row.keys() != set(names):
         raise SinkError(
             f"row columns {list(row)} of change record {record} do not match the table's "
             f"columns {list(names)} (schema changed?)"
@@ -460,21 +486,53 @@ def _row_of(record: ChangeRecord, names: Sequence[str]) -> dict[str, Any]:
     return row
 
 
-def _split_keys(
+def _parse_keys(records: Sequence[ChangeRecord]) -> list[Key]:
+    """All records' keys, parsed in one ``json.loads`` (per-call overhead dominates otherwise);
+    on any doubt, per record, so that the error names the bad record."""
+    try:
+        parsed = json.loads("[" + ",".join(r.key for r in records) + "]")
+    except ValueError:
+        parsed = None
+    if (
+        not isinstance(parsed, list)
+        or len(parsed) != len(records)
+        or not all(type(k) is list for k in parsed)
+    ):
+        return [_key_of(r) for r in records]
+    return [tuple(k) for k in parsed]
+
+
+def _parse_rows(records: Sequence[ChangeRecord], names: Sequence[str]) -> list[dict[str, Any]]:
+    """All records' row images in one ``json.loads``; each must have exactly the columns."""
+    try:
+        parsed = json.loads("[" + ",".join(r.row for r in records) + "]")
+    except ValueError:
+        parsed = None
+    expected = set(names)
+    if (
+        not isinstance(parsed, list)
+        or len(parsed) != len(records)
+        or not all(type(row) is dict and row.keys() == expected for row in parsed)
+    ):
+        return [_row_of(r, names) for r in records]
+    return parsed
+
+
+def split_keys(
     records: Sequence[ChangeRecord], replaces: Sequence[ReplaceRange]
 ) -> dict[str, set[Key]]:
+    """Per replaced split id, the keys the batch's rows of that split carry."""
     present: dict[str, set[Key]] = {r.split_id: set() for r in replaces}
-    for record in records:
-        keys = present.get(record.split_id)
-        if keys is not None and record.split_id:
-            keys.add(_key_of(record))
+    own = [r for r in records if r.split_id and r.split_id in present]
+    for record, key in zip(own, _parse_keys(own), strict=True):
+        present[record.split_id].add(key)
     return present
 
 
 def _marker_position(replace: ReplaceRange, records: Sequence[ChangeRecord]) -> Position:
     if replace.position is not None:
         return replace.position
-    own = [r.sort_key[:4] for r in records if r.split_id == replace.split_id]
+    own = [_SORT_KEY(r)[:4] for r in records if r.split_id == replace.split_id]
     if own:
         file_index, pos, event_index, row_index = min(own)
         return (file_index, pos, event_index, row_index)
@@ -497,52 +555,86 @@ def plan_table_batch(
     before images of ``-U``/``-D``, which the MERGE alone does not need). Shared by both sinks.
     """
     names = schema.column_names
-    key_columns = list(schema.key_columns)
-    events: list[tuple[tuple[int, int, int, int, int], int, int]] = []
-    for index, record in enumerate(records):
-        events.append((record.sort_key, 1, index))
-    presents = _split_keys(records, replaces) if replaces else {}
-    for index, replace in enumerate(replaces):
-        events.append(((*_marker_position(replace, records), -1), 0, index))
-    events.sort()
+    ordered = sorted(records, key=_SORT_KEY)
+    keys = _parse_keys(ordered)
+    needs_row = [want_changes or r.op in UPSERT_OPS for r in ordered]
+    rows = iter(_parse_rows([r for r, need in zip(ordered, needs_row, strict=True) if need], names))
+    presents: dict[str, set[Key]] = {r.split_id: set() for r in replaces}
+    for record, key in zip(ordered, keys, strict=True):
+        if record.split_id and record.split_id in presents:
+            presents[record.split_id].add(key)
+    markers = sorted(((*_marker_position(r, ordered), -1), i) for i, r in enumerate(replaces))
 
     plan = BatchPlan()
     nets = plan.nets
-    for sort_key, kind, index in events:
-        if kind == 1:
-            record = records[index]
-            key = _key_of(record)
-            row = _row_of(record, names) if want_changes or record.is_upsert else None
-            nets[key] = NetChange(record.is_upsert, row if record.is_upsert else None)
-            if want_changes:
-                assert row is not None
-                plan.changes.append(PlannedChange(record.op, row, sort_key, record.ts_ms))
-            continue
-        replace = replaces[index]
-        mirror_absent = absent[index] if index < len(absent) else {}
-        present = presents.get(replace.split_id, set())
-        doomed: list[tuple[Key, dict[str, Any] | None]] = []
-        for key, mirror_row in mirror_absent.items():
-            net = nets.get(key)
-            if net is None:
-                doomed.append((key, mirror_row))
-            elif net.upsert:
-                doomed.append((key, net.row))
-        for key, net in nets.items():
-            if (
-                net.upsert
-                and key not in present
-                and key not in mirror_absent
-                and len(key) == len(key_columns)
-                and replace.in_range(dict(zip(key_columns, key, strict=True)))
-            ):
-                doomed.append((key, net.row))
-        for key, before in doomed:
-            nets[key] = NetChange(False, None)
-            if want_changes and before is not None:
-                plan.changes.append(PlannedChange(OP_DELETE, before, sort_key, replace.ts_ms))
-        plan.range_deleted += len(doomed)
+    next_marker = 0
+    for record, key, needs in zip(ordered, keys, needs_row, strict=True):
+        sort_key = _SORT_KEY(record)
+        while next_marker < len(markers) and markers[next_marker][0] < sort_key:
+            marker_key, index = markers[next_marker]
+            _replace(
+                plan,
+                schema,
+                replaces[index],
+                marker_key,
+                absent[index] if absent else {},
+                presents,
+                want_changes,
+            )
+            next_marker += 1
+        row = next(rows) if needs else None
+        upsert = record.op in UPSERT_OPS
+        nets[key] = row if upsert else None
+        if want_changes:
+            assert row is not None
+            plan.changes.append(PlannedChange(record.op, row, sort_key, record.ts_ms))
+    for marker_key, index in markers[next_marker:]:
+        _replace(
+            plan,
+            schema,
+            replaces[index],
+            marker_key,
+            absent[index] if absent else {},
+            presents,
+            want_changes,
+        )
     return plan
+
+
+def _replace(
+    plan: BatchPlan,
+    schema: TableSchema,
+    replace: ReplaceRange,
+    sort_key: tuple[int, int, int, int, int],
+    mirror_absent: Mapping[Key, dict[str, Any] | None],
+    presents: Mapping[str, set[Key]],
+    want_changes: bool,
+) -> None:
+    """Apply one range replace at its HW: delete every key held at this point (the sink's
+    keys from ``absent`` plus the batch's upserts so far) that is in range and not in the split."""
+    nets = plan.nets
+    key_columns = list(schema.key_columns)
+    present = presents.get(replace.split_id, set())
+    doomed: list[tuple[Key, dict[str, Any] | None]] = []
+    for key, sink_row in mirror_absent.items():
+        if key not in nets:
+            doomed.append((key, sink_row))
+        elif nets[key] is not None:
+            doomed.append((key, nets[key]))
+    for key, row in nets.items():
+        if (
+            row is not None
+            and key not in present
+            and key not in mirror_absent
+            and len(key) == len(key_columns)
+            and replace.in_range(dict(zip(key_columns, key, strict=True)))
+        ):
+            doomed.append((key, row))
+    for key, before in doomed:
+        nets[key] = None
+        if want_changes and before is not None:
+            plan.changes.append(PlannedChange(OP_DELETE, before, sort_key, replace.ts_ms))
+    plan.range_deleted += len(doomed)
 
 
 def _changelog_table(
@@ -554,10 +646,9 @@ def _changelog_table(
     """Typed changelog rows: the row image plus op, position, seq, event time and batch id."""
     names = schema.column_names
     typed = columns_to_table(schema, {n: [c.row.get(n) for c in changes] for n in names})
-    positions = list(zip(*(c.sort_key for c in changes), strict=True)) or [()] * 5
     meta = [
         pa.array([c.op for c in changes], type=pa.string()),
-        *(pa.array(list(column), type=pa.int64()) for column in positions),
+        *(pa.array([c.sort_key[i] for c in changes], type=pa.int64()) for i in range(5)),
         pa.array([c.ts_ms for c in changes], type=pa.int64()),
         pa.array([batch_id] * len(changes), type=pa.int64()),
     ]

@@ -47,6 +47,9 @@ chunk and several, and counting it exactly costs milliseconds; for a large table
 nudges the step size, and counting would scan the whole index.
 """
 
+UNORDERED_TYPES = frozenset({"enum", "set"})
+"""Key types whose ``ORDER BY``/``MIN``/``MAX`` (member number) disagree with ``k >= 'text'``."""
+
 FACTOR_SCALE = 10_000
 """The distribution factor is rounded up to 4 decimals, as Flink CDC rounds it."""
 
@@ -144,7 +147,20 @@ class ChunkSplitter:
                 f"{table} has no primary key to split its snapshot on",
                 f'name a unique, indexed column: [snapshot] chunk_key = {{ "{table}" = "id" }}',
             )
-        column = schema.column(schema.chunk_key)
+        try:
+            column = schema.column(schema.chunk_key)
+        except KeyError:
+            raise ConfigError(
+                f"chunk key {schema.chunk_key!r} is not a column of {table}",
+                f"fix [snapshot] chunk_key for {table}: one of {', '.join(schema.column_names)}",
+            ) from None
+        if column.nullable:
+            log.warning(
+                "split %s: chunk key %s is nullable; rows where it is NULL fall in no range "
+                "and must be read with the first chunk",
+                table,
+                column.name,
+            )
         ranges = self._split_ranges(schema, column)
         return [
             SnapshotSplit(table, number, column.name, chunk_range)
@@ -164,6 +180,15 @@ class ChunkSplitter:
             log.info("split %s: one distinct %s value (%r), one chunk", table, column.name, min_key)
             return ranges_from_boundaries([])
 
+        if column.data_type in UNORDERED_TYPES:
+            log.warning(
+                "split %s: %s is %s, sorted by member number but compared as text, so ranges on "
+                "it would overlap; one chunk",
+                table,
+                column.name,
+                column.data_type.upper(),
+            )
+            return ranges_from_boundaries([])
         if not is_integer_key(column):
             log.info(
                 "split %s: unevenly by %s (%s key, boundaries from the server's order)",
@@ -261,6 +286,17 @@ class ChunkSplitter:
                 end, stop = self._query_one(next_greater_sql, (max_key, start))
                 queries += 1
             if end is None or stop:
+                break
+            if end == start:
+                # Sending the same value again would get the same answer forever: the client's
+                # copy of the key is lossy (FLOAT arrives rounded to 6 digits) and lies below it.
+                log.warning(
+                    "split %s: %s value %r does not round-trip through the client; the last "
+                    "chunk takes the rest of the table",
+                    schema.table_id,
+                    column.name,
+                    end,
+                )
                 break
             boundaries.append(end)
             start = end

@@ -364,7 +364,12 @@ def private_server(
     started: list[MySQLSandbox] = []
 
     def start(extra_args: list[str]) -> MySQLSandbox:
-        sandbox = MySQLSandbox(tmp_path_factory.mktemp("private") / "data", extra_args=extra_args)
+        folder = tmp_path_factory.mktemp("private")
+        # A private tmpdir (mariadbd defaults to $TMPDIR): mariadb-install-db's bootstrap once
+        # lost its '/tmp/#sql-temptable-*.MAI' file to something else sharing /tmp.
+        (folder / "tmp").mkdir()
+        monkeypatch.setenv("TMPDIR", str(folder / "tmp"))
+        sandbox = MySQLSandbox(folder / "data", extra_args=extra_args)
         started.append(sandbox)
         sandbox.start()
         password = secrets.token_urlsafe(12)
@@ -388,6 +393,7 @@ def test_statement_binlog_and_partial_row_images_are_refused(
             "--binlog-format=STATEMENT",
             "--binlog-row-image=MINIMAL",
             "--binlog-row-metadata=MINIMAL",
+            "--expire-logs-days=0.5",
         ]
     )
     path = write_config(
@@ -396,7 +402,12 @@ def test_statement_binlog_and_partial_row_images_are_refused(
     config = load_config(path)
 
     failed = failures(run_checks(config)[2])
-    assert list(failed) == ["binlog_format", "binlog_row_image", "binlog_row_metadata"]
+    assert list(failed) == [
+        "binlog_format",
+        "binlog_row_image",
+        "binlog_row_metadata",
+        "binlog_retention",
+    ]
     fmt = failed["binlog_format"]
     assert fmt.detail == (
         "binlog_format is STATEMENT, must be ROW: STATEMENT and MIXED binlogs carry SQL text, "
@@ -412,6 +423,10 @@ def test_statement_binlog_and_partial_row_images_are_refused(
     )
     assert meta.fix.startswith("SET GLOBAL binlog_row_metadata = FULL;")
     assert "add 'binlog_row_metadata = FULL' under [mysqld] in my.cnf" in meta.fix
+    retention = failed.pop("binlog_retention")
+    assert retention.severity == "warning"  # shown, but does not block (3 failures below)
+    assert retention.detail.startswith("binlogs are purged after 12.0 h")
+    assert retention.fix.startswith("SET GLOBAL binlog_expire_logs_seconds = 604800;")
     assert all(r.severity == "error" for r in failed.values())
 
     with pytest.raises(SourceError) as info:
@@ -424,11 +439,13 @@ def test_statement_binlog_and_partial_row_images_are_refused(
     assert run_cli(path) == 1
     out = capsys.readouterr().out
     assert "✗ binlog_format: binlog_format is STATEMENT" in out
-    assert "3 of" in out.splitlines()[-1]
+    assert "⚠ binlog_retention: binlogs are purged after 12.0 h" in out
+    assert out.splitlines()[-1].startswith("3 of ")
+    assert out.splitlines()[-1].endswith(" checks failed, 1 warning(s)")
     assert_nothing_written(path)
 
     # The printed statements are the fix: run them on this private server and check again.
-    root_execute(sandbox, *(statement_of(r.fix) for r in failed.values()))
+    root_execute(sandbox, *(statement_of(r.fix) for r in [*failed.values(), retention]))
     assert failures(run_checks(config)[2]) == {}
 
 
@@ -478,10 +495,11 @@ def test_unknown_tables_are_all_reported(shop: SourceDb, tmp_path: Path) -> None
     failed = failures(results)
     assert list(failed) == [f"table {db}.ordrs", f"table {missing_db}.*", f"table {db}.zz_*"]
     assert failed[f"table {db}.ordrs"].detail == (
-        f"table {db}.ordrs (source.tables) does not exist or the source user cannot see it"
+        f"table {db}.ordrs (source.tables) does not exist, is a view, or the source user "
+        "cannot see it"
     )
     assert failed[f"table {db}.ordrs"].fix == (
-        f"fix the name in source.tables, or if it exists: GRANT SELECT ON `{db}`.`ordrs` TO "
+        f"correct the name in source.tables, or if it exists: GRANT SELECT ON `{db}`.`ordrs` TO "
         "'cdc'@'127.0.0.1';"
     )
     assert f"database {missing_db} has no tables" in failed[f"table {missing_db}.*"].detail
@@ -538,7 +556,7 @@ def test_empty_database_is_refused(shop: SourceDb, tmp_path: Path) -> None:
             "nope",
             "snapshot.chunk_key names column 'nope', which {t} does not have "
             "(columns: code, kind, note)",
-            "fix the column name in snapshot.chunk_key for {t}",
+            "correct the column name in snapshot.chunk_key for {t}",
         ),
     ],
 )

@@ -17,6 +17,7 @@ from typing import Any
 import pymysql
 import pytest
 
+from cdc_console.errors import ConfigError
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.schema import TableId, TableSchema, load_table_schema, quote_ident
 from cdc_console.source.keys import KeyOrder
@@ -471,3 +472,56 @@ def test_configured_chunk_key_and_awkward_identifiers(
     assert [s.range.start for s in splits[1:]] == flink_uneven_boundaries(keys, 50)
     counts = check_chunks(server, schema, splits)
     assert max(counts) <= 50
+
+
+def test_enum_key_is_one_chunk(
+    source_db: SourceDb, cdc_conn: Any, server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ENUM sorts by member number but compares with text: ranges on it cannot be trusted."""
+    source_db.execute(
+        "CREATE TABLE t (k ENUM('zeta', 'alpha', 'mid', 'beta') PRIMARY KEY)",
+        "INSERT INTO t VALUES ('zeta'), ('alpha'), ('mid'), ('beta')",
+    )
+    caplog.set_level(logging.INFO, logger=SPLITTER_LOG)
+    schema, splits = split_table(cdc_conn, source_db, "t", 1)
+    assert [str(s) for s in splits] == [f"{source_db.name}.t (-inf, +inf)"]
+    check_chunks(server, schema, splits)
+    assert "k is ENUM" in messages(caplog)
+
+
+@pytest.mark.timeout(30)
+def test_float_key_that_does_not_round_trip_still_terminates(
+    source_db: SourceDb, cdc_conn: Any, server: Server
+) -> None:
+    """FLOAT arrives as 6 significant digits, below the stored value: 1000.142822... as 1000.14.
+
+    With one row per chunk the server keeps answering that the walk advanced to a value the
+    client can only repeat; the splitter must stop instead of looping.
+    """
+    source_db.execute(
+        "CREATE TABLE t (k FLOAT PRIMARY KEY)",
+        "INSERT INTO t SELECT 1000 + seq / 7 FROM seq_1_to_50",
+    )
+    schema, splits = split_table(cdc_conn, source_db, "t", 1)
+    check_chunks(server, schema, splits)
+
+
+def test_configured_chunk_key_must_exist(source_db: SourceDb, cdc_conn: Any) -> None:
+    source_db.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+    schema = load_table_schema(cdc_conn, TableId(source_db.name, "t"), chunk_key="nope")
+    with pytest.raises(ConfigError, match="nope"):
+        ChunkSplitter(cdc_conn, 10).split(schema)
+
+
+def test_nullable_chunk_key_is_split_with_a_warning(
+    source_db: SourceDb, cdc_conn: Any, server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    source_db.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, ref INT NULL, KEY (ref))",
+        "INSERT INTO t SELECT seq, seq FROM seq_1_to_100",
+    )
+    caplog.set_level(logging.INFO, logger=SPLITTER_LOG)
+    schema = load_table_schema(cdc_conn, TableId(source_db.name, "t"), chunk_key="ref")
+    splits = ChunkSplitter(cdc_conn, 30).split(schema)
+    assert [str(s) for s in splits] == expected(source_db.name, "t", [31, 61, 91])
+    assert "nullable" in messages(caplog)

@@ -10,6 +10,7 @@ both paths the same way would still fail here.
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime as dt
 import re
@@ -110,8 +111,6 @@ UPDATES = [
 
 
 def b64(hexstr: str) -> str:
-    import base64
-
     return base64.b64encode(bytes.fromhex(hexstr)).decode("ascii")
 
 
@@ -366,7 +365,9 @@ def test_snapshot_and_binlog_agree_on_every_type(
     plain = RowNormalizer(loaded)
     plain_snapshot = {
         row[0]: plain.snapshot_row(row)
-        for row in query(cdc_conn, f"SELECT {plain.select_list} FROM fidelity ORDER BY id")
+        for row in query(
+            cdc_conn, f"SELECT {plain.select_list} FROM {loaded.table_id.quoted()} ORDER BY id"
+        )
     }
     plain_replayed: dict[int, dict[str, Any]] = {}
     for kind, row in images:
@@ -391,10 +392,14 @@ def test_float_needs_the_exact_select_expression(
     )
     schema = load_table_schema(cdc_conn, TableId(source_db.name, "floats"))
     normalizer = RowNormalizer(schema)
-    naive = [normalizer.snapshot_row(r)["f"] for r in query(cdc_conn, "SELECT * FROM floats")]
+    table = schema.table_id.quoted()
+    naive = [
+        normalizer.snapshot_row(r)["f"]
+        for r in query(cdc_conn, f"SELECT * FROM {table} ORDER BY id")
+    ]
     exact = [
         normalizer.snapshot_row(r)["f"]
-        for r in query(cdc_conn, f"SELECT {normalizer.select_list} FROM floats ORDER BY id")
+        for r in query(cdc_conn, f"SELECT {normalizer.select_list} FROM {table} ORDER BY id")
     ]
     assert exact == [1234567.0, 16777216.0, 0.10000000149011612, 3.402820018375656e38]
     assert naive[:2] == [1234570.0, 16777200.0]  # the server's rounded text: not the value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def fake_split(table: TableSchema) -> list[SnapshotSplit]:
     bounds = {"orders": [None, 1000, 2000, None], "users": [None, None]}[table.table_id.table]
     return [
         SnapshotSplit(table.table_id, i, "id", ChunkRange(a, b))
-        for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))
+        for i, (a, b) in enumerate(itertools.pairwise(bounds))
     ]
 
 

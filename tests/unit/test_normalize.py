@@ -318,9 +318,12 @@ def test_row_normalizer_agrees_with_normalize_value(
     }
 
 
-@pytest.mark.parametrize(
-    "column", sorted({c[0] for c in CASES if c[0].nullable}, key=lambda c: c.name)
+NULLABLE_COLUMNS: list[ColumnInfo] = sorted(
+    {c[0] for c in CASES if c[0].nullable}, key=lambda c: c.name
 )
+
+
+@pytest.mark.parametrize("column", NULLABLE_COLUMNS, ids=[c.name for c in NULLABLE_COLUMNS])
 def test_null_is_none_on_both_paths(column: ColumnInfo) -> None:
     assert normalize_value(column, None) is None
     assert normalize_value(column, None, binlog=True) is None
@@ -475,8 +478,8 @@ def encode_time2(micros: int, fsp: int) -> bytes:
 
 def decode_time2(data: bytes, fsp: int) -> dt.timedelta:
     event = RowsEvent.__new__(RowsEvent)
-    event.packet = _Packet(data)  # type: ignore[attr-defined]
-    result: dt.timedelta = event._RowsEvent__read_time2(_Column(fsp))  # type: ignore[attr-defined]
+    event.packet = _Packet(data)
+    result: dt.timedelta = event._RowsEvent__read_time2(_Column(fsp))
     return result
 
 

@@ -1,0 +1,307 @@
+"""Running the real pipeline as a child process against the session's MariaDB, and checking it.
+
+The job runs as ``python -m cdc_console run`` in its own process group, exactly as a user runs it,
+so tests can stop it gracefully (SIGTERM) or kill it and its JVM outright (SIGKILL).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from cdc_console.config import PipelineConfig, load_config
+from cdc_console.mysql.position import current_position
+from cdc_console.state.store import STREAMING, StateStore
+from tests.conftest import CDC_PASSWORD_ENV, CDC_USER, SourceDb
+
+
+def write_config(
+    db: SourceDb,
+    folder: Path,
+    *,
+    tables: list[str] | None = None,
+    chunk_size: int = 8096,
+    extra: str = "",
+) -> Path:
+    patterns = ", ".join(f'"{t}"' for t in (tables or [f"{db.name}.*"]))
+    path = folder / "pipeline.toml"
+    path.write_text(
+        f"""
+[source]
+host = "127.0.0.1"
+port = {db.sandbox.port}
+user = "{CDC_USER}"
+password_env = "{CDC_PASSWORD_ENV}"
+tables = [{patterns}]
+server_id = "5400-5410"
+
+[snapshot]
+chunk_size = {chunk_size}
+parallelism = 2
+
+[sink]
+kind = "delta"
+path = "lake"
+
+[state]
+path = "state/pipeline.sqlite"
+
+[spark]
+master = "local[2]"
+trigger_seconds = 0.5
+{extra}
+"""
+    )
+    return path
+
+
+@dataclass
+class JobProcess:
+    config_path: Path
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[str] | None = None
+    log_path: Path | None = None
+
+    def start(self) -> JobProcess:
+        self.log_path = self.config_path.parent / f"job-{int(time.time() * 1000)}.log"
+        log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "cdc_console",
+                "run",
+                "--config",
+                str(self.config_path),
+                *self.args,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            env={**os.environ, **self.env},
+        )
+        return self
+
+    def wait(self, timeout: float) -> int:
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"job did not exit within {timeout}s:\n{self.output()}")
+
+    def terminate(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: driver, JVM and Python workers, like a crash."""
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(30)
+
+    def output(self) -> str:
+        return self.log_path.read_text()[-8000:] if self.log_path else ""
+
+
+def wait_for(
+    predicate: Callable[[], bool], timeout: float, what: str, job: JobProcess | None = None
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        if job is not None and job.proc is not None and job.proc.poll() is not None:
+            raise AssertionError(
+                f"job exited ({job.proc.returncode}) while waiting for {what}:\n{job.output()}"
+            )
+        time.sleep(0.3)
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {what}:\n" + (job.output() if job else "")
+    )
+
+
+def state(config: PipelineConfig) -> StateStore | None:
+    return StateStore(config.state_path) if config.state_path.exists() else None
+
+
+def caught_up(db: SourceDb, config: PipelineConfig) -> bool:
+    store = state(config)
+    if store is None:
+        return False
+    try:
+        tables = store.tables()
+        committed = store.committed_offset()
+        if not tables or any(t.state != STREAMING for t in tables) or committed is None:
+            return False
+        conn = db.connect()
+        try:
+            return committed >= current_position(conn)
+        finally:
+            conn.close()
+    finally:
+        store.close()
+
+
+def mirror_rows(
+    config: PipelineConfig, database: str, table: str, key: str
+) -> list[dict[str, Any]]:
+    path = config.sink.path / database / table
+    rows: list[dict[str, Any]] = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    return sorted(rows, key=lambda r: r[key])
+
+
+def source_rows(db: SourceDb, table: str, key: str) -> list[dict[str, Any]]:
+    conn = db.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM `{table}` ORDER BY `{key}`")
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    finally:
+        conn.close()
+
+
+def changelog_replay(
+    config: PipelineConfig, database: str, table: str, key: str
+) -> tuple[dict[Any, dict[str, Any]], int, int]:
+    """Fold the changelog in order; return (final rows, binlog changes, duplicate binlog changes)."""
+    path = config.sink.path / "_changelog" / database / table
+    data: pa.Table = DeltaTable(str(path)).to_pyarrow_table()
+    rows = data.to_pylist()
+    rows.sort(
+        key=lambda r: (
+            r["_batch_id"],
+            r["_file_index"],
+            r["_pos"],
+            r["_event_index"],
+            r["_row_index"],
+            r["_seq"],
+        )
+    )
+    state_rows: dict[Any, dict[str, Any]] = {}
+    seen: set[tuple[Any, ...]] = set()
+    duplicates = binlog = 0
+    for r in rows:
+        if r["_event_index"] >= 0:
+            binlog += 1
+            ident = (
+                r["_file_index"],
+                r["_pos"],
+                r["_event_index"],
+                r["_row_index"],
+                r["_op"],
+                r[key],
+            )
+            duplicates += ident in seen
+            seen.add(ident)
+        image = {k: v for k, v in r.items() if not k.startswith("_")}
+        if r["_op"] in ("+I", "+U"):
+            state_rows[r[key]] = image
+        else:
+            state_rows.pop(r[key], None)
+    return state_rows, binlog, duplicates
+
+
+class Writer(threading.Thread):
+    """A background writer mixing inserts, updates, deletes and key moves on one table."""
+
+    def __init__(
+        self, db: SourceDb, table: str, targets: list[int], seed: int = 7, rate: float = 150.0
+    ) -> None:
+        super().__init__(daemon=True)
+        self.db, self.table, self.targets = db, table, targets
+        self.random = random.Random(seed)
+        self.rate = rate
+        self.stop_event = threading.Event()
+        self.ops = 0
+        self.errors: list[BaseException] = []
+        self.next_id = 10_000_000
+
+    def run(self) -> None:
+        conn = self.db.connect()
+        try:
+            while not self.stop_event.is_set():
+                try:
+                    self.step(conn)
+                    self.ops += 1
+                except Exception as exc:
+                    if "Duplicate entry" not in str(exc):
+                        self.errors.append(exc)
+                        return
+                time.sleep(1.0 / self.rate)
+        finally:
+            conn.close()
+
+    def step(self, conn: Any) -> None:
+        r = self.random
+        t = self.table
+        key = r.choice(self.targets) if r.random() < 0.5 else r.randint(1, 100_000)
+        roll = r.random()
+        with conn.cursor() as cur:
+            if roll < 0.3:
+                cur.execute(
+                    f"UPDATE {t} SET amount = amount + 1, note = %s, updated = NOW(6) "
+                    "WHERE id = %s",
+                    (f"u{self.ops}", key),
+                )
+            elif roll < 0.45:
+                cur.execute(f"DELETE FROM {t} WHERE id = %s", (key,))
+            elif roll < 0.6:
+                cur.execute(
+                    f"INSERT INTO {t} (id, customer, amount, note, updated) VALUES "
+                    "(%s, %s, %s, 'reinsert', NOW(6))",
+                    (key, f"c{key % 97}", Decimal("1.50")),
+                )
+            elif roll < 0.75:
+                self.next_id += 1
+                cur.execute(
+                    f"INSERT INTO {t} (id, customer, amount, note, updated) VALUES "
+                    "(%s, 'new', 9.99, 'tail', NOW(6))",
+                    (self.next_id,),
+                )
+            else:
+                dest = r.randint(100_001, 9_000_000)
+                cur.execute(f"UPDATE {t} SET id = %s, note = 'moved' WHERE id = %s", (dest, key))
+                if r.random() < 0.5:
+                    cur.execute(
+                        f"UPDATE {t} SET id = %s, note = 'moved back' WHERE id = %s",
+                        (r.randint(1, 100_000), dest),
+                    )
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(30)
+
+
+@contextmanager
+def running(job: JobProcess) -> Iterator[JobProcess]:
+    job.start()
+    try:
+        yield job
+    finally:
+        if job.proc is not None and job.proc.poll() is None:
+            job.kill()
+
+
+def load(config_path: Path) -> PipelineConfig:
+    return load_config(config_path)

@@ -1,0 +1,560 @@
+"""DeltaSink: MERGE semantics, per-key order, idempotent retries, changelog, range replace."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
+from cdc_console.sinks import delta as delta_module
+from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
+from cdc_console.sinks.types import table_to_rows
+from cdc_console.source.records import ChangeRecord
+
+ORDERS = TableId("shop", "orders")
+ITEMS = TableId("shop", "Order Items")
+
+
+def orders_schema() -> TableSchema:
+    return TableSchema(
+        ORDERS,
+        (
+            ColumnInfo("id", "bigint", "bigint(20)", nullable=False, numeric_precision=19),
+            ColumnInfo("name", "varchar", "varchar(50)"),
+            ColumnInfo("amount", "decimal", "decimal(10,2)", numeric_precision=10, numeric_scale=2),
+            ColumnInfo("updated", "datetime", "datetime(6)", datetime_precision=6),
+        ),
+        ("id",),
+        "id",
+    )
+
+
+def items_schema() -> TableSchema:
+    """Composite key, upper case and spaces in names, an unsigned BIGINT key part."""
+    return TableSchema(
+        ITEMS,
+        (
+            ColumnInfo("Order Id", "bigint", "bigint(20) unsigned", nullable=False),
+            ColumnInfo("Line", "varchar", "varchar(10)", nullable=False),
+            ColumnInfo("qty", "int", "int(11)"),
+        ),
+        ("Order Id", "Line"),
+        "Order Id",
+    )
+
+
+SCHEMAS = {ORDERS: orders_schema(), ITEMS: items_schema()}
+
+
+def order(
+    key: int, name: str = "x", amount: str = "1.00", updated: str = "2024-01-01 00:00:00.000000"
+) -> dict[str, Any]:
+    return {"id": key, "name": name, "amount": amount, "updated": updated}
+
+
+class Feed:
+    """Change records with growing binlog positions and batch sequence numbers, like a reader."""
+
+    def __init__(self) -> None:
+        self.pos = itertools.count(1000, 10)
+        self.seq = itertools.count()
+
+    def rec(
+        self,
+        op: str,
+        row: dict[str, Any],
+        table: TableId = ORDERS,
+        split_id: str = "",
+        pos: int | None = None,
+    ) -> ChangeRecord:
+        schema = SCHEMAS[table]
+        key = [row[c] for c in schema.key_columns]
+        return ChangeRecord(
+            database=table.database,
+            table=table.table,
+            op=op,
+            key=json.dumps(key),
+            row=json.dumps(row),
+            file_index=1,
+            pos=next(self.pos) if pos is None else pos,
+            event_index=0,
+            row_index=0,
+            seq=next(self.seq),
+            ts_ms=1_700_000_000_000,
+            split_id=split_id,
+        )
+
+    def update(self, before: dict[str, Any], after: dict[str, Any]) -> list[ChangeRecord]:
+        position = next(self.pos)
+        return [self.rec("-U", before, pos=position), self.rec("+U", after, pos=position)]
+
+
+def mirror(sink: DeltaSink, table: TableId = ORDERS) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The mirror read back with plain delta-rs, as canonical rows by key."""
+    schema = SCHEMAS[table]
+    data = DeltaTable(str(sink.mirror_path(table))).to_pyarrow_table()
+    rows = table_to_rows(schema, data)
+    state = {tuple(r[c] for c in schema.key_columns): r for r in rows}
+    assert len(state) == len(rows), "duplicate keys in the mirror"
+    return state
+
+
+def by_id(*rows: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    return {(r["id"],): r for r in rows}
+
+
+@pytest.fixture
+def sink(tmp_path: Path) -> DeltaSink:
+    return DeltaSink(tmp_path / "delta")
+
+
+def test_insert_update_delete_in_one_batch(sink: DeltaSink) -> None:
+    feed = Feed()
+    seed = [feed.rec("+I", order(k, f"n{k}")) for k in (1, 2, 3)]
+    stats = sink.apply_batch(0, SCHEMAS, seed)
+    assert stats[ORDERS]["inserted"] == 3
+    assert mirror(sink) == by_id(order(1, "n1"), order(2, "n2"), order(3, "n3"))
+
+    batch = [
+        *feed.update(order(1, "n1"), order(1, "renamed", "-12.50")),
+        feed.rec("-D", order(2, "n2")),
+        feed.rec("+I", order(4, "new", updated="2024-05-06 07:08:09.000123")),
+    ]
+    stats = sink.apply_batch(1, SCHEMAS, batch)[ORDERS]
+    assert (stats["inserted"], stats["updated"], stats["deleted"]) == (1, 1, 1)
+    assert stats["upserted"] == 2
+    assert mirror(sink) == by_id(
+        order(1, "renamed", "-12.50"),
+        order(3, "n3"),
+        order(4, "new", updated="2024-05-06 07:08:09.000123"),
+    )
+
+
+def test_typed_mirror_schema(sink: DeltaSink) -> None:
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(1, amount="99999999.99"))])
+    data = DeltaTable(str(sink.mirror_path(ORDERS))).to_pyarrow_table()
+    assert data.schema.names == ["id", "name", "amount", "updated"]
+    assert data.schema.field("amount").type == pa.decimal128(10, 2)
+    assert data.schema.field("updated").type == pa.timestamp("us")
+    assert str(data.column("amount")[0].as_py()) == "99999999.99"
+
+
+def test_primary_key_change_and_delete_reinsert_within_one_batch(sink: DeltaSink) -> None:
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(k)) for k in (1, 2, 3, 4)])
+    position = next(feed.pos)
+    batch = [
+        # UPDATE orders SET id = 10 WHERE id = 1: -U old key, +U new key at one position.
+        feed.rec("-U", order(1), pos=position),
+        feed.rec("+U", order(10, "moved"), pos=position),
+        # DELETE then INSERT of the same key: the new row wins.
+        feed.rec("-D", order(2)),
+        feed.rec("+I", order(2, "reborn")),
+        # INSERT then DELETE of a new key: it never shows.
+        feed.rec("+I", order(5)),
+        feed.rec("-D", order(5)),
+        # Update, then update again: the last image wins.
+        *feed.update(order(3), order(3, "first")),
+        *feed.update(order(3, "first"), order(3, "second")),
+    ]
+    sink.apply_batch(1, SCHEMAS, batch)
+    assert mirror(sink) == by_id(
+        order(2, "reborn"), order(3, "second"), order(4), order(10, "moved")
+    )
+
+
+def test_changes_across_batches_and_reinsert_later(sink: DeltaSink) -> None:
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(1))])
+    sink.apply_batch(1, SCHEMAS, [feed.rec("-D", order(1))])
+    assert mirror(sink) == {}
+    sink.apply_batch(2, SCHEMAS, [feed.rec("+I", order(1, "again"))])
+    sink.apply_batch(3, SCHEMAS, feed.update(order(1, "again"), order(1, "final")))
+    assert mirror(sink) == by_id(order(1, "final"))
+    assert sink.applied_batch(ORDERS) == 3
+
+
+def test_records_apply_in_position_order_not_list_order(sink: DeltaSink) -> None:
+    feed = Feed()
+    early = feed.rec("+I", order(1, "early"))
+    late = feed.rec("-D", order(1, "early"))
+    sink.apply_batch(0, SCHEMAS, [late, early])
+    assert mirror(sink) == {}
+    # Same position (one multi-row event): seq decides.
+    a = feed.rec("+I", order(2, "a"), pos=5000)
+    b = feed.rec("-D", order(2, "a"), pos=5000)
+    c = feed.rec("+I", order(2, "c"), pos=5000)
+    sink.apply_batch(1, SCHEMAS, [c, b, a])
+    assert mirror(sink) == by_id(order(2, "c"))
+
+
+def test_retried_batch_changes_nothing(sink: DeltaSink) -> None:
+    feed = Feed()
+    batch0 = [feed.rec("+I", order(k)) for k in (1, 2)]
+    batch1 = [*feed.update(order(1), order(1, "b1")), feed.rec("-D", order(2))]
+    sink.apply_batch(0, SCHEMAS, batch0)
+    sink.apply_batch(1, SCHEMAS, batch1)
+    mirror_version = DeltaTable(str(sink.mirror_path(ORDERS))).version()
+    log_version = DeltaTable(str(sink.changelog_path(ORDERS))).version()
+    expected = mirror(sink)
+
+    again = sink.apply_batch(1, SCHEMAS, batch1)[ORDERS]
+    assert again["mirror_skipped"] and again["changelog_skipped"]
+    assert again["changelog_rows"] == 0 and again["upserted"] == 0
+    # An older batch replayed (say, after restoring a checkpoint) is skipped as well.
+    assert sink.apply_batch(0, SCHEMAS, batch0)[ORDERS]["mirror_skipped"]
+
+    assert DeltaTable(str(sink.mirror_path(ORDERS))).version() == mirror_version
+    assert DeltaTable(str(sink.changelog_path(ORDERS))).version() == log_version
+    assert mirror(sink) == expected
+    assert sink.read_changelog(ORDERS).num_rows == len(batch0) + len(batch1)
+
+
+def test_crash_between_changelog_and_mirror_recovers_exactly_once(
+    sink: DeltaSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(1))])
+    batch = feed.update(order(1), order(1, "after"))
+
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("disk went away")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(delta_module, "_merge", crash)
+        with pytest.raises(OSError):
+            sink.apply_batch(1, SCHEMAS, batch)
+    assert mirror(sink) == by_id(order(1))  # the MERGE did not happen
+    stats = sink.apply_batch(1, SCHEMAS, batch)[ORDERS]
+    assert stats["changelog_skipped"] and not stats["mirror_skipped"]
+    assert mirror(sink) == by_id(order(1, "after"))
+    assert sink.read_changelog(ORDERS).column("_op").to_pylist() == ["+I", "-U", "+U"]
+
+
+def test_batch_that_changes_nothing_is_still_recorded(sink: DeltaSink) -> None:
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(1))])
+    stats = sink.apply_batch(1, SCHEMAS, [feed.rec("-D", order(99))])[ORDERS]
+    assert stats["deleted"] == 0
+    assert sink.applied_batch(ORDERS) == 1
+    assert sink.apply_batch(1, SCHEMAS, [feed.rec("-D", order(99))])[ORDERS]["mirror_skipped"]
+
+
+def test_changelog_holds_every_change_typed_in_apply_order(sink: DeltaSink) -> None:
+    feed = Feed()
+    sink.apply_batch(4, SCHEMAS, [feed.rec("+I", order(1, amount="-0.05"))])
+    sink.apply_batch(
+        5,
+        SCHEMAS,
+        [*feed.update(order(1, amount="-0.05"), order(1, "u")), feed.rec("-D", order(1, "u"))],
+    )
+    log = sink.read_changelog(ORDERS)
+    assert log.schema.names == [
+        "id",
+        "name",
+        "amount",
+        "updated",
+        "_op",
+        "_file_index",
+        "_pos",
+        "_event_index",
+        "_row_index",
+        "_seq",
+        "_ts_ms",
+        "_batch_id",
+    ]
+    assert log.schema.field("amount").type == pa.decimal128(10, 2)
+    assert log.column("_op").to_pylist() == ["+I", "-U", "+U", "-D"]
+    assert log.column("_batch_id").to_pylist() == [4, 5, 5, 5]
+    assert log.column("name").to_pylist() == ["x", "x", "u", "u"]
+    assert log.column("_pos").to_pylist() == [1000, 1010, 1010, 1020]
+    assert [str(v) for v in log.column("amount").to_pylist()] == ["-0.05", "-0.05", "1.00", "1.00"]
+    assert mirror(sink) == {}
+
+
+def test_changelog_can_be_disabled(tmp_path: Path) -> None:
+    sink = DeltaSink(tmp_path, changelog=False)
+    stats = sink.apply_batch(0, SCHEMAS, [Feed().rec("+I", order(1))])[ORDERS]
+    assert stats["changelog_skipped"] and stats["changelog_rows"] == 0
+    assert not (tmp_path / "_changelog").exists()
+
+
+def test_many_tables_in_one_batch_and_awkward_names(sink: DeltaSink) -> None:
+    feed = Feed()
+    line = {"Order Id": 2**64 - 1, "Line": "A", "qty": 1}
+    records = [
+        feed.rec("+I", order(1)),
+        feed.rec("+I", line, table=ITEMS),
+        feed.rec("+I", {**line, "Line": "a", "qty": 2}, table=ITEMS),
+    ]
+    stats = sink.apply_batch(0, SCHEMAS, records)
+    assert set(stats) == {ORDERS, ITEMS}
+    assert sink.mirror_path(ITEMS) == sink.root / "shop" / "Order Items"
+    records = [feed.rec("+U", {**line, "qty": 7}, table=ITEMS)]
+    sink.apply_batch(1, SCHEMAS, records)
+    # 'A' and 'a' are distinct keys: keys compare exactly, as in the change records.
+    assert mirror(sink, ITEMS) == {
+        (2**64 - 1, "A"): {**line, "qty": 7},
+        (2**64 - 1, "a"): {**line, "Line": "a", "qty": 2},
+    }
+    assert mirror(sink) == by_id(order(1))
+
+
+def test_unknown_table_and_bad_rows_raise(sink: DeltaSink) -> None:
+    feed = Feed()
+    with pytest.raises(SinkError, match="no schema"):
+        sink.apply_batch(0, {}, [feed.rec("+I", order(1))])
+    with pytest.raises(SinkError, match="do not match"):
+        sink.apply_batch(0, SCHEMAS, [feed.rec("+I", {"id": 1, "name": "x"})])
+    with pytest.raises(SinkError, match="batch id"):
+        sink.apply_batch(-1, SCHEMAS, [])
+    backtick = TableSchema(
+        TableId("shop", "bt"), (ColumnInfo("a`b", "int", "int(11)"),), ("a`b",), "a`b"
+    )
+    with pytest.raises(SinkError, match="backtick"):
+        sink.apply_batch(
+            0,
+            {backtick.table_id: backtick},
+            [],
+            [ReplaceRange(backtick.table_id, "s", lambda k: True)],
+        )
+
+
+def test_schema_change_is_refused(sink: DeltaSink) -> None:
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(1))])
+    changed = TableSchema(
+        ORDERS,
+        (*orders_schema().columns[:2], ColumnInfo("amount", "double", "double")),
+        ("id",),
+        "id",
+    )
+    record = ChangeRecord(
+        "shop", "orders", "+I", "[2]", '{"id":2,"name":"y","amount":1.5}', 1, 2, 0, 0, 0, 0
+    )
+    with pytest.raises(SinkSchemaError, match="schema evolution"):
+        sink.apply_batch(1, {ORDERS: changed}, [record])
+
+
+def test_nullable_unique_key_matches_null(sink: DeltaSink) -> None:
+    table = TableId("shop", "codes")
+    schema = TableSchema(
+        table,
+        (ColumnInfo("code", "varchar", "varchar(5)", nullable=True), ColumnInfo("n", "int", "int")),
+        (),
+        "code",
+    )
+
+    def rec(op: str, code: str | None, n: int, pos: int) -> ChangeRecord:
+        row = json.dumps({"code": code, "n": n})
+        return ChangeRecord("shop", "codes", op, json.dumps([code]), row, 1, pos, 0, 0, 0, 0)
+
+    sink.apply_batch(0, {table: schema}, [rec("+I", None, 1, 1), rec("+I", "a", 1, 2)])
+    sink.apply_batch(1, {table: schema}, [rec("-U", None, 1, 3), rec("+U", None, 2, 3)])
+    rows = table_to_rows(schema, sink.read_mirror(table))
+    assert sorted(rows, key=lambda r: str(r["code"])) == [
+        {"code": None, "n": 2},
+        {"code": "a", "n": 1},
+    ]
+
+
+ALL_TYPES = TableSchema(
+    TableId("shop", "all_types"),
+    (
+        ColumnInfo("id", "bigint", "bigint(20) unsigned", nullable=False),
+        ColumnInfo("ti", "tinyint", "tinyint(4)"),
+        ColumnInfo("tu", "tinyint", "tinyint(3) unsigned"),
+        ColumnInfo("mi", "mediumint", "mediumint(8) unsigned"),
+        ColumnInfo("yr", "year", "year(4)"),
+        ColumnInfo("b1", "bit", "bit(1)", numeric_precision=1),
+        ColumnInfo("b64", "bit", "bit(64)", numeric_precision=64),
+        ColumnInfo("d", "decimal", "decimal(12,4)", numeric_precision=12, numeric_scale=4),
+        ColumnInfo("dw", "decimal", "decimal(65,30)", numeric_precision=65, numeric_scale=30),
+        ColumnInfo("f", "float", "float"),
+        ColumnInfo("db", "double", "double"),
+        ColumnInfo("dt", "date", "date"),
+        ColumnInfo("dtm", "datetime", "datetime(6)", datetime_precision=6),
+        ColumnInfo("ts", "timestamp", "timestamp(3)", datetime_precision=3),
+        ColumnInfo("tm", "time", "time(1)", datetime_precision=1),
+        ColumnInfo("e", "enum", "enum('a','b')"),
+        ColumnInfo("s", "set", "set('a','b')"),
+        ColumnInfo("j", "json", "json"),
+        ColumnInfo("bin", "varbinary", "varbinary(8)"),
+        ColumnInfo("g", "geometry", "geometry"),
+        ColumnInfo("txt", "longtext", "longtext"),
+    ),
+    ("id",),
+    "id",
+)
+
+
+def test_every_type_round_trips_through_delta(sink: DeltaSink) -> None:
+    full = {
+        "id": 2**64 - 1,
+        "ti": -128,
+        "tu": 255,
+        "mi": 16777215,
+        "yr": 2155,
+        "b1": 1,
+        "b64": 2**64 - 1,
+        "d": "-12345678.0001",
+        "dw": "-" + "9" * 35 + "." + "0" * 29 + "1",
+        "f": 1.5,
+        "db": -2.2250738585072014e-308,
+        "dt": "1000-01-01",
+        "dtm": "9999-12-31 23:59:59.999999",
+        "ts": "2038-01-19 03:14:07.999Z",
+        "tm": "-838:59:59.0",
+        "e": "b",
+        "s": "a,b",
+        "j": '{"k":[1,"two",null]}',
+        "bin": base64.b64encode(b"\x00\x01\xfe\xff").decode(),
+        "g": base64.b64encode(b"\x00\x00\x00\x00\x01\x01").decode(),
+        "txt": "ünïcödé 🎉\n",
+    }
+    nulls = {name: None for name in full} | {"id": 0}
+    records = [
+        ChangeRecord(
+            "shop", "all_types", "+I", json.dumps([r["id"]]), json.dumps(r), 1, i, 0, 0, i, 0
+        )
+        for i, r in enumerate([full, nulls])
+    ]
+    sink.apply_batch(0, {ALL_TYPES.table_id: ALL_TYPES}, records)
+    rows = table_to_rows(ALL_TYPES, sink.read_mirror(ALL_TYPES.table_id))
+    assert sorted(rows, key=lambda r: r["id"]) == [nulls, full]
+
+
+def test_replace_range_deletes_absent_keys_at_the_high_watermark(sink: DeltaSink) -> None:
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(k)) for k in range(1, 11)])
+
+    def in_range(key_row: dict[str, Any]) -> bool:
+        return bool(3 <= key_row["id"] < 8)
+
+    hw = 5000
+    batch = [
+        # Binlog changes before HW (still in flight when the re-dump began).
+        feed.rec("+I", order(20), pos=4000),  # outside the range: kept
+        feed.rec("+I", order(6, "stale"), pos=4001),  # in range, gone at HW: deleted
+        *[feed.rec("+I", order(k, "dump"), split_id="shop.orders:1", pos=hw) for k in (3, 5, 7)],
+        feed.rec("+I", order(4, "later"), pos=6000),  # after HW: wins over the range delete
+    ]
+    replace = ReplaceRange(ORDERS, "shop.orders:1", in_range, ts_ms=1)
+    stats = sink.apply_batch(1, SCHEMAS, batch, [replace])[ORDERS]
+    # Mirror keys 4 and 6 are absent from the split and go at HW; 4 comes back after it.
+    assert stats["range_deleted"] == 2
+    assert mirror(sink) == by_id(
+        order(1),
+        order(2),
+        order(3, "dump"),
+        order(4, "later"),
+        order(5, "dump"),
+        order(7, "dump"),
+        order(8),
+        order(9),
+        order(10),
+        order(20),
+    )
+    log = sink.read_changelog(ORDERS).filter(pa.compute.equal(pa.compute.field("_batch_id"), 1))
+    ops = list(zip(log.column("_op").to_pylist(), log.column("id").to_pylist(), strict=True))
+    assert ops == [
+        ("+I", 20),
+        ("+I", 6),
+        ("-D", 4),
+        ("-D", 6),
+        ("+I", 3),
+        ("+I", 5),
+        ("+I", 7),
+        ("+I", 4),
+    ]
+    deleted_names = log.filter(pa.compute.equal(pa.compute.field("_op"), "-D")).column("name")
+    assert deleted_names.to_pylist() == ["x", "stale"]  # before images
+    # Retrying the batch is a no-op even though the range deletes were computed.
+    assert sink.apply_batch(1, SCHEMAS, batch, [replace])[ORDERS]["mirror_skipped"]
+
+
+def test_replace_range_of_an_empty_split(sink: DeltaSink) -> None:
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(k)) for k in range(1, 6)])
+    replace = ReplaceRange(
+        ORDERS, "shop.orders:0", lambda key: key["id"] <= 2, position=(1, 1, 0, 0)
+    )
+    stats = sink.apply_batch(1, SCHEMAS, [], [replace])[ORDERS]
+    assert stats["range_deleted"] == 2 and stats["deleted"] == 2
+    assert mirror(sink) == by_id(order(3), order(4), order(5))
+
+
+def test_delete_absent_in_range(sink: DeltaSink) -> None:
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(k)) for k in range(1, 8)])
+    deleted = sink.delete_absent_in_range(
+        ORDERS, orders_schema(), lambda key: 2 <= key["id"] <= 5, present_keys={(2,), (4,)}
+    )
+    assert deleted == 2
+    assert sorted(mirror(sink)) == [(1,), (2,), (4,), (6,), (7,)]
+    assert (
+        sink.delete_absent_in_range(
+            ORDERS, orders_schema(), lambda key: True, {(1,), (2,), (4,), (6,), (7,)}
+        )
+        == 0
+    )
+    assert (
+        sink.delete_absent_in_range(
+            TableId("shop", "none"), orders_schema(), lambda key: True, set()
+        )
+        == 0
+    )
+
+
+def test_random_workload_matches_a_model(sink: DeltaSink) -> None:
+    """Random inserts, updates, key changes and deletes over many batches, some retried."""
+    rng = random.Random(7)
+    feed = Feed()
+    model: dict[int, dict[str, Any]] = {}
+    for batch_id in range(12):
+        records: list[ChangeRecord] = []
+        for _ in range(rng.randint(0, 40)):
+            choice = rng.random()
+            if not model or choice < 0.35:
+                key = rng.randint(1, 60)
+                if key in model:
+                    continue
+                model[key] = order(
+                    key, f"i{batch_id}", f"{rng.randint(-999, 999)}.{rng.randint(0, 99):02d}"
+                )
+                records.append(feed.rec("+I", model[key]))
+            elif choice < 0.7:
+                key = rng.choice(sorted(model))
+                after = order(key, f"u{batch_id}", model[key]["amount"])
+                records += feed.update(model[key], after)
+                model[key] = after
+            elif choice < 0.8:
+                key = rng.choice(sorted(model))
+                new = rng.randint(61, 120)
+                if new in model:
+                    continue
+                position = next(feed.pos)
+                before = model.pop(key)
+                after = {**before, "id": new}
+                records += [
+                    feed.rec("-U", before, pos=position),
+                    feed.rec("+U", after, pos=position),
+                ]
+                model[new] = after
+            else:
+                key = rng.choice(sorted(model))
+                records.append(feed.rec("-D", model.pop(key)))
+        rng.shuffle(records)  # the sink orders by position, not by list order
+        sink.apply_batch(batch_id, SCHEMAS, records)
+        if rng.random() < 0.3:
+            sink.apply_batch(batch_id, SCHEMAS, records)
+        assert mirror(sink) == {(k,): v for k, v in model.items()}, f"after batch {batch_id}"
