@@ -90,6 +90,7 @@ class MySQLSandbox:
             binary,
             "--no-defaults",
             f"--datadir={self.datadir}",
+            f"--tmpdir={self._tmpdir()}",
             f"--port={self.port}",
             "--bind-address=127.0.0.1",
             f"--socket={self.socket_path}",
@@ -141,6 +142,7 @@ class MySQLSandbox:
                 installer,
                 "--no-defaults",
                 f"--datadir={self.datadir}",
+                f"--tmpdir={self._tmpdir()}",
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
             ]
@@ -153,6 +155,12 @@ class MySQLSandbox:
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
             raise SandboxError(f"initialising {self.datadir} failed:\n{result.stderr[-2000:]}")
+
+    def _tmpdir(self) -> Path:
+        """A private temp folder: a shared /tmp lets other processes remove the server's files."""
+        path = self.datadir.parent / f"{self.datadir.name}-tmp"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

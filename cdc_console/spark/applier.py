@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,20 @@ from cdc_console.spark.datasource import CONTROL_OP
 from cdc_console.state.store import SplitResult, StateStore
 
 log = logging.getLogger(__name__)
+
+CRASH_ENV = "CDC_CONSOLE_CRASH_AT"
+
+
+def crash_point(name: str, has_data: bool) -> None:
+    """Die like ``kill -9`` at a named point when ``CDC_CONSOLE_CRASH_AT`` names it (tests only).
+
+    Lets the crash-recovery tests hit the exact windows that a random kill rarely does: after a
+    batch is staged but before the sinks saw it, and after the sinks committed but before the
+    state did.
+    """
+    if has_data and os.environ.get(CRASH_ENV) == name:
+        log.warning("crash point %s reached: killing the driver", name)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class Sink(Protocol):
@@ -84,6 +99,7 @@ class BatchApplier:
                 continue
             if found[0] == "planned":
                 self.stage(batch_no, table)
+                crash_point("after-stage", table.num_rows > len(controls))
             self.apply_staged(batch_no)
 
     def stage(self, batch_no: int, table: pa.Table) -> None:
@@ -116,6 +132,7 @@ class BatchApplier:
         }
         clock = time.monotonic()
         stats = self.sink.apply_batch(batch_no, schemas, records) if records else {}
+        crash_point("after-sink", bool(records))
         split_results, window = self._reports(controls)
         commit_batch(
             self.store,

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -104,7 +104,7 @@ class JobProcess:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"job did not exit within {timeout}s:\n{self.output()}")
+            raise AssertionError(f"job did not exit within {timeout}s:\n{self.output()}") from None
 
     def terminate(self) -> None:
         assert self.proc is not None
@@ -113,10 +113,8 @@ class JobProcess:
     def kill(self) -> None:
         """SIGKILL the whole process group: driver, JVM and Python workers, like a crash."""
         assert self.proc is not None
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(30)
 
     def output(self) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import pickle
 import random
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks import delta as delta_module
 from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
 from cdc_console.sinks.types import table_to_rows
-from cdc_console.source.records import ChangeRecord
+from cdc_console.source.records import FIELD_NAMES, ChangeRecord
 
 ORDERS = TableId("shop", "orders")
 ITEMS = TableId("shop", "Order Items")
@@ -558,3 +560,72 @@ def test_random_workload_matches_a_model(sink: DeltaSink) -> None:
         if rng.random() < 0.3:
             sink.apply_batch(batch_id, SCHEMAS, records)
         assert mirror(sink) == {(k,): v for k, v in model.items()}, f"after batch {batch_id}"
+
+
+def test_unsigned_bigint_keys_beyond_int64_update_in_place(sink: DeltaSink) -> None:
+    """Regression: delta-rs 1.6.6 clamps decimal(20,0) file statistics to the int64 range, which
+    made its MERGE file pruning miss the row and insert a duplicate. The sink keeps statistics
+    off such columns; readers that skip files by statistics then see every row too."""
+    table = TableId("shop", "big")
+    schema = TableSchema(
+        table,
+        (
+            ColumnInfo("id", "bigint", "bigint(20) unsigned", nullable=False),
+            ColumnInfo("n", "int", "int(11)"),
+        ),
+        ("id",),
+        "id",
+    )
+    keys = [2**63, 2**64 - 1]
+
+    def rec(key: int, n: int, pos: int) -> ChangeRecord:
+        return ChangeRecord(
+            "shop", "big", "+U", f"[{key}]", json.dumps({"id": key, "n": n}), 1, pos, 0, 0, 0, 0
+        )
+
+    for batch_id in range(3):
+        sink.apply_batch(
+            batch_id, {table: schema}, [rec(k, batch_id, i) for i, k in enumerate(keys)]
+        )
+    delta_table = DeltaTable(str(sink.mirror_path(table)))
+    assert "`id`" not in delta_table.metadata().configuration.get(
+        "delta.dataSkippingStatsColumns", ""
+    )
+    rows = table_to_rows(schema, delta_table.to_pyarrow_table())
+    assert sorted(rows, key=lambda r: r["id"]) == [{"id": k, "n": 2} for k in keys]
+    found = delta_table.to_pyarrow_table(filters=[("id", "=", Decimal(2**64 - 1))])
+    assert found.num_rows == 1
+
+
+def test_source_database_named_like_the_changelog_is_refused(sink: DeltaSink) -> None:
+    schema = TableSchema(
+        TableId("_changelog", "t"), (ColumnInfo("id", "int", "int(11)"),), ("id",), "id"
+    )
+    record = ChangeRecord("_changelog", "t", "+I", "[1]", '{"id":1}', 1, 1, 0, 0, 0, 0)
+    with pytest.raises(SinkError, match="_changelog"):
+        sink.apply_batch(0, {schema.table_id: schema}, [record])
+
+
+def test_change_record_contract() -> None:
+    record = ChangeRecord(
+        "shop", "orders", "-U", "[1001]", '{"id":1001,"name":"x"}', 3, 120, 1, 2, 7, 99, ""
+    )
+    assert ChangeRecord.from_dict(record.to_dict()) == record
+    assert list(record.to_dict()) == list(FIELD_NAMES)
+    assert pickle.loads(pickle.dumps(record)) == record
+    assert record.table_id == ORDERS
+    assert record.sort_key == (3, 120, 1, 2, 7)
+    assert record.key_values() == (1001,)
+    assert record.row_dict() == {"id": 1001, "name": "x"}
+    assert not record.is_upsert and not record.is_snapshot
+    assert str(record) == (
+        '-U shop.orders key=[1001] @3:120/1/2 seq=7 (binlog) {"id":1001,"name":"x"}'
+    )
+    snapshot = ChangeRecord("shop", "orders", "+I", "[1]", "{}", 0, 4, 0, 0, 0, 0, "shop.orders:3")
+    assert snapshot.is_upsert and snapshot.is_snapshot and "split shop.orders:3" in str(snapshot)
+    with pytest.raises(ValueError, match="op"):
+        ChangeRecord("shop", "orders", "U", "[1]", "{}", 0, 0, 0, 0, 0, 0)
+    with pytest.raises(ValueError, match="unknown"):
+        ChangeRecord.from_dict({**record.to_dict(), "extra": 1})
+    with pytest.raises(ValueError, match="JSON list"):
+        ChangeRecord("shop", "orders", "+I", "1", "{}", 0, 0, 0, 0, 0, 0).key_values()
