@@ -49,6 +49,8 @@ class RowChange:
     after: dict[str, Any] | None
     position: BinlogOffset
     timestamp: int
+    before_none_sources: dict[str, str] | None = None
+    after_none_sources: dict[str, str] | None = None
 
 
 def stream_settings(source: SourceConfig) -> dict[str, Any]:
@@ -134,11 +136,25 @@ def read_window(
                 position = BinlogOffset(current_file, event_start, 0, row_index)
                 if isinstance(event, WriteRowsEvent):
                     yield RowChange(
-                        table_id, "insert", None, row["values"], position, event.timestamp
+                        table_id,
+                        "insert",
+                        None,
+                        row["values"],
+                        position,
+                        event.timestamp,
+                        None,
+                        row.get("none_sources"),
                     )
                 elif isinstance(event, DeleteRowsEvent):
                     yield RowChange(
-                        table_id, "delete", row["values"], None, position, event.timestamp
+                        table_id,
+                        "delete",
+                        row["values"],
+                        None,
+                        position,
+                        event.timestamp,
+                        row.get("none_sources"),
+                        None,
                     )
                 else:
                     yield RowChange(
@@ -148,6 +164,8 @@ def read_window(
                         row["after_values"],
                         position,
                         event.timestamp,
+                        row.get("before_none_sources"),
+                        row.get("after_none_sources"),
                     )
     except pymysql.err.OperationalError as exc:
         raise _translate(exc, start) from None

@@ -102,12 +102,12 @@ class BinlogSplitReader:
         ):
             marks = watermarks[change.table_id]
             column = key_columns[change.table_id]
-            for op, image in self._halves(change):
-                key = raw_chunk_key(column, image.get(column.name))
+            for op, image, sources in self._halves(change):
+                key = raw_chunk_key(column, image.get(column.name), binlog=True)
                 if not should_emit(marks, change.position, key):
                     self.skipped += 1
                     continue
-                yield self._record(change, op, image, seq)
+                yield self._record(change, op, image, sources, seq)
                 seq += 1
                 self.emitted += 1
             self.last_event_ts = change.timestamp
@@ -120,19 +120,30 @@ class BinlogSplitReader:
         )
 
     @staticmethod
-    def _halves(change: RowChange) -> list[tuple[str, dict[str, Any]]]:
+    def _halves(change: RowChange) -> list[tuple[str, dict[str, Any], dict[str, str] | None]]:
+        """An update is two records, each checked against the chunk owning its own key."""
         if change.kind == "insert":
             assert change.after is not None
-            return [("+I", change.after)]
+            return [("+I", change.after, change.after_none_sources)]
         if change.kind == "delete":
             assert change.before is not None
-            return [("-D", change.before)]
+            return [("-D", change.before, change.before_none_sources)]
         assert change.before is not None and change.after is not None
-        return [("-U", change.before), ("+U", change.after)]
+        return [
+            ("-U", change.before, change.before_none_sources),
+            ("+U", change.after, change.after_none_sources),
+        ]
 
-    def _record(self, change: RowChange, op: str, image: dict[str, Any], seq: int) -> ChangeRecord:
+    def _record(
+        self,
+        change: RowChange,
+        op: str,
+        image: dict[str, Any],
+        sources: dict[str, str] | None,
+        seq: int,
+    ) -> ChangeRecord:
         normalizer = self.normalizers[change.table_id]
-        row = normalizer.binlog_row(image)
+        row = normalizer.binlog_row(image, sources)
         position = change.position
         return ChangeRecord(
             database=change.table_id.database,

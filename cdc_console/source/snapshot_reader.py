@@ -67,9 +67,12 @@ class SnapshotSplitResult:
     records: list[ChangeRecord] = field(default_factory=list)
 
 
-def chunk_query(schema: TableSchema, split: SnapshotSplit) -> tuple[str, list[Any]]:
-    """The chunk's SELECT: half-open on the chunk key, unbounded ends omitted."""
-    columns = ", ".join(quote_ident(c) for c in schema.column_names)
+def chunk_query(schema: TableSchema, split: SnapshotSplit, columns: str) -> tuple[str, list[Any]]:
+    """The chunk's SELECT: half-open on the chunk key, unbounded ends omitted.
+
+    ``columns`` is the normaliser's select list (FLOAT must be selected as ``f + 0e0`` or the
+    server's text protocol rounds it to six digits, disagreeing with the binlog's float32).
+    """
     key = quote_ident(split.chunk_key)
     where: list[str] = []
     args: list[Any] = []
@@ -114,7 +117,7 @@ class SnapshotSplitReader:
             low = current_position(conn)
             log.info("split %s step 1: low watermark %s", sid, low)
             self.hooks.run("post_low_watermark")
-            sql, args = chunk_query(self.schema, split)
+            sql, args = chunk_query(self.schema, split, self.normalizer.select_list)
             buffer: dict[tuple[Any, ...], dict[str, Any]] = {}
             with conn.cursor() as cur:
                 cur.execute(sql, args)
@@ -145,7 +148,7 @@ class SnapshotSplitReader:
     def _in_chunk(self, split: SnapshotSplit, image: dict[str, Any] | None) -> bool:
         if image is None:
             return False
-        key = raw_chunk_key(self.key_column, image.get(split.chunk_key))
+        key = raw_chunk_key(self.key_column, image.get(split.chunk_key), binlog=True)
         return split.range.contains(key, self.order)
 
     def _backfill(
@@ -161,12 +164,12 @@ class SnapshotSplitReader:
         for change in read_window(self.source, self.server_id, low, high, [table], expected):
             if self._in_chunk(split, change.before):
                 assert change.before is not None
-                before = self.normalizer.binlog_row(change.before)
+                before = self.normalizer.binlog_row(change.before, change.before_none_sources)
                 buffer.pop(self.normalizer.key_of(before), None)
                 count += 1
             if self._in_chunk(split, change.after):
                 assert change.after is not None
-                after = self.normalizer.binlog_row(change.after)
+                after = self.normalizer.binlog_row(change.after, change.after_none_sources)
                 buffer[self.normalizer.key_of(after)] = after
                 count += 1
         return count
