@@ -119,7 +119,8 @@ class PlannedChange:
 
     op: str
     row: dict[str, Any]
-    sort_key: tuple[int, int, int, int, int]
+    position: Position
+    seq: int
     ts_ms: int
 
 
@@ -476,7 +477,11 @@ def group_by_table(records: Sequence[ChangeRecord]) -> dict[TableId, list[Change
     return {TableId(database, table): group for (database, table), group in groups.items()}
 
 
-_SORT_KEY = attrgetter("file_index", "pos", "event_index", "row_index", "seq")  # = .sort_key
+def _sort_key(record: ChangeRecord) -> tuple[int, int, int, int, int, int]:
+    return record.sort_key
+
+
+_POSITION = attrgetter("file_index", "pos", "event_index", "row_index")
 
 
 def _key_of(record: ChangeRecord) -> Key:
@@ -545,7 +550,7 @@ def split_keys(
 def _marker_position(replace: ReplaceRange, records: Sequence[ChangeRecord]) -> Position:
     if replace.position is not None:
         return replace.position
-    own = [_SORT_KEY(r)[:4] for r in records if r.split_id == replace.split_id]
+    own = [_POSITION(r) for r in records if r.split_id == replace.split_id]
     if own:
         file_index, pos, event_index, row_index = min(own)
         return (file_index, pos, event_index, row_index)
@@ -568,7 +573,7 @@ def plan_table_batch(
     before images of ``-U``/``-D``, which the MERGE alone does not need). Shared by both sinks.
     """
     names = schema.column_names
-    ordered = sorted(records, key=_SORT_KEY)
+    ordered = sorted(records, key=_sort_key)
     keys = _parse_keys(ordered)
     needs_row = [want_changes or r.op in UPSERT_OPS for r in ordered]
     rows = iter(_parse_rows([r for r, need in zip(ordered, needs_row, strict=True) if need], names))
@@ -576,13 +581,13 @@ def plan_table_batch(
     for record, key in zip(ordered, keys, strict=True):
         if record.split_id and record.split_id in presents:
             presents[record.split_id].add(key)
-    markers = sorted(((*_marker_position(r, ordered), -1), i) for i, r in enumerate(replaces))
+    markers = sorted(((*_marker_position(r, ordered), -1, -1), i) for i, r in enumerate(replaces))
 
     plan = BatchPlan()
     nets = plan.nets
     next_marker = 0
     for record, key, needs in zip(ordered, keys, needs_row, strict=True):
-        sort_key = _SORT_KEY(record)
+        sort_key = record.sort_key
         while next_marker < len(markers) and markers[next_marker][0] < sort_key:
             marker_key, index = markers[next_marker]
             _replace(
@@ -600,7 +605,9 @@ def plan_table_batch(
         nets[key] = row if upsert else None
         if want_changes:
             assert row is not None
-            plan.changes.append(PlannedChange(record.op, row, sort_key, record.ts_ms))
+            plan.changes.append(
+                PlannedChange(record.op, row, _POSITION(record), record.seq, record.ts_ms)
+            )
     for marker_key, index in markers[next_marker:]:
         _replace(
             plan,
@@ -618,7 +625,7 @@ def _replace(
     plan: BatchPlan,
     schema: TableSchema,
     replace: ReplaceRange,
-    sort_key: tuple[int, int, int, int, int],
+    sort_key: tuple[int, int, int, int, int, int],
     mirror_absent: Mapping[Key, dict[str, Any] | None],
     presents: Mapping[str, set[Key]],
     want_changes: bool,
@@ -646,7 +653,7 @@ def _replace(
     for key, before in doomed:
         nets[key] = None
         if want_changes and before is not None:
-            plan.changes.append(PlannedChange(OP_DELETE, before, sort_key, replace.ts_ms))
+            plan.changes.append(PlannedChange(OP_DELETE, before, sort_key[:4], -1, replace.ts_ms))
     plan.range_deleted += len(doomed)
 
 
@@ -661,7 +668,8 @@ def _changelog_table(
     typed = columns_to_table(schema, {n: [c.row.get(n) for c in changes] for n in names})
     meta = [
         pa.array([c.op for c in changes], type=pa.string()),
-        *(pa.array([c.sort_key[i] for c in changes], type=pa.int64()) for i in range(5)),
+        *(pa.array([c.position[i] for c in changes], type=pa.int64()) for i in range(4)),
+        pa.array([c.seq for c in changes], type=pa.int64()),
         pa.array([c.ts_ms for c in changes], type=pa.int64()),
         pa.array([batch_id] * len(changes), type=pa.int64()),
     ]

@@ -48,9 +48,10 @@ Why these choices:
 - Every field is nullable: a delete's MERGE source row carries only the key columns, and a later
   ``ALTER TABLE ... NULL`` must not make past schemas reject writes.
 
-``to_canonical`` is the inverse of the decoder for everything but FLOAT (stored as float32 and read
-back widened), unknown types and null-ed zero dates; the sinks use it to compare mirror keys with
-change-record keys, and the tests to compare a mirror with its source.
+``to_canonical`` is the inverse of the decoder for everything but unknown types and nulled zero
+dates (FLOAT too: its canonical value is already the exact float32 value, which float32 storage
+keeps); the sinks use it to compare mirror keys with change-record keys, and the tests to compare
+a mirror with its source.
 """
 
 from __future__ import annotations

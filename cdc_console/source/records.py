@@ -7,9 +7,12 @@ topics); the sinks turn it into typed per-table tables. Values stay in their *ca
 independent of the captured tables' schemas.
 
 Ordering: the records of one key are applied in order of ``sort_key`` =
-``(file_index, pos, event_index, row_index, seq)``. A snapshot row carries the position of its
-split's high watermark, so any binlog change of the same key that the split filter lets through
-(it is after that watermark) sorts after it.
+``(file_index, pos, event_index, row_index, tier, seq)``. A snapshot row carries the position of
+its split's high watermark (HW), so any binlog change of the same key that the split filter lets
+through (it is after that watermark) sorts after it. ``tier`` (0 for snapshot rows, 1 for binlog
+changes) settles the one tie the position cannot: a binlog change recorded exactly at a split's
+HW happened after the split's SELECT, and ``seq`` cannot decide because snapshot and binlog
+readers number their records independently.
 """
 
 from __future__ import annotations
@@ -80,9 +83,22 @@ class ChangeRecord:
         return TableId(self.database, self.table)
 
     @property
-    def sort_key(self) -> tuple[int, int, int, int, int]:
-        """Apply order of the records of one key: binlog position, then order within the batch."""
-        return (self.file_index, self.pos, self.event_index, self.row_index, self.seq)
+    def sort_key(self) -> tuple[int, int, int, int, int, int]:
+        """Apply order of the records of one key: binlog position, snapshot before binlog at the
+        same position, then the reader's sequence number."""
+        return (
+            self.file_index,
+            self.pos,
+            self.event_index,
+            self.row_index,
+            0 if self.split_id else 1,
+            self.seq,
+        )
+
+    @property
+    def position(self) -> tuple[int, int, int, int]:
+        """The binlog position: (file_index, pos, event_index, row_index)."""
+        return (self.file_index, self.pos, self.event_index, self.row_index)
 
     @property
     def is_upsert(self) -> bool:

@@ -199,6 +199,19 @@ def test_records_apply_in_position_order_not_list_order(sink: DeltaSink) -> None
     assert mirror(sink) == by_id(order(2, "c"))
 
 
+def test_snapshot_row_sorts_before_a_binlog_change_at_the_same_position(sink: DeltaSink) -> None:
+    """Snapshot and binlog readers number ``seq`` independently; at the split's HW the binlog
+    change is the later one."""
+    snapshot = ChangeRecord(
+        "shop", "orders", "+I", "[1]", json.dumps(order(1, "dump")), 1, 500, 0, 0, 9, 0, "s:0"
+    )
+    binlog = ChangeRecord(
+        "shop", "orders", "-D", "[1]", json.dumps(order(1, "dump")), 1, 500, 0, 0, 0, 0
+    )
+    sink.apply_batch(0, SCHEMAS, [binlog, snapshot])
+    assert mirror(sink) == {}
+
+
 def test_retried_batch_changes_nothing(sink: DeltaSink) -> None:
     feed = Feed()
     batch0 = [feed.rec("+I", order(k)) for k in (1, 2)]
@@ -614,7 +627,8 @@ def test_change_record_contract() -> None:
     assert list(record.to_dict()) == list(FIELD_NAMES)
     assert pickle.loads(pickle.dumps(record)) == record
     assert record.table_id == ORDERS
-    assert record.sort_key == (3, 120, 1, 2, 7)
+    assert record.sort_key == (3, 120, 1, 2, 1, 7)
+    assert record.position == (3, 120, 1, 2)
     assert record.key_values() == (1001,)
     assert record.row_dict() == {"id": 1001, "name": "x"}
     assert not record.is_upsert and not record.is_snapshot
