@@ -56,7 +56,7 @@ def probe_head(
     try:
         conn = connect(config.source)
         try:
-            return current_position(conn), binary_logs(conn), None
+            return current_position(conn, with_gtid=True), binary_logs(conn), None
         finally:
             conn.close()
     except Exception as exc:
@@ -141,4 +141,7 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
 
 
 def _fmt_offset(data: dict[str, Any] | None) -> str:
-    return str(BinlogOffset.from_dict(data)) if data else "none yet"
+    if not data:
+        return "none yet"
+    offset = BinlogOffset.from_dict(data)
+    return f"{offset} (gtid {offset.gtid})" if offset.gtid else str(offset)

@@ -55,10 +55,10 @@ class Planner:
 
     def _read_head(self) -> BinlogOffset:
         try:
-            return current_position(self._connection())
+            return current_position(self._connection(), with_gtid=True)
         except pymysql.err.OperationalError:
             self._conn = None
-            return current_position(self._connection())
+            return current_position(self._connection(), with_gtid=True)
 
     def _split_table(self, schema: TableSchema) -> list[SnapshotSplit]:
         snap = self.config.snapshot

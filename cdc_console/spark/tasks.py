@@ -19,7 +19,21 @@ from cdc_console.spark.datasource import PlanPartition, control_row
 log = logging.getLogger(__name__)
 
 
+def _narrate() -> None:
+    """Executors start with bare logging; give the readers' step-by-step narration a handler."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)-5s %(name)s: %(message)s", "%H:%M:%S")
+        )
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        logging.getLogger("pymysqlreplication").setLevel(logging.WARNING)
+
+
 def run_partition(partition: PlanPartition) -> Iterator[dict[str, Any]]:
+    _narrate()
     if partition.kind == "snapshot":
         yield from _snapshot(partition)
     elif partition.kind == "binlog":

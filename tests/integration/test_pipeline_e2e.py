@@ -6,6 +6,9 @@ replays to the source with no binlog change applied twice.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,6 +101,20 @@ def test_snapshot_while_writing_then_stream_converges(source_db: SourceDb, tmp_p
     mirror = mirror_rows(config, source_db.name, "orders", "id")
     assert len(mirror) == len(expected)
     assert mirror == expected
+
+    status = subprocess.run(
+        [sys.executable, "-m", "cdc_console", "status", "--config", str(config_path), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(status.stdout)
+    assert [(t["state"], t["chunks_done"], t["chunks_total"]) for t in report["tables"]] == [
+        ("STREAMING", len(splits), len(splits))
+    ]
+    assert report["bytes_behind"] == 0 and report["event_lag_ms"] == 0
+    assert report["committed"]["file"] == report["head"]["file"]
+    assert report["committed"]["pos"] == report["head"]["pos"] and report["head"]["gtid"]
 
     replayed, binlog_changes, duplicates = changelog_replay(config, source_db.name, "orders", "id")
     assert duplicates == 0

@@ -1,0 +1,106 @@
+"""Versioned schema of the state database.
+
+Each entry upgrades the schema by one version; ``StateStore`` applies the missing ones in a single
+transaction at open, so a state file written by an older release keeps working.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 1: the initial schema
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+    CREATE TABLE tables (
+        table_id TEXT PRIMARY KEY,
+        state TEXT NOT NULL,
+        chunk_key TEXT,
+        schema TEXT,
+        generation INTEGER NOT NULL DEFAULT 0,
+        splits_total INTEGER,
+        splits_done INTEGER NOT NULL DEFAULT 0,
+        rows_snapshotted INTEGER NOT NULL DEFAULT 0,
+        events_applied INTEGER NOT NULL DEFAULT 0,
+        stream_from TEXT,
+        paused_at TEXT,
+        last_event_ts INTEGER,
+        added_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE TABLE splits (
+        split_id TEXT PRIMARY KEY,
+        table_id TEXT NOT NULL,
+        split_no INTEGER NOT NULL,
+        generation INTEGER NOT NULL DEFAULT 0,
+        chunk_key TEXT NOT NULL,
+        range_start TEXT,
+        range_end TEXT,
+        status TEXT NOT NULL,
+        batch_no INTEGER,
+        low_watermark TEXT,
+        high_watermark TEXT,
+        rows INTEGER,
+        backfill_events INTEGER,
+        started_at REAL,
+        finished_at REAL,
+        duration_ms INTEGER
+    );
+    CREATE INDEX splits_by_table ON splits (table_id, split_no);
+    CREATE INDEX splits_by_status ON splits (status);
+    CREATE TABLE batches (
+        batch_no INTEGER PRIMARY KEY,
+        plan TEXT NOT NULL,
+        status TEXT NOT NULL,
+        staged_path TEXT,
+        records INTEGER,
+        created_at REAL NOT NULL,
+        staged_at REAL,
+        applied_at REAL
+    );
+    CREATE TABLE offsets (
+        name TEXT PRIMARY KEY,
+        offset TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE TABLE job_runs (
+        run_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        pid INTEGER,
+        host TEXT,
+        master TEXT,
+        spark_ui TEXT,
+        started_at REAL NOT NULL,
+        heartbeat_at REAL,
+        ended_at REAL,
+        status TEXT NOT NULL,
+        exit_code INTEGER,
+        error TEXT
+    );
+    CREATE TABLE lag_samples (
+        ts REAL NOT NULL,
+        committed TEXT,
+        head TEXT,
+        bytes_behind INTEGER,
+        files_behind INTEGER,
+        event_lag_ms INTEGER
+    );
+    CREATE INDEX lag_by_ts ON lag_samples (ts);
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts REAL NOT NULL,
+        level TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        table_id TEXT,
+        message TEXT NOT NULL
+    );
+    CREATE TABLE commands (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        target TEXT,
+        args TEXT,
+        issued_by TEXT,
+        issued_at REAL NOT NULL,
+        status TEXT NOT NULL,
+        reason TEXT,
+        applied_at REAL
+    );
+    """,
+]

@@ -1,0 +1,483 @@
+"""``StateStore``: splits, watermarks, offsets, lifecycle, runs, lag and commands in SQLite.
+
+The job writes, the CLI and the console read and queue commands, each from its own process, so
+the database runs in WAL mode with a generous busy timeout. Everything the job must not lose
+(finished splits with their high watermarks, the committed offset, a batch's plan) is written in
+one transaction with the batch it belongs to, so a crash at any point leaves a consistent state
+to resume from at chunk granularity.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from cdc_console.mysql.schema import TableId
+from cdc_console.source.chunk import ChunkRange
+from cdc_console.source.keycodec import decode_key, encode_key
+from cdc_console.source.offset import BinlogOffset
+from cdc_console.source.splits import FinishedSnapshotSplitInfo, SnapshotSplit
+from cdc_console.state.migrations import MIGRATIONS
+
+SNAPSHOTTING = "SNAPSHOTTING"
+CATCHING_UP = "CATCHING_UP"
+STREAMING = "STREAMING"
+PAUSED = "PAUSED"
+REDUMP = "REDUMP"
+SNAPSHOT_DONE = "SNAPSHOT_DONE"
+REMOVED = "REMOVED"
+
+PENDING = "PENDING"
+ASSIGNED = "ASSIGNED"
+FINISHED = "FINISHED"
+
+LAG_SAMPLES_KEPT = 3600
+EVENTS_KEPT = 5000
+
+
+def _offset_json(offset: BinlogOffset | None) -> str | None:
+    return json.dumps(offset.to_dict()) if offset is not None else None
+
+
+def _offset(text: str | None) -> BinlogOffset | None:
+    return BinlogOffset.from_dict(json.loads(text)) if text else None
+
+
+@dataclass(frozen=True)
+class TableState:
+    table_id: TableId
+    state: str
+    chunk_key: str | None
+    generation: int
+    splits_total: int | None
+    splits_done: int
+    rows_snapshotted: int
+    events_applied: int
+    stream_from: BinlogOffset | None
+    paused_at: BinlogOffset | None
+    last_event_ts: int | None
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class SplitState:
+    split: SnapshotSplit
+    status: str
+    generation: int
+    batch_no: int | None
+    low_watermark: BinlogOffset | None
+    high_watermark: BinlogOffset | None
+    rows: int | None
+    backfill_events: int | None
+    started_at: float | None
+    finished_at: float | None
+    duration_ms: int | None
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    """What a finished snapshot split reports through the batch that carried its rows."""
+
+    split_id: str
+    low_watermark: BinlogOffset
+    high_watermark: BinlogOffset
+    rows: int
+    backfill_events: int
+    started_at: float
+    duration_ms: int
+
+
+class StateStore:
+    """One state database; safe to share between threads of one process."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        self.db = sqlite_utils.Database(conn)
+        self._lock = threading.RLock()
+        self._migrate()
+
+    @classmethod
+    def open_existing(cls, path: str | Path) -> StateStore:
+        """Open for reading; raise ``FileNotFoundError`` rather than create an empty state."""
+        if not Path(path).exists():
+            raise FileNotFoundError(str(path))
+        return cls(path)
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self.db.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self.transaction() as conn:
+            has_meta = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+            ).fetchone()
+            version = 0
+            if has_meta:
+                row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+                version = int(row[0]) if row else 0
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                for statement in script.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(number),),
+                )
+
+    @property
+    def schema_version(self) -> int:
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return str(row[0]) if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    # -- tables ---------------------------------------------------------------------------------
+
+    def ensure_table(
+        self, table_id: TableId, chunk_key: str, state: str, stream_from: BinlogOffset | None = None
+    ) -> bool:
+        """Register a captured table once; return True when it was new."""
+        now = time.time()
+        with self.transaction() as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO tables (table_id, state, chunk_key, stream_from, added_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (str(table_id), state, chunk_key, _offset_json(stream_from), now, now),
+            )
+            return cur.rowcount > 0
+
+    def set_schema(self, table_id: TableId, schema: dict[str, Any]) -> None:
+        with self.transaction() as conn:
+            conn.execute("UPDATE tables SET schema=? WHERE table_id=?",
+                         (json.dumps(schema), str(table_id)))
+
+    def schemas(self) -> dict[TableId, dict[str, Any]]:
+        return {
+            TableId.parse(r[0]): json.loads(r[1])
+            for r in self.db.execute(
+                "SELECT table_id, schema FROM tables WHERE schema IS NOT NULL").fetchall()
+        }
+
+    def tables(self) -> list[TableState]:
+        rows = self.db.execute(
+            "SELECT table_id, state, chunk_key, generation, splits_total, splits_done, "
+            "rows_snapshotted, events_applied, stream_from, paused_at, last_event_ts, updated_at "
+            "FROM tables ORDER BY table_id"
+        ).fetchall()
+        return [
+            TableState(
+                TableId.parse(r[0]),
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                r[6],
+                r[7],
+                _offset(r[8]),
+                _offset(r[9]),
+                r[10],
+                r[11],
+            )
+            for r in rows
+        ]
+
+    def table(self, table_id: TableId) -> TableState | None:
+        for t in self.tables():
+            if t.table_id == table_id:
+                return t
+        return None
+
+    def set_table_state(
+        self,
+        table_id: TableId,
+        state: str,
+        *,
+        stream_from: BinlogOffset | None = None,
+        conn: Any = None,
+    ) -> None:
+        sql = "UPDATE tables SET state=?, updated_at=?"
+        args: list[Any] = [state, time.time()]
+        if stream_from is not None:
+            sql += ", stream_from=?"
+            args.append(_offset_json(stream_from))
+        sql += " WHERE table_id=?"
+        args.append(str(table_id))
+        if conn is not None:
+            conn.execute(sql, args)
+            return
+        with self.transaction() as c:
+            c.execute(sql, args)
+
+    # -- splits ---------------------------------------------------------------------------------
+
+    def add_splits(
+        self, table_id: TableId, splits: Sequence[SnapshotSplit], generation: int = 0
+    ) -> None:
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO splits (split_id, table_id, split_no, generation, "
+                "chunk_key, range_start, range_end, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        s.split_id,
+                        str(table_id),
+                        s.split_no,
+                        generation,
+                        s.chunk_key,
+                        json.dumps(encode_key(s.range.start)),
+                        json.dumps(encode_key(s.range.end)),
+                        PENDING,
+                    )
+                    for s in splits
+                ],
+            )
+            conn.execute(
+                "UPDATE tables SET splits_total=?, splits_done=0, updated_at=? WHERE table_id=?",
+                (len(splits), time.time(), str(table_id)),
+            )
+
+    def has_splits(self, table_id: TableId) -> bool:
+        row = self.db.execute(
+            "SELECT 1 FROM splits WHERE table_id=? LIMIT 1", (str(table_id),)
+        ).fetchone()
+        return row is not None
+
+    def _split_from_row(self, r: Sequence[Any]) -> SnapshotSplit:
+        return SnapshotSplit(
+            TableId.parse(r[0]),
+            int(r[1]),
+            str(r[2]),
+            ChunkRange(decode_key(json.loads(r[3])), decode_key(json.loads(r[4]))),
+        )
+
+    def pending_splits(
+        self, limit: int, tables: Sequence[TableId] | None = None
+    ) -> list[SnapshotSplit]:
+        sql = (
+            "SELECT table_id, split_no, chunk_key, range_start, range_end FROM splits "
+            "WHERE status=?"
+        )
+        args: list[Any] = [PENDING]
+        if tables is not None:
+            if not tables:
+                return []
+            sql += f" AND table_id IN ({','.join('?' * len(tables))})"
+            args.extend(str(t) for t in tables)
+        sql += " ORDER BY table_id, split_no LIMIT ?"
+        args.append(limit)
+        return [self._split_from_row(r) for r in self.db.execute(sql, args).fetchall()]
+
+    def assign_splits(self, splits: Sequence[SnapshotSplit], batch_no: int, conn: Any) -> None:
+        conn.executemany(
+            "UPDATE splits SET status=?, batch_no=? WHERE split_id=?",
+            [(ASSIGNED, batch_no, s.split_id) for s in splits],
+        )
+
+    def splits(self, table_id: TableId) -> list[SplitState]:
+        rows = self.db.execute(
+            "SELECT table_id, split_no, chunk_key, range_start, range_end, status, generation, "
+            "batch_no, low_watermark, high_watermark, rows, backfill_events, started_at, "
+            "finished_at, duration_ms FROM splits WHERE table_id=? ORDER BY split_no",
+            (str(table_id),),
+        ).fetchall()
+        return [
+            SplitState(
+                self._split_from_row(r),
+                r[5],
+                r[6],
+                r[7],
+                _offset(r[8]),
+                _offset(r[9]),
+                r[10],
+                r[11],
+                r[12],
+                r[13],
+                r[14],
+            )
+            for r in rows
+        ]
+
+    def finished_splits(self, table_id: TableId) -> list[FinishedSnapshotSplitInfo]:
+        return [
+            FinishedSnapshotSplitInfo(s.split, s.high_watermark)
+            for s in self.splits(table_id)
+            if s.status == FINISHED and s.high_watermark is not None
+        ]
+
+    def split_counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for table_id, status, count in self.db.execute(
+            "SELECT table_id, status, COUNT(*) FROM splits GROUP BY table_id, status"
+        ).fetchall():
+            out.setdefault(table_id, {})[status] = count
+        return out
+
+    # -- batches --------------------------------------------------------------------------------
+
+    def last_batch(self) -> tuple[int, str, dict[str, Any]] | None:
+        row = self.db.execute(
+            "SELECT batch_no, status, plan FROM batches ORDER BY batch_no DESC LIMIT 1"
+        ).fetchone()
+        return (int(row[0]), str(row[1]), json.loads(row[2])) if row else None
+
+    def batch(self, batch_no: int) -> tuple[str, dict[str, Any], str | None] | None:
+        row = self.db.execute(
+            "SELECT status, plan, staged_path FROM batches WHERE batch_no=?", (batch_no,)
+        ).fetchone()
+        return (str(row[0]), json.loads(row[1]), row[2]) if row else None
+
+    def last_applied_batch(self) -> int:
+        row = self.db.execute("SELECT MAX(batch_no) FROM batches WHERE status='applied'").fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def create_batch(
+        self, batch_no: int, plan: dict[str, Any], splits: Sequence[SnapshotSplit]
+    ) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO batches (batch_no, plan, status, created_at) VALUES (?, ?, ?, ?)",
+                (batch_no, json.dumps(plan), "planned", time.time()),
+            )
+            self.assign_splits(splits, batch_no, conn)
+
+    def staged_batches(self) -> list[tuple[int, str]]:
+        return [
+            (int(r[0]), str(r[1]))
+            for r in self.db.execute(
+                "SELECT batch_no, staged_path FROM batches WHERE status='staged' ORDER BY batch_no"
+            ).fetchall()
+        ]
+
+    def mark_staged(self, batch_no: int, path: str, records: int) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE batches SET status='staged', staged_path=?, records=?, staged_at=? "
+                "WHERE batch_no=?",
+                (path, records, time.time(), batch_no),
+            )
+
+    # -- offsets --------------------------------------------------------------------------------
+
+    def committed_offset(self) -> BinlogOffset | None:
+        row = self.db.execute("SELECT offset FROM offsets WHERE name='committed'").fetchone()
+        return _offset(row[0]) if row else None
+
+    def set_offset(self, name: str, offset: BinlogOffset, conn: Any) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO offsets (name, offset, updated_at) VALUES (?, ?, ?)",
+            (name, _offset_json(offset), time.time()),
+        )
+
+    # -- runs, lag, events ----------------------------------------------------------------------
+
+    def start_run(self, pid: int, host: str, master: str) -> int:
+        with self.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO job_runs (pid, host, master, started_at, heartbeat_at, status) "
+                "VALUES (?, ?, ?, ?, ?, 'running')",
+                (pid, host, master, time.time(), time.time()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def update_run(self, run_id: int, **fields: Any) -> None:
+        if not fields:
+            return
+        cols = ", ".join(f"{k}=?" for k in fields)
+        with self.transaction() as conn:
+            conn.execute(f"UPDATE job_runs SET {cols} WHERE run_id=?", (*fields.values(), run_id))
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        return list(self.db.query("SELECT * FROM job_runs ORDER BY run_id DESC LIMIT ?", (limit,)))
+
+    def add_lag_sample(
+        self,
+        committed: BinlogOffset | None,
+        head: BinlogOffset | None,
+        bytes_behind: int | None,
+        files_behind: int | None,
+        event_lag_ms: int | None,
+    ) -> None:
+        now = time.time()
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO lag_samples (ts, committed, head, bytes_behind, files_behind, "
+                "event_lag_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    now,
+                    _offset_json(committed),
+                    _offset_json(head),
+                    bytes_behind,
+                    files_behind,
+                    event_lag_ms,
+                ),
+            )
+            conn.execute(
+                "DELETE FROM lag_samples WHERE ts < (SELECT ts FROM lag_samples ORDER BY ts DESC "
+                "LIMIT 1 OFFSET ?)",
+                (LAG_SAMPLES_KEPT,),
+            )
+
+    def lag_samples(self, limit: int = 120) -> list[dict[str, Any]]:
+        rows = list(self.db.query("SELECT * FROM lag_samples ORDER BY ts DESC LIMIT ?", (limit,)))
+        rows.reverse()
+        return rows
+
+    def log_event(
+        self,
+        kind: str,
+        message: str,
+        *,
+        level: str = "info",
+        table_id: TableId | str | None = None,
+        conn: Any = None,
+    ) -> None:
+        args = (time.time(), level, kind, str(table_id) if table_id else None, message)
+        sql = "INSERT INTO events (ts, level, kind, table_id, message) VALUES (?, ?, ?, ?, ?)"
+        if conn is not None:
+            conn.execute(sql, args)
+            return
+        with self.transaction() as c:
+            c.execute(sql, args)
+            c.execute(
+                "DELETE FROM events WHERE id <= (SELECT MAX(id) FROM events) - ?", (EVENTS_KEPT,)
+            )
+
+    def events(self, limit: int = 100) -> list[dict[str, Any]]:
+        rows = list(self.db.query("SELECT * FROM events ORDER BY id DESC LIMIT ?", (limit,)))
+        rows.reverse()
+        return rows

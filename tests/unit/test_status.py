@@ -1,0 +1,85 @@
+"""``status`` over a canned state database: no server, no Spark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cdc_console.cli import main
+from cdc_console.config import config_from_dict
+from cdc_console.mysql.schema import TableId
+from cdc_console.source.chunk import ChunkRange
+from cdc_console.source.offset import BinlogOffset
+from cdc_console.source.splits import SnapshotSplit
+from cdc_console.state.store import SNAPSHOTTING, STREAMING, StateStore
+from cdc_console.status import collect_status, format_status
+
+ORDERS = TableId("shop", "orders")
+USERS = TableId("shop", "users")
+
+
+def write_config(tmp_path: Path) -> Path:
+    path = tmp_path / "p.toml"
+    path.write_text('[source]\ntables = ["shop.*"]\nport = 1\n[state]\npath = "state.sqlite"\n')
+    return path
+
+
+def canned_state(path: Path) -> None:
+    store = StateStore(path)
+    store.ensure_table(ORDERS, "id", SNAPSHOTTING)
+    store.ensure_table(USERS, "name", STREAMING, BinlogOffset("binlog.000002", 400))
+    splits = [
+        SnapshotSplit(ORDERS, i, "id", ChunkRange(a, b))
+        for i, (a, b) in enumerate([(None, 100), (100, 200), (200, None)])
+    ]
+    store.add_splits(ORDERS, splits)
+    with store.transaction() as conn:
+        conn.execute(
+            "UPDATE tables SET splits_done=2, rows_snapshotted=200 WHERE table_id=?", (str(ORDERS),)
+        )
+        conn.execute("UPDATE tables SET events_applied=17 WHERE table_id=?", (str(USERS),))
+        store.set_offset("committed", BinlogOffset("binlog.000002", 400, gtid="0-1-42"), conn)
+    run = store.start_run(1234, "host", "local[2]")
+    store.update_run(run, status="failed", error="DDL on captured table shop.users")
+    store.log_event("job", "job failed: DDL on captured table shop.users", level="error")
+    store.add_lag_sample(
+        BinlogOffset("binlog.000002", 400), BinlogOffset("binlog.000003", 10), 1000, 1, 2500
+    )
+    store.close()
+
+
+def test_status_text_without_probing_the_server(tmp_path: Path) -> None:
+    canned_state(tmp_path / "state.sqlite")
+    config = config_from_dict(
+        {"source": {"tables": ["shop.*"]}, "state": {"path": str(tmp_path / "state.sqlite")}}
+    )
+    store = StateStore.open_existing(config.state_path)
+    status = collect_status(config, store, probe=False)
+    text = format_status(status)
+    assert "shop.orders                      SNAPSHOTTING           2/3         200" in text
+    assert (
+        "shop.users                       STREAMING              0/?           0        17" in text
+    )
+    assert "committed binlog.000002:400 (gtid 0-1-42)" in text
+    assert "event-time lag: 2.5 s" in text
+    assert "last error: job failed: DDL on captured table shop.users" in text
+
+
+def test_status_json_via_cli(tmp_path: Path, capsys: object) -> None:
+    canned_state(tmp_path / "state.sqlite")
+    config = write_config(tmp_path)
+    assert main(["status", "--config", str(config), "--json", "--no-probe"]) == 0
+    out = json.loads(capsys.readouterr().out)  # type: ignore[attr-defined]
+    assert [
+        (t["table"], t["state"], t["chunks_done"], t["chunks_total"]) for t in out["tables"]
+    ] == [("shop.orders", "SNAPSHOTTING", 2, 3), ("shop.users", "STREAMING", 0, None)]
+    assert out["committed"] == {"file": "binlog.000002", "pos": 400, "gtid": "0-1-42"}
+    assert out["job"]["status"] == "failed"
+
+
+def test_status_before_any_run_says_how_to_start(tmp_path: Path, capsys: object) -> None:
+    config = write_config(tmp_path)
+    assert main(["status", "--config", str(config)]) == 2
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert "the pipeline has not run yet" in err and "cdc-console run --config" in err
+    assert not (tmp_path / "state.sqlite").exists()
