@@ -6,8 +6,12 @@ values through the same column metadata, so it is probed once per table and shar
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+import pymysql
 
 
 @dataclass(frozen=True, order=True)
@@ -29,6 +33,38 @@ class TableId:
 
     def __str__(self) -> str:
         return f"{self.database}.{self.table}"
+
+
+#: Width in bits of each integer ``DATA_TYPE`` (``bool``/``boolean`` appear in some servers' output).
+INTEGER_BITS: dict[str, int] = {
+    "tinyint": 8,
+    "bool": 8,
+    "boolean": 8,
+    "smallint": 16,
+    "mediumint": 24,
+    "int": 32,
+    "integer": 32,
+    "bigint": 64,
+}
+INTEGER_TYPES = frozenset(INTEGER_BITS)
+DECIMAL_TYPES = frozenset({"decimal", "numeric", "dec", "fixed"})
+TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
+BLOB_TYPES = frozenset({"tinyblob", "blob", "mediumblob", "longblob"})
+SPATIAL_TYPES = frozenset(
+    {
+        "geometry",
+        "point",
+        "linestring",
+        "polygon",
+        "multipoint",
+        "multilinestring",
+        "multipolygon",
+        "geometrycollection",
+        "geomcollection",
+    }
+)
+BINARY_TYPES = frozenset({"binary", "varbinary"}) | BLOB_TYPES | SPATIAL_TYPES
+"""Byte-valued columns: binary strings, blobs and spatial values (WKB)."""
 
 
 def quote_ident(name: str) -> str:
@@ -110,6 +146,55 @@ def _enum_values(column_type: str) -> tuple[str, ...]:
     return tuple(values)
 
 
+_JSON_VALID = re.compile(r"\s*json_valid\s*\(\s*`((?:[^`]|``)+)`\s*\)\s*", re.IGNORECASE)
+
+# Servers whose information_schema has no CHECK_CONSTRAINTS (MySQL 5.7: unknown table) or no
+# TABLE_NAME column in it (MySQL 8.0): neither has a LONGTEXT-based JSON, so nothing to find.
+_NO_CHECK_CONSTRAINTS = frozenset({1054, 1109, 1146})
+
+
+def json_valid_column(check_clause: str) -> str | None:
+    """The column a ``json_valid(`col`)`` CHECK clause guards, or None for any other clause.
+
+    MariaDB implements ``JSON`` as ``LONGTEXT`` plus exactly this column constraint, and reports
+    only ``longtext`` in ``information_schema.COLUMNS``; the constraint is the one trace left of
+    the declared type. Anything more elaborate than the bare call is not the JSON alias.
+    """
+    match = _JSON_VALID.fullmatch(check_clause)
+    return match.group(1).replace("``", "`") if match else None
+
+
+def mark_json_columns(
+    columns: Iterable[ColumnInfo], check_clauses: Iterable[str]
+) -> tuple[ColumnInfo, ...]:
+    """Report ``longtext`` columns guarded by ``json_valid(col)`` as ``json``.
+
+    Without this a MariaDB JSON column would be copied as plain text: the snapshot and the binlog
+    agree on it, but the mirror would keep each writer's spacing and key order instead of the
+    canonical JSON that a MySQL server's JSON column gets.
+    """
+    guarded = {name for name in map(json_valid_column, check_clauses) if name is not None}
+    return tuple(
+        replace(c, data_type="json") if c.data_type == "longtext" and c.name in guarded else c
+        for c in columns
+    )
+
+
+def _check_clauses(cur: Any, table_id: TableId) -> list[str]:
+    """The table's CHECK clauses; empty on servers without ``CHECK_CONSTRAINTS.TABLE_NAME``."""
+    try:
+        cur.execute(
+            "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s",
+            (table_id.database, table_id.table),
+        )
+    except pymysql.err.MySQLError as exc:
+        if exc.args and exc.args[0] in _NO_CHECK_CONSTRAINTS:
+            return []
+        raise
+    return [str(r[0]) for r in cur.fetchall() if r[0] is not None]
+
+
 def list_tables(conn: Any, database: str) -> list[str]:
     """Base tables of one database (views are not captured: they have no binlog events)."""
     with conn.cursor() as cur:
@@ -125,7 +210,8 @@ def load_table_schema(conn: Any, table_id: TableId, chunk_key: str | None = None
     """Columns and key of one table. Raises ``LookupError`` when the table does not exist.
 
     ``chunk_key`` overrides the first primary-key column (a table without a primary key needs one;
-    the caller turns its absence into a user-facing error).
+    the caller turns its absence into a user-facing error). MariaDB ``JSON`` columns, which the
+    server reports as ``longtext``, come back as ``json`` (see ``mark_json_columns``).
     """
     with conn.cursor() as cur:
         cur.execute(
@@ -163,6 +249,8 @@ def load_table_schema(conn: Any, table_id: TableId, chunk_key: str | None = None
             (table_id.database, table_id.table),
         )
         primary_key = tuple(str(r[0]) for r in cur.fetchall())
+        if any(c.data_type == "longtext" for c in columns):
+            columns = list(mark_json_columns(columns, _check_clauses(cur, table_id)))
     key = chunk_key or (primary_key[0] if primary_key else "")
     return TableSchema(table_id, tuple(columns), primary_key, key)
 

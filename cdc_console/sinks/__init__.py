@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from cdc_console.mysql.schema import TableId, TableSchema
+from cdc_console.sinks.base import ReplaceRange, SinkError, SinkSchemaError, TableBatchSink
 from cdc_console.sinks.changelog_json import ChangelogJsonSink, replay_changelog
-from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
+from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.types import SinkTypeError, arrow_schema, codec_for
 from cdc_console.source.records import ChangeRecord
 
@@ -44,6 +45,7 @@ __all__ = [
     "SinkError",
     "SinkSchemaError",
     "SinkTypeError",
+    "TableBatchSink",
     "arrow_schema",
     "codec_for",
     "replay_changelog",

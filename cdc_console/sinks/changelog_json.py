@@ -20,20 +20,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from cdc_console.mysql.schema import TableId, TableSchema
-from cdc_console.sinks.delta import (
-    Key,
-    ReplaceRange,
-    SinkError,
-    group_by_table,
-    plan_table_batch,
-    split_keys,
-)
+from cdc_console.sinks.base import Key, ReplaceRange, TableBatchSink
+from cdc_console.sinks.delta import plan_table_batch, split_keys
 from cdc_console.source.records import OPS, UPSERT_OPS, ChangeRecord
 
 _BATCH_FILE = re.compile(r"^batch-(\d+)\.jsonl$")
@@ -89,7 +82,7 @@ def replay_changelog(
     return state
 
 
-class ChangelogJsonSink:
+class ChangelogJsonSink(TableBatchSink):
     """Writes each batch's changes as changelog-json files under ``root`` (module docstring)."""
 
     def __init__(self, root: Path) -> None:
@@ -126,34 +119,6 @@ class ChangelogJsonSink:
     ) -> dict[Key, dict[str, Any]]:
         """The table state the files describe (``replay_changelog`` over all batches)."""
         return replay_changelog(self.read_lines(table_id), key_columns, strict)
-
-    def apply_batch(
-        self,
-        batch_id: int,
-        schemas: Mapping[TableId, TableSchema],
-        records: Sequence[ChangeRecord],
-        replace_ranges: Sequence[ReplaceRange] = (),
-    ) -> dict[TableId, dict[str, Any]]:
-        """Write (or, on retry, rewrite) the batch's file of every table it touches.
-
-        Same signature and meaning as ``DeltaSink.apply_batch``. Returns per table ``lines``,
-        ``range_deleted`` and ``path`` (None when the table had nothing to write).
-        """
-        if batch_id < 0:
-            raise SinkError(f"batch id must be >= 0, got {batch_id}")
-        by_table = group_by_table(records)
-        ranges: dict[TableId, list[ReplaceRange]] = defaultdict(list)
-        for replace in replace_ranges:
-            ranges[replace.table_id].append(replace)
-        stats: dict[TableId, dict[str, Any]] = {}
-        for table_id in sorted(set(by_table) | set(ranges)):
-            schema = schemas.get(table_id)
-            if schema is None:
-                raise SinkError(f"batch {batch_id} has changes for {table_id} but no schema")
-            stats[table_id] = self._apply_table(
-                batch_id, schema, by_table.get(table_id, []), ranges.get(table_id, [])
-            )
-        return stats
 
     def _apply_table(
         self,

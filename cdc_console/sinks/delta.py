@@ -45,8 +45,7 @@ schema evolution (an existing mirror whose schema differs raises ``SinkSchemaErr
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -57,6 +56,15 @@ from deltalake import DeltaTable, Schema, write_deltalake
 from deltalake.transaction import CommitProperties, Transaction
 
 from cdc_console.mysql.schema import TableId, TableSchema
+from cdc_console.sinks.base import (
+    InRange,
+    Key,
+    Position,
+    ReplaceRange,
+    SinkError,
+    SinkSchemaError,
+    TableBatchSink,
+)
 from cdc_console.sinks.types import arrow_schema, codec_for, columns_to_table, table_to_rows
 from cdc_console.source.records import OP_DELETE, UPSERT_OPS, ChangeRecord
 
@@ -76,41 +84,6 @@ _SAFE_DECIMAL = 18  # decimals up to this precision get correct statistics from 
 _DEFAULT_INDEXED_COLUMNS = 32  # Delta's default delta.dataSkippingNumIndexedCols
 _MERGE_OP = "__cdc_console_merge_op"  # extra source column of the MERGE: 'U' upsert, 'D' delete
 _RESERVED = {_MERGE_OP} | {f.name for f in CHANGELOG_FIELDS}
-
-Key = tuple[Any, ...]  # canonical key values in key_columns order
-Position = tuple[int, int, int, int]  # file_index, pos, event_index, row_index
-KeyRow = Mapping[str, Any]
-InRange = Callable[[KeyRow], bool]
-
-
-class SinkError(RuntimeError):
-    """The sink cannot apply a batch (bad input, unsupported table); retrying will not help."""
-
-
-class SinkSchemaError(SinkError):
-    """An existing Delta table's schema differs from the source table's typed schema."""
-
-
-@dataclass(frozen=True)
-class ReplaceRange:
-    """Replace a key range of a mirror with one snapshot split's rows (REDUMP, chunk repair).
-
-    The split's rows are its range's state as of its high watermark (HW). So at ``position`` (the
-    HW) every key the table holds at that point -- the mirror's keys plus those the batch upserted
-    before HW -- for which ``in_range(key_row)`` is true and that no record of split ``split_id``
-    carries is deleted; changes after HW in the same batch still apply on top. ``key_row`` maps
-    each key column to its canonical value, the representation of ``ChangeRecord.key``.
-
-    ``position`` is (file_index, pos, event_index, row_index) of the HW; when None it is taken
-    from the split's records (which carry the HW), and an empty split without a position replaces
-    the range before anything else in the batch. ``ts_ms`` stamps the ``-D`` changelog rows.
-    """
-
-    table_id: TableId
-    split_id: str
-    in_range: InRange
-    position: Position | None = None
-    ts_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +108,7 @@ class BatchPlan:
     range_deleted: int = 0
 
 
-class DeltaSink:
+class DeltaSink(TableBatchSink):
     """Mirror + changelog Delta tables under ``root``; see the module docstring for semantics."""
 
     def __init__(self, root: Path, changelog: bool = True, app_id: str = "cdc-console") -> None:
@@ -169,36 +142,6 @@ class DeltaSink:
         return DeltaTable(str(path)).transaction_version(self.app_id)
 
     # --- writes ---------------------------------------------------------------------------
-
-    def apply_batch(
-        self,
-        batch_id: int,
-        schemas: Mapping[TableId, TableSchema],
-        records: Sequence[ChangeRecord],
-        replace_ranges: Sequence[ReplaceRange] = (),
-    ) -> dict[TableId, dict[str, Any]]:
-        """Apply one micro-batch to every table it touches; idempotent per ``batch_id``.
-
-        Returns per table: ``inserted``, ``updated``, ``deleted`` (mirror rows, from the MERGE
-        metrics; ``upserted`` = inserted + updated), ``range_deleted`` (keys a ``ReplaceRange``
-        deleted), ``changelog_rows``, and ``mirror_skipped`` / ``changelog_skipped`` (True when
-        an earlier attempt of this batch already committed it, or the changelog is off).
-        """
-        if batch_id < 0:
-            raise SinkError(f"batch id must be >= 0, got {batch_id}")
-        by_table = group_by_table(records)
-        ranges: dict[TableId, list[ReplaceRange]] = defaultdict(list)
-        for replace in replace_ranges:
-            ranges[replace.table_id].append(replace)
-        stats: dict[TableId, dict[str, Any]] = {}
-        for table_id in sorted(set(by_table) | set(ranges)):
-            schema = schemas.get(table_id)
-            if schema is None:
-                raise SinkError(f"batch {batch_id} has changes for {table_id} but no schema")
-            stats[table_id] = self._apply_table(
-                batch_id, schema, by_table.get(table_id, []), ranges.get(table_id, [])
-            )
-        return stats
 
     def delete_absent_in_range(
         self,
@@ -467,14 +410,6 @@ def _mirror_absent(
 
 
 # --- batch planning ------------------------------------------------------------------------
-
-
-def group_by_table(records: Sequence[ChangeRecord]) -> dict[TableId, list[ChangeRecord]]:
-    """The batch's records per table, in batch order."""
-    groups: dict[tuple[str, str], list[ChangeRecord]] = defaultdict(list)
-    for record in records:
-        groups[record.database, record.table].append(record)
-    return {TableId(database, table): group for (database, table), group in groups.items()}
 
 
 def _sort_key(record: ChangeRecord) -> tuple[int, int, int, int, int, int]:

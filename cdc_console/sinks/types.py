@@ -70,7 +70,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_console.mysql.schema import ColumnInfo, TableSchema
+from cdc_console.mysql.schema import (
+    BINARY_TYPES,
+    DECIMAL_TYPES,
+    INTEGER_BITS,
+    TEXT_TYPES,
+    ColumnInfo,
+    TableSchema,
+)
 
 MAX_DELTA_DECIMAL_PRECISION = 38
 UNSIGNED_BIGINT_TYPE = pa.decimal128(20, 0)
@@ -86,47 +93,11 @@ _INT_TYPES: dict[str, tuple[pa.DataType, pa.DataType]] = {
     "integer": (pa.int32(), pa.int64()),
     "bigint": (pa.int64(), UNSIGNED_BIGINT_TYPE),
 }
-_INT_BITS = {
-    "tinyint": 8,
-    "bool": 8,
-    "boolean": 8,
-    "smallint": 16,
-    "mediumint": 24,
-    "int": 32,
-    "integer": 32,
-    "bigint": 64,
-}
-_DECIMAL_TYPES = {"decimal", "numeric", "dec", "fixed"}
+_INT_BITS = INTEGER_BITS
+_DECIMAL_TYPES = DECIMAL_TYPES
 _FLOAT_TYPES = {"float": pa.float32(), "double": pa.float64(), "real": pa.float64()}
-_STRING_TYPES = {
-    "char",
-    "varchar",
-    "tinytext",
-    "text",
-    "mediumtext",
-    "longtext",
-    "enum",
-    "set",
-    "time",
-    "json",
-}
-_BINARY_TYPES = {
-    "binary",
-    "varbinary",
-    "tinyblob",
-    "blob",
-    "mediumblob",
-    "longblob",
-    "geometry",
-    "point",
-    "linestring",
-    "polygon",
-    "multipoint",
-    "multilinestring",
-    "multipolygon",
-    "geometrycollection",
-    "geomcollection",
-}
+_STRING_TYPES = TEXT_TYPES | {"enum", "set", "time", "json"}
+_BINARY_TYPES = BINARY_TYPES
 _DATE_SHAPE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _BIT_WIDTH = re.compile(r"^\s*bit\s*\(\s*(\d+)\s*\)", re.IGNORECASE)
 

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_console.mysql.schema import ColumnInfo
+from cdc_console.mysql.schema import TEXT_TYPES, ColumnInfo
 
-_STRING_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"}
+_STRING_TYPES = TEXT_TYPES | {"enum", "set"}
 
 
 def _strip_accents(text: str) -> str:

@@ -88,7 +88,15 @@ from decimal import ROUND_HALF_EVEN, Context, Decimal
 from functools import lru_cache
 from typing import Any
 
-from cdc_console.mysql.schema import ColumnInfo, TableSchema, quote_ident
+from cdc_console.mysql.schema import (
+    BINARY_TYPES,
+    DECIMAL_TYPES,
+    INTEGER_BITS,
+    TEXT_TYPES,
+    ColumnInfo,
+    TableSchema,
+    quote_ident,
+)
 
 __all__ = [
     "RowNormalizer",
@@ -104,34 +112,10 @@ Converter = Callable[[Any], Any]
 #: ``row["none_sources"]`` value pymysqlreplication gives an empty SET (``NONE_SOURCE.EMPTY_SET``).
 EMPTY_SET_SOURCE = "empty set"
 
-_INT_BITS = {
-    "tinyint": 8,
-    "smallint": 16,
-    "mediumint": 24,
-    "int": 32,
-    "integer": 32,
-    "bigint": 64,
-}
-_TEXT_TYPES = frozenset({"varchar", "tinytext", "text", "mediumtext", "longtext", "enum"})
-_BYTES_TYPES = frozenset(
-    {
-        "varbinary",
-        "tinyblob",
-        "blob",
-        "mediumblob",
-        "longblob",
-        "geometry",
-        "point",
-        "linestring",
-        "polygon",
-        "multipoint",
-        "multilinestring",
-        "multipolygon",
-        "geometrycollection",
-        "geomcollection",
-    }
-)
-_DECIMAL_TYPES = frozenset({"decimal", "numeric", "dec", "fixed"})
+_INT_BITS = INTEGER_BITS
+_TEXT_TYPES = (TEXT_TYPES - {"char"}) | {"enum"}
+_BYTES_TYPES = BINARY_TYPES - {"binary"}
+_DECIMAL_TYPES = DECIMAL_TYPES
 _DOUBLE_TYPES = frozenset({"double", "real", "double precision"})
 
 _FLOAT32 = struct.Struct("<f")

@@ -29,14 +29,12 @@ from fractions import Fraction
 from typing import Any
 
 from cdc_console.errors import ConfigError
-from cdc_console.mysql.schema import ColumnInfo, TableSchema, quote_ident
+from cdc_console.mysql.schema import INTEGER_TYPES, ColumnInfo, TableSchema, quote_ident
 from cdc_console.source.chunk import ChunkRange
 from cdc_console.source.splits import SnapshotSplit
 
 log = logging.getLogger(__name__)
 
-INTEGER_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "integer", "bigint"})
-"""Key types split by arithmetic when evenly distributed (``DATA_TYPE``, signed or unsigned)."""
 
 EXACT_COUNT_BELOW = 100_000
 """Below this ``TABLE_ROWS`` estimate the splitter runs ``SELECT COUNT(*)`` instead.

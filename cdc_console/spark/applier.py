@@ -15,9 +15,8 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +24,7 @@ import pyarrow.parquet as pq
 
 from cdc_console.config import PipelineConfig
 from cdc_console.mysql.schema import TableId, TableSchema, schema_from_dict
+from cdc_console.sinks import Sink
 from cdc_console.source.committer import WindowResult, commit_batch
 from cdc_console.source.offset import BinlogOffset
 from cdc_console.source.plan import BatchPlan
@@ -47,12 +47,6 @@ def crash_point(name: str, has_data: bool) -> None:
     if has_data and os.environ.get(CRASH_ENV) == name:
         log.warning("crash point %s reached: killing the driver", name)
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-class Sink(Protocol):
-    def apply_batch(
-        self, batch_id: int, schemas: Any, records: Sequence[ChangeRecord]
-    ) -> dict[TableId, dict[str, Any]]: ...
 
 
 def make_sink(config: PipelineConfig) -> Sink:
