@@ -123,7 +123,9 @@ class CdcStreamReader(DataSourceStreamReader):
     def _get_planner(self) -> Any:
         if self._planner is None:
             from cdc_console.spark.planner import Planner
+            from cdc_console.spark.tasks import narrate
 
+            narrate()
             self._planner = Planner.from_config_path(self.config_path)
         return self._planner
 

@@ -19,8 +19,9 @@ from cdc_console.spark.datasource import PlanPartition, control_row
 log = logging.getLogger(__name__)
 
 
-def _narrate() -> None:
-    """Executors start with bare logging; give the readers' step-by-step narration a handler."""
+def narrate() -> None:
+    """Spark's Python workers start with bare logging; give the narration (plans, split steps) a
+    handler so it reaches the job's log."""
     root = logging.getLogger()
     if not root.handlers:
         handler = logging.StreamHandler()
@@ -33,7 +34,7 @@ def _narrate() -> None:
 
 
 def run_partition(partition: PlanPartition) -> Iterator[dict[str, Any]]:
-    _narrate()
+    narrate()
     if partition.kind == "snapshot":
         yield from _snapshot(partition)
     elif partition.kind == "binlog":

@@ -182,14 +182,16 @@ class StateStore:
 
     def set_schema(self, table_id: TableId, schema: dict[str, Any]) -> None:
         with self.transaction() as conn:
-            conn.execute("UPDATE tables SET schema=? WHERE table_id=?",
-                         (json.dumps(schema), str(table_id)))
+            conn.execute(
+                "UPDATE tables SET schema=? WHERE table_id=?", (json.dumps(schema), str(table_id))
+            )
 
     def schemas(self) -> dict[TableId, dict[str, Any]]:
         return {
             TableId.parse(r[0]): json.loads(r[1])
             for r in self.db.execute(
-                "SELECT table_id, schema FROM tables WHERE schema IS NOT NULL").fetchall()
+                "SELECT table_id, schema FROM tables WHERE schema IS NOT NULL"
+            ).fetchall()
         }
 
     def tables(self) -> list[TableState]:
