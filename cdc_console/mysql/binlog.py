@@ -32,11 +32,28 @@ log = logging.getLogger(__name__)
 ER_MASTER_FATAL_READING_BINLOG = 1236
 ER_ACCESS_DENIED = (1045, 1227)
 
-_DDL = re.compile(
-    r"^\s*(ALTER\s+(ONLINE\s+|IGNORE\s+)*TABLE|DROP\s+TABLE|RENAME\s+TABLE|TRUNCATE|CREATE\s+TABLE"
-    r"|CREATE\s+OR\s+REPLACE\s+TABLE)\b(.*)",
-    re.IGNORECASE | re.DOTALL,
-)
+_IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
+_NAME = rf"{_IDENT}(?:\s*\.\s*{_IDENT})?"
+# Each table-DDL form with the part of the statement that lists the tables it changes.
+_DDL_FORMS = [
+    re.compile(rf"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:IF\s+EXISTS\s+)?({_NAME})", re.I),
+    re.compile(rf"^\s*TRUNCATE\s+(?:TABLE\s+)?({_NAME})", re.I),
+    re.compile(
+        rf"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?TABLE\s+"
+        rf"(?:IF\s+NOT\s+EXISTS\s+)?({_NAME})",
+        re.I,
+    ),
+    re.compile(
+        rf"^\s*DROP\s+(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?"
+        rf"((?:{_NAME})(?:\s*,\s*{_NAME})*)",
+        re.I,
+    ),
+    re.compile(
+        rf"^\s*RENAME\s+TABLES?\s+((?:{_NAME})\s+TO\s+(?:{_NAME})"
+        rf"(?:\s*,\s*(?:{_NAME})\s+TO\s+(?:{_NAME}))*)",
+        re.I,
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -65,18 +82,30 @@ def stream_settings(source: SourceConfig) -> dict[str, Any]:
 
 
 def _ddl_targets(query: str, default_schema: str) -> list[TableId] | None:
-    """Tables a DDL statement names, or None when the statement is not table DDL."""
-    match = _DDL.match(query)
-    if not match:
-        return None
-    names = re.findall(r"`?([\w$]+)`?\s*\.\s*`?([\w$]+)`?|`?([\w$]+)`?", match.group(3))
-    targets = []
-    for db, table, bare in names[:4]:
-        if db and table:
-            targets.append(TableId(db, table))
-        elif bare and bare.upper() not in {"IF", "EXISTS", "TO", "ADD", "COLUMN", "AS", "LIKE"}:
-            targets.append(TableId(default_schema, bare))
-    return targets
+    """The tables a table-DDL statement changes, or None when it is not table DDL.
+
+    Only the table-name positions of each form are read, so a column named like a captured
+    table (``ALTER TABLE audit ADD COLUMN orders INT``) does not count.
+    """
+    for form in _DDL_FORMS:
+        match = form.match(query)
+        if match is None:
+            continue
+        names = re.findall(rf"({_IDENT})(?:\s*\.\s*({_IDENT}))?", match.group(1))
+        targets = []
+        for first, second in names:
+            if first.upper() == "TO" and not second:
+                continue
+            if second:
+                targets.append(TableId(_unquote(first), _unquote(second)))
+            else:
+                targets.append(TableId(default_schema, _unquote(first)))
+        return targets
+    return None
+
+
+def _unquote(ident: str) -> str:
+    return ident[1:-1].replace("``", "`") if ident.startswith("`") else ident
 
 
 def read_window(

@@ -8,7 +8,8 @@ independent of the captured tables' schemas.
 
 Ordering: the records of one key are applied in order of ``sort_key`` =
 ``(file_index, pos, event_index, row_index, tier, seq)``. A snapshot row carries the position of
-its split's high watermark (HW), so any binlog change of the same key that the split filter lets
+its split's high watermark (HW) with ``event_index = -1`` (changelog readers tell snapshot rows
+from binlog changes by it), so any binlog change of the same key that the split filter lets
 through (it is after that watermark) sorts after it. ``tier`` (0 for snapshot rows, 1 for binlog
 changes) settles the one tie the position cannot: a binlog change recorded exactly at a split's
 HW happened after the split's SELECT, and ``seq`` cannot decide because snapshot and binlog

@@ -190,7 +190,7 @@ class SnapshotSplitReader:
                 row=dump_json(row),
                 file_index=file_index,
                 pos=high.pos,
-                event_index=0,
+                event_index=-1,
                 row_index=0,
                 seq=i,
                 ts_ms=ts_ms,

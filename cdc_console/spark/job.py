@@ -7,6 +7,7 @@ the server's head (``until_caught_up``), or until the snapshot is done (``snapsh
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -14,22 +15,30 @@ import signal
 import socket
 import threading
 import time
+from dataclasses import replace
 from types import FrameType
 from typing import Any
 
+from cdc_console import errors
 from cdc_console.config import PipelineConfig
-from cdc_console.errors import CdcError, SchemaChangedError, redact
+from cdc_console.errors import BinlogPurgedError, CdcError, SchemaChangedError, SourceError, redact
 from cdc_console.mysql.checks import preflight
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.schema import TableSchema, schema_to_dict
-from cdc_console.source.offset import BinlogOffset
+from cdc_console.source.offset import BinlogOffset, binlog_file_index
+from cdc_console.source.plan import BatchPlan
 from cdc_console.state.store import (
+    CATCHING_UP,
+    FINISHED,
+    PENDING,
+    REMOVED,
     SNAPSHOT_DONE,
     SNAPSHOTTING,
     STREAMING,
     StateStore,
+    TableState,
 )
 
 log = logging.getLogger(__name__)
@@ -50,9 +59,27 @@ class PipelineJob:
         self.stop_requested.set()
 
     def register_tables(self, store: StateStore, schemas: list[TableSchema]) -> None:
+        """Record the configured tables; retire the ones the config no longer names.
+
+        A table dropped from ``source.tables`` becomes REMOVED, so the binlog windows no longer
+        read it (that is how a user sidesteps a DDL stop on one table without losing the
+        others); named again, it resumes where it stopped (``_restore``).
+        """
         mode = self.config.snapshot.startup_mode
         head: BinlogOffset | None = None
         known = store.schemas()
+        configured = {s.table_id for s in schemas}
+        states = {t.table_id: t for t in store.tables()}
+        for table in states.values():
+            if table.table_id not in configured and table.state != REMOVED:
+                store.set_table_state(table.table_id, REMOVED)
+                store.log_event(
+                    "table",
+                    f"{table.table_id} is no longer in source.tables: not captured any more, "
+                    f"its mirror stays as of {table.stream_from or 'its snapshot so far'}",
+                    level="warning",
+                    table_id=table.table_id,
+                )
         for schema in schemas:
             previous = known.get(schema.table_id)
             current = schema_to_dict(schema)
@@ -70,39 +97,98 @@ class PipelineJob:
             else:
                 added = store.ensure_table(schema.table_id, schema.chunk_key, SNAPSHOTTING)
             store.set_schema(schema.table_id, current)
+            previous_state = states.get(schema.table_id)
+            if previous_state is not None and previous_state.state == REMOVED:
+                self._restore(store, previous_state)
             if added:
                 store.log_event(
                     "table", f"capturing {schema.table_id} ({mode})", table_id=schema.table_id
                 )
+
+    def _restore(self, store: StateStore, table: TableState) -> None:
+        """A REMOVED table named again resumes where its mirror stopped.
+
+        CATCHING_UP is right whether it had been catching up or streaming: the per-chunk filter
+        passes everything after its largest high watermark, and ``stream_from`` is at or after
+        that. Its schema was compared with the stored one just before, and the binlog it needs
+        is checked before the stream starts.
+        """
+        finished = all(s.status == FINISHED for s in store.splits(table.table_id))
+        if table.stream_from is None or not finished:
+            state = SNAPSHOTTING
+        elif self.config.snapshot.startup_mode == "snapshot-only":
+            state = SNAPSHOT_DONE
+        else:
+            state = CATCHING_UP
+        store.set_table_state(table.table_id, state)
+        store.log_event(
+            "table",
+            f"{table.table_id} is in source.tables again: {state}"
+            + (f" from {table.stream_from}" if table.stream_from else ""),
+            table_id=table.table_id,
+        )
 
     def run(self, until_caught_up: bool = False) -> int:
         _, schemas = preflight(self.config)
         store = StateStore(self.config.state_path)
         self.store = store
         self.register_tables(store, schemas)
+        narrow_pending_plan(store)
         self.run_id = store.start_run(os.getpid(), socket.gethostname(), self.config.spark.master)
         store.log_event(
             "job",
             f"job started (run {self.run_id}, pid {os.getpid()}, "
             f"master {self.config.spark.master})",
         )
-        from cdc_console.spark.applier import BatchApplier
-
-        applier = BatchApplier(self.config, store)
-        recovered = applier.recover()
-        if recovered:
-            store.log_event("job", f"recovered {recovered} staged batch(es) after a crash")
         try:
-            code = self._stream(store, applier, until_caught_up)
+            from cdc_console.spark.applier import BatchApplier
+
+            applier = BatchApplier(self.config, store)
+            recovered = applier.recover()
+            if recovered:
+                store.log_event("job", f"recovered {recovered} staged batch(es) after a crash")
+            self.check_binlog_available(store)
+            if self._snapshot_only_done(store):
+                code = 0
+            else:
+                code = self._stream(store, applier, until_caught_up)
         except CdcError as exc:
             self._finish(store, "failed", 2, str(exc))
             raise
         except Exception as exc:
-            message = extract_error(exc)
-            self._finish(store, "failed", 1, message)
-            raise CdcError(f"the pipeline failed: {message}") from None
+            error = error_from_failure(exc)
+            self._finish(store, "failed", 2, str(error))
+            raise error from None
         self._finish(store, "stopped", code, None)
         return code
+
+    def check_binlog_available(self, store: StateStore) -> None:
+        """Fail before Spark starts when the binlog the pipeline resumes from is gone.
+
+        Otherwise the first binlog task would fail inside Spark, after a ten-second start, with
+        the reason buried in a Java trace; and nothing could be applied anyway.
+        """
+        needs = binlog_needs(store)
+        if not needs:
+            return
+        conn = connect(self.config.source)
+        try:
+            logs = binary_logs(conn)
+        finally:
+            conn.close()
+        problem = missing_binlog(needs, logs, self.config)
+        if problem is not None:
+            raise problem
+
+    def _snapshot_only_done(self, store: StateStore) -> bool:
+        """snapshot-only with every table already snapshotted: nothing to do, no Spark needed."""
+        if self.config.snapshot.startup_mode != "snapshot-only":
+            return False
+        active = [t for t in store.tables() if t.state != REMOVED]
+        if active and all(t.state == SNAPSHOT_DONE for t in active):
+            log.info("snapshot-only: every table was already snapshotted, nothing to do")
+            return True
+        return False
 
     def _finish(self, store: StateStore, status: str, code: int, error: str | None) -> None:
         store.update_run(
@@ -158,7 +244,7 @@ class PipelineJob:
         return 0
 
     def _done(self, store: StateStore, caught_up: bool, until_caught_up: bool) -> bool:
-        tables = store.tables()
+        tables = [t for t in store.tables() if t.state != REMOVED]
         if self.config.snapshot.startup_mode == "snapshot-only":
             if tables and all(t.state == SNAPSHOT_DONE for t in tables):
                 log.info("snapshot-only: every table snapshotted, exiting")
@@ -204,14 +290,126 @@ class LagMonitor:
         return int(now * 1000 - max(stamps)) if stamps else None
 
 
-def extract_error(exc: BaseException) -> str:
-    """The useful line of a Spark/Py4J failure: our own error message when there is one."""
+def narrow_pending_plan(store: StateStore) -> None:
+    """Drop REMOVED tables from a planned batch that never ran.
+
+    Plans are persisted so that a replay reads the same thing, but a batch that is still only
+    planned applied nothing, so it may be narrowed under its number (Spark's checkpoint replays
+    it by number). Without this, the batch that stopped on a DDL would be replayed after the
+    user removed the table, and stop on the same DDL again.
+    """
+    last = store.last_batch()
+    if last is None or last[1] != "planned":
+        return
+    plan = BatchPlan.from_dict(last[2])
+    removed = {t.table_id for t in store.tables() if t.state == REMOVED}
+    binlog = plan.binlog
+    if binlog is not None:
+        binlog = replace(
+            binlog, tables=tuple(f for f in binlog.tables if f.table_id not in removed)
+        )
+    narrowed = replace(
+        plan,
+        snapshot=tuple(p for p in plan.snapshot if p.split.table_id not in removed),
+        binlog=binlog,
+    )
+    if narrowed == plan:
+        return
+    released = [p.split.split_id for p in plan.snapshot if p.split.table_id in removed]
+    with store.transaction() as conn:
+        conn.execute(
+            "UPDATE batches SET plan=? WHERE batch_no=? AND status='planned'",
+            (json.dumps(narrowed.to_dict()), plan.batch_no),
+        )
+        conn.executemany(
+            "UPDATE splits SET status=?, batch_no=NULL WHERE split_id=?",
+            [(PENDING, split_id) for split_id in released],
+        )
+    log.info("batch %d re-planned without removed tables: %s", plan.batch_no, narrowed.describe())
+
+
+def binlog_needs(store: StateStore) -> list[tuple[str, BinlogOffset]]:
+    """Where each table will read the binlog from: (table, position), for the purge check.
+
+    A snapshotting table with finished chunks counts too: it will catch up from its smallest
+    high watermark, so that binlog must survive until the snapshot ends.
+    """
+    needs: list[tuple[str, BinlogOffset]] = []
+    for table in store.tables():
+        if table.state in (STREAMING, CATCHING_UP) and table.stream_from is not None:
+            needs.append((str(table.table_id), table.stream_from))
+        elif table.state == SNAPSHOTTING:
+            marks = [f.high_watermark for f in store.finished_splits(table.table_id)]
+            if marks:
+                needs.append((str(table.table_id), min(marks)))
+    return needs
+
+
+def missing_binlog(
+    needs: list[tuple[str, BinlogOffset]], logs: list[tuple[str, int]], config: PipelineConfig
+) -> SourceError | None:
+    """The error to stop with when a needed binlog file is not on the server, else None.
+
+    ``logs`` is ``SHOW BINARY LOGS``. A file older than the oldest one left was purged; a file
+    that is not older but still absent means the server's binlog was reset (``RESET MASTER``) or
+    the config now points at another server.
+    """
+    if not needs or not logs:
+        return None
+    present = {name for name, _ in logs}
+    table, position = min(needs, key=lambda need: need[1])
+    if position.file in present:
+        return None
+    oldest, newest = logs[0][0], logs[-1][0]
+    start_over = (
+        f"start this pipeline over with a fresh snapshot: stop it, delete {config.state_path}, "
+        f"{config.spark.checkpoint} and the mirrors under {config.sink.path}, then run it again"
+    )
+    if binlog_file_index(position.file) < binlog_file_index(oldest):
+        return BinlogPurgedError(
+            f"the source server no longer has binlog {position.file}: {table} must resume from "
+            f"{position}, but the oldest binlog left is {oldest}, so the changes made in between "
+            "were purged (PURGE BINARY LOGS or binlog expiry) before the pipeline read them",
+            f"{start_over}; to avoid it, keep binlogs longer than the pipeline may be stopped "
+            "(SET GLOBAL binlog_expire_logs_seconds = 604800, and in my.cnf)",
+        )
+    return SourceError(
+        f"the source server has no binlog {position.file}, which {table} must resume from "
+        f"({position}); its binlogs are {oldest} to {newest}: the binlog was reset (RESET "
+        "MASTER) or source.host/port now points at another server",
+        f"point source.host/port back at the server this pipeline read from, or {start_over}",
+    )
+
+
+# The message runs over following lines (a multi-line DDL statement) up to the fix line, a blank
+# line or a Java frame.
+_OUR_ERROR = re.compile(
+    r"cdc_console\.errors\.(?P<kind>\w+): (?P<message>[^\n]+(?:\n(?!  fix: |\t)[^\n]+)*)"
+    r"(?:\n  fix: (?P<hint>[^\n]+))?"
+)
+
+
+def error_from_failure(exc: BaseException) -> CdcError:
+    """Our own error, message and fix, out of a Spark/Py4J failure when a task raised one.
+
+    Spark reports a failed task as a Java exception whose text embeds the worker's Python
+    traceback; its last line names our error class and message, the next one our fix. Printing
+    that instead of the trace is what lets the CLI answer "error: ... fix: ..." and nothing else.
+    """
     text = redact(str(exc))
-    match = re.findall(r"cdc_console\.errors\.\w+: (.+)", text)
-    if match:
-        return str(match[-1]).strip()
-    lines = [line for line in text.splitlines() if line.strip()]
-    return lines[0][:500] if lines else type(exc).__name__
+    found = list(_OUR_ERROR.finditer(text))
+    if found:
+        match = found[-1]
+        kind = getattr(errors, match["kind"], None)
+        cls = kind if isinstance(kind, type) and issubclass(kind, CdcError) else CdcError
+        return cls(match["message"].strip(), (match["hint"] or "").strip())
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0][:500] if lines else type(exc).__name__
+    return CdcError(
+        f"the pipeline failed: {first}",
+        "see the job's log above for the full Spark trace; the next start resumes from the "
+        "last committed batch",
+    )
 
 
 def install_signal_handlers(job: PipelineJob) -> None:

@@ -36,7 +36,10 @@ def write_config(
     tables: list[str] | None = None,
     chunk_size: int = 8096,
     extra: str = "",
+    snapshot: str = "",
+    sink_kind: str = "delta",
 ) -> Path:
+    """A pipeline config for ``db``; ``snapshot`` adds lines to [snapshot], ``extra`` at the end."""
     patterns = ", ".join(f'"{t}"' for t in (tables or [f"{db.name}.*"]))
     path = folder / "pipeline.toml"
     path.write_text(
@@ -52,9 +55,10 @@ server_id = "5400-5410"
 [snapshot]
 chunk_size = {chunk_size}
 parallelism = 2
+{snapshot}
 
 [sink]
-kind = "delta"
+kind = "{sink_kind}"
 path = "lake"
 
 [state]
@@ -303,3 +307,59 @@ def running(job: JobProcess) -> Iterator[JobProcess]:
 
 def load(config_path: Path) -> PipelineConfig:
     return load_config(config_path)
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``cdc-console ARGS`` as a user runs it; stdout and stderr kept apart."""
+    return subprocess.run(
+        [sys.executable, "-m", "cdc_console", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ),
+    )
+
+
+def assert_no_password(*texts: str, files: tuple[Path, ...] = ()) -> None:
+    """The source password appears in none of ``texts`` nor ``files`` (a SQLite file's -wal too)."""
+    password = os.environ[CDC_PASSWORD_ENV]
+    for text in texts:
+        assert password not in text, "the source password leaked into the output"
+    for path in files:
+        for candidate in (path, path.with_name(path.name + "-wal")):
+            if candidate.exists():
+                assert password.encode() not in candidate.read_bytes(), f"password in {candidate}"
+
+
+def last_run(config: PipelineConfig) -> dict[str, Any]:
+    store = StateStore(config.state_path)
+    try:
+        return store.runs(1)[0]
+    finally:
+        store.close()
+
+
+def events(config: PipelineConfig, level: str | None = None) -> list[dict[str, Any]]:
+    store = StateStore(config.state_path)
+    try:
+        return [e for e in store.events(1000) if level is None or e["level"] == level]
+    finally:
+        store.close()
+
+
+def purge_binary_logs(db: SourceDb, timeout: float = 20.0) -> str:
+    """Rotate twice and purge every binlog but the newest; return the newest file's name.
+
+    MariaDB refuses (silently) to purge a file until its binlog checkpoint has moved on, which
+    happens shortly after a rotation; so retry until only the newest file is left.
+    """
+    db.execute("FLUSH BINARY LOGS", "FLUSH BINARY LOGS")
+    newest = str(db.rows("SHOW BINARY LOGS")[-1][0])
+    deadline = time.monotonic() + timeout
+    while True:
+        db.execute(f"PURGE BINARY LOGS TO '{newest}'")
+        if [str(r[0]) for r in db.rows("SHOW BINARY LOGS")] == [newest]:
+            return newest
+        if time.monotonic() > deadline:
+            raise AssertionError(f"binlogs before {newest} were not purged within {timeout}s")
+        time.sleep(0.2)
