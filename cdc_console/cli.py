@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from cdc_console.errors import CdcError, redact
 
-COMMAND_MODULES = ("check", "run", "status")
+COMMAND_MODULES = ("check", "run", "status", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

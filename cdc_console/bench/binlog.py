@@ -1,0 +1,313 @@
+"""``cdc-console bench binlog --changes N``: applying a backlog of binlog changes, two ways.
+
+Procedure (all against one private server):
+
+1. seed the table and run the pipeline once until caught up (snapshot, then streaming);
+2. with the job stopped, write N row changes: half through multi-row statements (100 rows per
+   INSERT … SELECT / UPDATE / DELETE range), half through single-row statements (50 per
+   transaction), inserts, updates and deletes mixed, because pymysqlreplication decodes multi-row
+   events about 4x faster per row than single-row ones (field notes) and real workloads mix both;
+3. **raw decode**: a bare ``BinLogStreamReader`` decodes exactly that window ``[P0, P1)`` (the
+   binlog head before and after the writes) — the reference of the bar "stream >= 0.7x raw";
+4. **ours**: ``cdc-console run --until-caught-up`` again. Its *apply window* runs from the plan of
+   the first batch that carries changes to the commit of the last batch (state database
+   timestamps): Spark start-up before and shutdown after are left out, everything in between —
+   binlog read and decode, normalisation, the trip through Spark, staging, Delta MERGE and the
+   state commit — is in. Its *process wall* time is reported too.
+
+Rows are the N row changes written (an UPDATE row counts once although the pipeline emits it as a
+``-U``/``+U`` pair), so both rows/s figures count the same thing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pymysql.cursors import Cursor
+
+from cdc_console.bench.common import (
+    BENCH_TABLE,
+    RAW_BINLOG_SERVER_ID,
+    BenchEnv,
+    BenchError,
+    Measurement,
+    bar_line,
+    batch_times,
+    bench_env,
+    breakdown_line,
+    format_table,
+    load_line,
+    machine_line,
+    pipeline_command,
+    ratio,
+    seed_rows,
+    state_query,
+    worker_command,
+    write_pipeline_config,
+)
+from cdc_console.mysql.position import current_position
+from cdc_console.source.offset import BinlogOffset
+
+RAW = "raw BinLogStreamReader decode"
+OURS_WINDOW = "ours binlog -> delta (window)"
+OURS_WALL = "ours binlog -> delta (process wall)"
+STREAM_BAR = 0.7
+MULTI_ROWS = 100
+SINGLE_PER_TXN = 50
+INSERT_BASE = 10_000_000
+
+
+@dataclass
+class BinlogOptions:
+    changes: int
+    seed_rows: int = 100_000
+    chunk_size: int = 8096
+    parallelism: int = 2
+    master: str = "local[2]"
+    skip: frozenset[str] = frozenset()
+    changelog: bool = False
+    workdir: Path | None = None
+    keep: bool = False
+    timeout: float = 3600.0
+
+
+@dataclass
+class BinlogResult:
+    changes: int
+    measurements: list[Measurement] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def get(self, label: str) -> Measurement | None:
+        return next((m for m in self.measurements if m.label == label), None)
+
+
+@dataclass
+class ChangeWriter:
+    """Writes a reproducible mix of changes to ids ``1..seeded``; counts rows actually changed.
+
+    Updates cycle over the first half of the seeded ids (``amount + 1`` always changes the row,
+    so the server always logs it); deletes walk the second half once, so none misses; inserts use
+    fresh ids from ``INSERT_BASE`` on.
+    """
+
+    env: BenchEnv
+    seeded: int
+    written: int = 0
+    statements: int = 0
+    next_insert: int = INSERT_BASE
+    next_update: int = 1
+    next_delete: int = 0
+
+    def __post_init__(self) -> None:
+        self.next_delete = self.seeded // 2 + 1
+
+    def write(self, total: int) -> float:
+        clock = time.monotonic()
+        conn = self.env.connect()
+        kinds_multi = ("insert", "update", "insert", "update", "delete")
+        kinds_single = ("update", "insert", "update", "delete", "update", "insert")
+        try:
+            with conn.cursor() as cur:
+                i = 0
+                while self.written < total:
+                    room = total - self.written
+                    # one multi-row statement, then as many rows again in single-row statements
+                    n = min(MULTI_ROWS, room)
+                    self.written += self._multi(cur, kinds_multi[i % len(kinds_multi)], n)
+                    singles = min(n, total - self.written)
+                    for start in range(0, singles, SINGLE_PER_TXN):
+                        cur.execute("START TRANSACTION")
+                        for j in range(start, min(singles, start + SINGLE_PER_TXN)):
+                            self.written += self._single(cur, kinds_single[j % len(kinds_single)])
+                        cur.execute("COMMIT")
+                    i += 1
+        finally:
+            conn.close()
+        return time.monotonic() - clock
+
+    def _update_range(self, n: int) -> tuple[int, int]:
+        half = max(1, self.seeded // 2)
+        if self.next_update + n - 1 > half:
+            self.next_update = 1
+        lo = self.next_update
+        self.next_update += n
+        return lo, lo + n - 1
+
+    def _multi(self, cur: Cursor, kind: str, n: int) -> int:
+        execute = cur.execute
+        if kind == "insert":
+            lo = self.next_insert
+            self.next_insert += n
+            execute(
+                f"INSERT INTO {BENCH_TABLE} SELECT seq, 'bench insert', seq / 100, 'multi', "
+                f"NOW(6) FROM seq_{lo}_to_{lo + n - 1}"
+            )
+        elif kind == "update":
+            lo, hi = self._update_range(n)
+            execute(
+                f"UPDATE {BENCH_TABLE} SET amount = amount + 1, note = 'multi update', "
+                f"updated = NOW(6) WHERE id BETWEEN {lo} AND {hi}"
+            )
+        else:
+            lo = self.next_delete
+            self.next_delete += n
+            execute(f"DELETE FROM {BENCH_TABLE} WHERE id BETWEEN {lo} AND {lo + n - 1}")
+        self.statements += 1
+        return int(cur.rowcount)
+
+    def _single(self, cur: Cursor, kind: str) -> int:
+        execute = cur.execute
+        if kind == "insert":
+            execute(
+                f"INSERT INTO {BENCH_TABLE} VALUES (%s, 'bench insert', 1.25, 'single', NOW(6))",
+                (self.next_insert,),
+            )
+            self.next_insert += 1
+        elif kind == "update":
+            lo, _ = self._update_range(1)
+            execute(
+                f"UPDATE {BENCH_TABLE} SET amount = amount + 1, note = 'single update', "
+                "updated = NOW(6) WHERE id = %s",
+                (lo,),
+            )
+        else:
+            execute(f"DELETE FROM {BENCH_TABLE} WHERE id = %s", (self.next_delete,))
+            self.next_delete += 1
+        self.statements += 1
+        return int(cur.rowcount)
+
+
+def head(env: BenchEnv) -> BinlogOffset:
+    conn = env.connect()
+    try:
+        return current_position(conn)
+    finally:
+        conn.close()
+
+
+def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
+    result = BinlogResult(options.changes)
+    print(machine_line(), flush=True)
+    # deletes take ~20% of the changes from the second half of the seeded ids; keep it ample
+    seeded = max(options.seed_rows, options.changes // 2)
+    with bench_env(options.workdir, options.keep) as env:
+        seconds = seed_rows(env, 1, seeded)
+        print(f"seeded {BENCH_TABLE} with {seeded:,} rows in {seconds:.1f}s", flush=True)
+        folder = env.next_dir("ours-binlog")
+        config = write_pipeline_config(
+            folder,
+            env,
+            startup_mode="initial",
+            chunk_size=options.chunk_size,
+            parallelism=options.parallelism,
+            changelog=options.changelog,
+            master=options.master,
+        )
+        state = folder / "state" / "pipeline.sqlite"
+        if "ours" not in options.skip:
+            first = env.run(pipeline_command(config), folder / "catch-up.log", options.timeout)
+            print(
+                f"initial run (snapshot {seeded:,} rows, then caught up): {first.wall:.1f}s",
+                flush=True,
+            )
+        start = head(env)
+        writer = ChangeWriter(env, seeded)
+        seconds = writer.write(options.changes)
+        end = head(env)
+        print(
+            f"wrote {writer.written:,} row changes in {writer.statements:,} statements in "
+            f"{seconds:.1f}s ({writer.written / seconds:,.0f} rows/s), binlog [{start}, {end})",
+            flush=True,
+        )
+        result.notes.append(load_line("before"))
+        if "raw" not in options.skip:
+            params = {
+                **env.source_params(),
+                "server_id": RAW_BINLOG_SERVER_ID,
+                "start": start.to_dict(),
+                "end": end.to_dict(),
+            }
+            run = env.run(
+                worker_command("binlog-decode", params),
+                env.next_dir("binlog-decode") / "worker.log",
+                options.timeout,
+            )
+            decoded = int(run.result["rows"])
+            if decoded != writer.written:
+                result.notes.append(
+                    f"WARNING: raw decode saw {decoded:,} rows, {writer.written:,} were written"
+                )
+            result.measurements.append(
+                Measurement.of(
+                    run,
+                    RAW,
+                    decoded,
+                    run.result["seconds"],
+                    note=f"{run.result['events']:,} row events",
+                )
+            )
+        if "ours" not in options.skip:
+            _ours(env, config, state, writer.written, options, result)
+        result.notes.append(load_line("after"))
+    print(
+        "\n"
+        + format_table(
+            f"binlog benchmark: {writer.written:,} row changes ({writer.statements:,} statements, "
+            f"half multi-row) on {BENCH_TABLE}, {options.master}",
+            result.measurements,
+            RAW,
+        ),
+        flush=True,
+    )
+    for note in result.notes:
+        print(note, flush=True)
+    print(
+        bar_line(
+            "stream vs raw decode",
+            ratio(result.get(OURS_WINDOW), result.get(RAW)),
+            STREAM_BAR,
+            "window vs decode",
+        ),
+        flush=True,
+    )
+    return result
+
+
+def _ours(
+    env: BenchEnv,
+    config: Path,
+    state: Path,
+    changes: int,
+    options: BinlogOptions,
+    result: BinlogResult,
+) -> None:
+    before = _events_applied(state)
+    job = env.run(pipeline_command(config), config.parent / "stream.log", options.timeout)
+    batches = batch_times(state, since=job.started_at)
+    # a batch of control records only (one per task) carried no change
+    carrying = [b for b in batches if b.records > 1 and b.applied_at is not None]
+    if not carrying:
+        raise BenchError(f"no batch carried the changes; log {job.log_path}:\n{job.log_tail()}")
+    first = min(b.created_at for b in carrying)
+    last = max(b.applied_at for b in batches if b.applied_at is not None)
+    emitted = _events_applied(state) - before
+    result.measurements.append(
+        Measurement.of(
+            job,
+            OURS_WINDOW,
+            changes,
+            last - first,
+            note=f"{len(carrying)} batch(es), {emitted:,} records",
+        )
+    )
+    result.measurements.append(Measurement.of(job, OURS_WALL, changes, job.wall))
+    result.notes.append(breakdown_line(batches, job))
+    result.notes.append(f"ours CPU: {job.cpu_line()}")
+
+
+def _events_applied(state: Path) -> int:
+    if not state.exists():
+        return 0
+    return int(state_query(state, "SELECT COALESCE(SUM(events_applied), 0) FROM tables")[0][0])

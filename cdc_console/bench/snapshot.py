@@ -1,0 +1,240 @@
+"""``cdc-console bench snapshot --rows N[,M…]``: reading a whole table, three ways.
+
+For each size (the table grows in place: 1M, then 2M more rows for 3M) it runs, each in its own
+process:
+
+- **pymysql chunk scan**: ``SELECT *`` in primary-key ranges of ``chunk_size`` over the whole
+  table, one connection, default converters. The single-process client ceiling.
+- **spark jdbc → parquet**: Spark's built-in JDBC reader with the MariaDB Connector/J jar, 2
+  partitions on ``id``, written to Parquet. The peer a Spark user picks for a one-off copy, and
+  the reference of the bar "snapshot >= 0.5x the JDBC reader".
+- **ours**: ``cdc-console run --until-caught-up`` with ``startup_mode = "snapshot-only"`` into a
+  fresh Delta mirror (no changelog unless ``--changelog``: the JDBC peer writes one copy too).
+
+"ours" is reported twice: the *snapshot window*, from the first batch's plan to the last batch's
+commit (timestamps in the state database), which leaves out interpreter, preflight and Spark
+start-up and the shutdown after the last commit; and the *process wall* time, comparable with the
+JDBC process wall (which also pays for a Spark session). The JDBC *job* time likewise excludes its
+Spark start-up, so the window-vs-job ratio compares steady-state throughput.
+
+Peak memory is the summed RSS of each contender's process tree; run with two sizes to see whether
+the pipeline's peak stays flat as the table grows (it should: a batch holds at most
+``2 * parallelism`` chunks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cdc_console.bench.common import (
+    BENCH_TABLE,
+    BenchEnv,
+    BenchError,
+    Measurement,
+    bar_line,
+    batch_times,
+    bench_env,
+    breakdown_line,
+    format_table,
+    load_line,
+    machine_line,
+    pipeline_command,
+    ratio,
+    seed_rows,
+    state_query,
+    worker_command,
+    write_pipeline_config,
+)
+
+PYMYSQL = "pymysql chunk scan"
+JDBC_JOB = "spark jdbc -> parquet (job)"
+JDBC_WALL = "spark jdbc -> parquet (process wall)"
+OURS_WINDOW = "ours snapshot -> delta (window)"
+OURS_WALL = "ours snapshot -> delta (process wall)"
+SNAPSHOT_BAR = 0.5
+
+
+@dataclass
+class SnapshotOptions:
+    rows: list[int]
+    chunk_size: int = 8096
+    parallelism: int = 2
+    master: str = "local[2]"
+    jdbc_jar: Path | None = None
+    skip: frozenset[str] = frozenset()
+    changelog: bool = False
+    workdir: Path | None = None
+    keep: bool = False
+    timeout: float = 3600.0
+
+
+@dataclass
+class SizeResult:
+    rows: int
+    measurements: list[Measurement] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def get(self, label: str) -> Measurement | None:
+        return next((m for m in self.measurements if m.label == label), None)
+
+
+def run_snapshot_bench(options: SnapshotOptions) -> list[SizeResult]:
+    """Run every size in ascending order against one sandbox; print each table as it completes."""
+    results: list[SizeResult] = []
+    print(machine_line(), flush=True)
+    with bench_env(options.workdir, options.keep) as env:
+        seeded = 0
+        for size in sorted(set(options.rows)):
+            if size > seeded:
+                seconds = seed_rows(env, seeded + 1, size)
+                print(f"seeded {BENCH_TABLE} to {size:,} rows in {seconds:.1f}s", flush=True)
+                seeded = size
+            results.append(_one_size(env, size, options))
+    if len(results) > 1:
+        print(memory_growth_line(results), flush=True)
+    return results
+
+
+def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
+    result = SizeResult(size)
+    result.notes.append(load_line("before"))
+    params: dict[str, Any] = {**env.source_params(), "chunk_size": options.chunk_size}
+    if "pymysql" not in options.skip:
+        run = env.run(
+            worker_command("pymysql-scan", params),
+            env.next_dir("pymysql-scan") / "worker.log",
+            options.timeout,
+        )
+        result.measurements.append(
+            Measurement.of(run, PYMYSQL, run.result["rows"], run.result["seconds"])
+        )
+    if "jdbc" not in options.skip:
+        jar = options.jdbc_jar
+        if jar is None or not jar.exists():
+            result.notes.append(
+                f"spark jdbc skipped: no JDBC jar at {jar} (Debian: apt-get install "
+                "libmariadb-java, or pass --jdbc-jar)"
+            )
+        else:
+            folder = env.next_dir("spark-jdbc")
+            low, high = _id_bounds(env)
+            jdbc_params = {
+                **params,
+                "jar": str(jar),
+                "master": options.master,
+                "min_id": low,
+                "max_id": high,
+                "out_dir": str(folder),
+            }
+            run = env.run(
+                worker_command("spark-jdbc", jdbc_params),
+                folder / "worker.log",
+                options.timeout,
+            )
+            rows, seconds = run.result["rows"], run.result["seconds"]
+            result.measurements.append(
+                Measurement.of(
+                    run,
+                    JDBC_JOB,
+                    rows,
+                    seconds,
+                    note=f"Spark start-up {run.result['startup']:.1f}s excluded",
+                )
+            )
+            result.measurements.append(Measurement.of(run, JDBC_WALL, rows, run.wall))
+            result.notes.append(f"spark jdbc CPU: {run.cpu_line()}")
+    if "ours" not in options.skip:
+        _ours(env, size, options, result)
+    result.notes.append(load_line("after"))
+    reference = JDBC_JOB if result.get(JDBC_JOB) else PYMYSQL
+    print(
+        "\n"
+        + format_table(
+            f"snapshot benchmark: {size:,} rows of {BENCH_TABLE}, chunk {options.chunk_size}, "
+            f"parallelism {options.parallelism}, {options.master}",
+            result.measurements,
+            reference,
+        ),
+        flush=True,
+    )
+    for note in result.notes:
+        print(note, flush=True)
+    window = ratio(result.get(OURS_WINDOW), result.get(JDBC_JOB))
+    wall = ratio(result.get(OURS_WALL), result.get(JDBC_WALL))
+    print(
+        bar_line(
+            "snapshot vs spark jdbc",
+            window,
+            SNAPSHOT_BAR,
+            f"window vs job; process wall vs wall {wall:.2f}x" if wall else "window vs job",
+        ),
+        flush=True,
+    )
+    return result
+
+
+def _ours(env: BenchEnv, size: int, options: SnapshotOptions, result: SizeResult) -> None:
+    folder = env.next_dir("ours-snapshot")
+    config = write_pipeline_config(
+        folder,
+        env,
+        startup_mode="snapshot-only",
+        chunk_size=options.chunk_size,
+        parallelism=options.parallelism,
+        changelog=options.changelog,
+        master=options.master,
+    )
+    job = env.run(pipeline_command(config), folder / "job.log", options.timeout)
+    state = folder / "state" / "pipeline.sqlite"
+    batches = batch_times(state)
+    applied = [b for b in batches if b.applied_at is not None]
+    if not applied:
+        raise BenchError(f"the pipeline applied no batch; log {job.log_path}:\n{job.log_tail()}")
+    rows = int(state_query(state, "SELECT COALESCE(SUM(rows), 0) FROM splits")[0][0])
+    if rows != size:
+        result.notes.append(f"WARNING: the pipeline snapshotted {rows:,} rows, expected {size:,}")
+    first = min(b.created_at for b in applied)
+    last = max(b.applied_at for b in applied if b.applied_at is not None)
+    result.measurements.append(
+        Measurement.of(job, OURS_WINDOW, rows, last - first, note="first plan to last commit")
+    )
+    result.measurements.append(Measurement.of(job, OURS_WALL, rows, job.wall))
+    result.notes.append(breakdown_line(batches, job))
+    result.notes.append(f"ours CPU: {job.cpu_line()}")
+    tasks = state_query(
+        state, "SELECT COUNT(*), SUM(duration_ms), SUM(rows) FROM splits WHERE duration_ms"
+    )[0]
+    if tasks[0]:
+        per_task = tasks[2] / (tasks[1] / 1000) if tasks[1] else 0.0
+        result.notes.append(
+            f"ours chunk reads: {tasks[0]} chunks, {tasks[1] / 1000:.1f} task-seconds in "
+            f"SnapshotSplitReader.read (LW, SELECT, HW, normalise, records): {per_task:,.0f} "
+            "rows/s per task"
+        )
+
+
+def _id_bounds(env: BenchEnv) -> tuple[int, int]:
+    conn = env.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT MIN(id), MAX(id) FROM {BENCH_TABLE}")
+            low, high = cur.fetchone()
+            return int(low), int(high)
+    finally:
+        conn.close()
+
+
+def memory_growth_line(results: list[SizeResult]) -> str:
+    """Peak RSS of ours at the smallest and the largest size: the "flat as it grows" check."""
+    small, large = results[0], results[-1]
+    a, b = small.get(OURS_WALL), large.get(OURS_WALL)
+    if a is None or b is None or a.peak_rss_mb is None or b.peak_rss_mb is None:
+        return "peak memory growth: not measured"
+    growth = b.peak_rss_mb / a.peak_rss_mb
+    verdict = "flat (within 15%)" if growth <= 1.15 else "NOT flat"
+    return (
+        f"peak memory of ours: {a.peak_rss_mb:.0f} MB at {small.rows:,} rows, "
+        f"{b.peak_rss_mb:.0f} MB at {large.rows:,} rows ({growth:.2f}x): {verdict}"
+    )

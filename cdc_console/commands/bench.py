@@ -1,0 +1,182 @@
+"""``cdc-console bench snapshot|binlog``: throughput and peak memory against the obvious peers.
+
+Both sub-commands start their own private MariaDB (nothing to configure, nothing of the user's
+touched) and print one side-by-side table per run; see ``cdc_console.bench`` for what each line
+measures. Timings are printed, never checked: a benchmark that fails on a busy machine would be
+a flaky test, not a benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from cdc_console.errors import CdcError
+
+SNAPSHOT_CONTENDERS = ("pymysql", "jdbc", "ours")
+BINLOG_CONTENDERS = ("raw", "ours")
+
+
+def _sizes(text: str) -> list[int]:
+    """``1000000,3000000`` or ``1M,3M`` -> [1000000, 3000000]."""
+    sizes = []
+    for part in text.split(","):
+        part = part.strip().lower().replace("_", "")
+        scale = 1
+        if part.endswith("m"):
+            scale, part = 1_000_000, part[:-1]
+        elif part.endswith("k"):
+            scale, part = 1_000, part[:-1]
+        try:
+            value = int(float(part) * scale)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a row count: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"row counts must be positive: {text!r}")
+        sizes.append(value)
+    return sizes
+
+
+def _count(text: str) -> int:
+    sizes = _sizes(text)
+    if len(sizes) != 1:
+        raise argparse.ArgumentTypeError(f"one count expected: {text!r}")
+    return sizes[0]
+
+
+def _skip(choices: tuple[str, ...]) -> Any:
+    def parse(text: str) -> frozenset[str]:
+        names = frozenset(n.strip() for n in text.split(",") if n.strip())
+        unknown = names - set(choices)
+        if unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown contender(s) {sorted(unknown)}; choose from {', '.join(choices)}"
+            )
+        return names
+
+    return parse
+
+
+def _common(parser: argparse.ArgumentParser, contenders: tuple[str, ...]) -> None:
+    parser.add_argument("--chunk-size", type=int, default=8096, help="snapshot chunk rows")
+    parser.add_argument("--parallelism", type=int, default=2, help="chunks read at once")
+    parser.add_argument("--master", default="local[2]", help="Spark master for every contender")
+    parser.add_argument(
+        "--changelog",
+        action="store_true",
+        help="also write the Delta changelog (default: mirror only, one copy like the peers)",
+    )
+    parser.add_argument(
+        "--skip",
+        type=_skip(contenders),
+        default=frozenset(),
+        help=f"comma-separated contenders to leave out: {', '.join(contenders)}",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, help="parent folder of the throw-away run folder (default: /tmp)"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the run folder (server, lake, logs)"
+    )
+    parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_argument(
+        "--timeout", type=float, default=3600.0, help="seconds allowed per contender"
+    )
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "bench",
+        help="benchmark the pipeline against pymysql, Spark JDBC and raw binlog decoding",
+        description="Start a private MariaDB, seed it, and print side by side the throughput "
+        "and peak memory of the pipeline and of the obvious alternatives.",
+    )
+    sub = parser.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    snap = sub.add_parser(
+        "snapshot",
+        help="read a whole table: pymysql chunk scan, Spark JDBC, ours",
+        description="Snapshot throughput at one or more table sizes; with two sizes (e.g. "
+        "--rows 1M,3M) it also reports whether the pipeline's peak memory stays flat.",
+    )
+    snap.add_argument(
+        "--rows",
+        type=_sizes,
+        required=True,
+        help="table size(s), comma-separated, k/M suffixes allowed: 1000000 or 1M,3M",
+    )
+    snap.add_argument(
+        "--jdbc-jar",
+        type=Path,
+        default=None,
+        help="MySQL/MariaDB JDBC jar (default: /usr/share/java/mariadb-java-client.jar)",
+    )
+    _common(snap, SNAPSHOT_CONTENDERS)
+    snap.set_defaults(handler=handle_snapshot)
+    binlog = sub.add_parser(
+        "binlog",
+        help="apply a backlog of binlog changes: raw BinLogStreamReader, ours",
+        description="Write N row changes while the job is stopped, then time raw decoding of "
+        "that binlog window and the pipeline catching up through it.",
+    )
+    binlog.add_argument(
+        "--changes", type=_count, required=True, help="row changes to write, e.g. 200000 or 200k"
+    )
+    binlog.add_argument(
+        "--seed-rows",
+        type=_count,
+        default=100_000,
+        help="rows in the table before the changes (raised to changes/2 if smaller)",
+    )
+    _common(binlog, BINLOG_CONTENDERS)
+    binlog.set_defaults(handler=handle_binlog)
+
+
+def handle_snapshot(args: argparse.Namespace) -> int:
+    from cdc_console.bench.common import DEFAULT_JDBC_JAR, BenchError, dump_json
+    from cdc_console.bench.snapshot import SnapshotOptions, run_snapshot_bench
+
+    options = SnapshotOptions(
+        rows=args.rows,
+        chunk_size=args.chunk_size,
+        parallelism=args.parallelism,
+        master=args.master,
+        jdbc_jar=args.jdbc_jar or DEFAULT_JDBC_JAR,
+        skip=args.skip,
+        changelog=args.changelog,
+        workdir=args.workdir,
+        keep=args.keep,
+        timeout=args.timeout,
+    )
+    try:
+        results = run_snapshot_bench(options)
+    except BenchError as exc:
+        raise CdcError(f"benchmark failed: {exc}", "see the contender's log above") from None
+    if args.json:
+        dump_json(args.json, {"bench": "snapshot", "options": vars(args), "results": results})
+    return 0
+
+
+def handle_binlog(args: argparse.Namespace) -> int:
+    from cdc_console.bench.binlog import BinlogOptions, run_binlog_bench
+    from cdc_console.bench.common import BenchError, dump_json
+
+    options = BinlogOptions(
+        changes=args.changes,
+        seed_rows=args.seed_rows,
+        chunk_size=args.chunk_size,
+        parallelism=args.parallelism,
+        master=args.master,
+        skip=args.skip,
+        changelog=args.changelog,
+        workdir=args.workdir,
+        keep=args.keep,
+        timeout=args.timeout,
+    )
+    try:
+        result = run_binlog_bench(options)
+    except BenchError as exc:
+        raise CdcError(f"benchmark failed: {exc}", "see the contender's log above") from None
+    if args.json:
+        dump_json(args.json, {"bench": "binlog", "options": vars(args), "result": result})
+    return 0
