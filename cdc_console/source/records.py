@@ -19,7 +19,7 @@ readers number their records independently.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Final
 
 from cdc_console.mysql.schema import TableId
@@ -125,8 +125,24 @@ class ChangeRecord:
         return row
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict in ``FIELD_NAMES`` order (for Arrow batches, JSON and SQLite)."""
-        return asdict(self)
+        """Plain dict in ``FIELD_NAMES`` order (for Arrow batches, JSON and SQLite).
+
+        Built by hand: ``dataclasses.asdict`` deep-copies and cost a quarter of a reader's CPU.
+        """
+        return {
+            "database": self.database,
+            "table": self.table,
+            "op": self.op,
+            "key": self.key,
+            "row": self.row,
+            "file_index": self.file_index,
+            "pos": self.pos,
+            "event_index": self.event_index,
+            "row_index": self.row_index,
+            "seq": self.seq,
+            "ts_ms": self.ts_ms,
+            "split_id": self.split_id,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ChangeRecord:
