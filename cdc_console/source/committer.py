@@ -14,7 +14,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cdc_console.mysql.schema import TableId
 from cdc_console.source.offset import BinlogOffset
 from cdc_console.source.plan import BatchPlan
 from cdc_console.state.store import (
@@ -144,10 +143,3 @@ def commit_batch(
     for message in changes:
         log.info("%s", message)
     return changes
-
-
-def tables_in(plan: BatchPlan) -> list[TableId]:
-    ids = {p.split.table_id for p in plan.snapshot}
-    if plan.binlog is not None:
-        ids.update(f.table_id for f in plan.binlog.tables)
-    return sorted(ids)

@@ -63,9 +63,6 @@ class BinlogOffset:
     def __hash__(self) -> int:
         return hash(self.sort_key)
 
-    def is_after(self, other: BinlogOffset) -> bool:
-        return self > other
-
     def at_event_boundary(self) -> BinlogOffset:
         """The same ``(file, pos)`` with no skip counters: where a reader must reopen the stream."""
         return replace(self, events_to_skip=0, rows_to_skip=0)

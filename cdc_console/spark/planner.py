@@ -7,14 +7,13 @@ driver's own Python process, so it opens its own state store and source connecti
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pymysql
 
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.position import current_position
-from cdc_console.mysql.schema import TableSchema, schema_from_dict
+from cdc_console.mysql.schema import TableSchema
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.offset import BinlogOffset
 from cdc_console.source.plan import BatchPlan
@@ -99,7 +98,3 @@ class Planner:
         if self._conn is not None:
             self._conn.close()
         self.store.close()
-
-
-def schemas_of(payload: dict[str, Any]) -> list[TableSchema]:
-    return [schema_from_dict(s) for s in payload["schemas"]]

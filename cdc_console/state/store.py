@@ -341,16 +341,6 @@ class StateStore:
             if s.status == FINISHED and s.high_watermark is not None
         ]
 
-    def split_counts(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for table_id, status, count in self.db.execute(
-            "SELECT table_id, status, COUNT(*) FROM splits GROUP BY table_id, status"
-        ).fetchall():
-            out.setdefault(table_id, {})[status] = count
-        return out
-
-    # -- batches --------------------------------------------------------------------------------
-
     def last_batch(self) -> tuple[int, str, dict[str, Any]] | None:
         row = self.db.execute(
             "SELECT batch_no, status, plan FROM batches ORDER BY batch_no DESC LIMIT 1"
