@@ -77,13 +77,7 @@ class SourceDb:
         return self.sandbox.connect(database=self.name)
 
     def execute(self, *statements: str) -> None:
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                for statement in statements:
-                    cur.execute(statement)
-        finally:
-            conn.close()
+        self.sandbox.execute(*statements, database=self.name)
 
     def rows(self, sql: str) -> list[tuple[object, ...]]:
         conn = self.connect()

@@ -330,13 +330,7 @@ class BenchEnv:
         return self.sandbox.connect(database=BENCH_DB, **kwargs)
 
     def execute(self, *statements: str) -> None:
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                for statement in statements:
-                    cur.execute(statement)
-        finally:
-            conn.close()
+        self.sandbox.execute(*statements, database=BENCH_DB)
 
     def scalar(self, sql: str) -> Any:
         conn = self.connect()

@@ -218,6 +218,16 @@ class MySQLSandbox:
             **kwargs,
         )
 
+    def execute(self, *statements: str, database: str | None = None) -> None:
+        """Run statements as root on one short-lived connection (seeding, writers, fixtures)."""
+        conn = self.connect(database=database)
+        try:
+            with conn.cursor() as cur:
+                for statement in statements:
+                    cur.execute(statement)
+        finally:
+            conn.close()
+
     def create_user(self, user: str, password: str, grants: list[str]) -> None:
         conn = self.connect()
         try:
