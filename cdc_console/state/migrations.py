@@ -103,4 +103,13 @@ MIGRATIONS: list[str] = [
         applied_at REAL
     );
     """,
+    # 2: per-table control (issue 3): what a paused table resumes to, where a table came from
+    # (config or an add-table command) and who removed it, so a restart honours the commands
+    """
+    ALTER TABLE tables ADD COLUMN resume_state TEXT;
+    ALTER TABLE tables ADD COLUMN origin TEXT NOT NULL DEFAULT 'config';
+    ALTER TABLE tables ADD COLUMN removed_by TEXT;
+    ALTER TABLE tables ADD COLUMN redump_chunk INTEGER;
+    CREATE INDEX commands_by_status ON commands (status, id);
+    """,
 ]

@@ -40,6 +40,20 @@ PENDING = "PENDING"
 ASSIGNED = "ASSIGNED"
 FINISHED = "FINISHED"
 
+CMD_PENDING = "pending"
+CMD_APPLIED = "applied"
+CMD_FAILED = "failed"
+
+PAUSE = "pause"
+RESUME = "resume"
+REDUMP_CMD = "redump"
+ADD_TABLE = "add-table"
+REMOVE_TABLE = "remove-table"
+STOP = "stop"
+COMMAND_KINDS = (PAUSE, RESUME, REDUMP_CMD, ADD_TABLE, REMOVE_TABLE, STOP)
+
+PIPELINE_PAUSED_META = "pipeline_paused"
+
 LAG_SAMPLES_KEPT = 3600
 EVENTS_KEPT = 5000
 
@@ -66,6 +80,37 @@ class TableState:
     paused_at: BinlogOffset | None
     last_event_ts: int | None
     updated_at: float
+    resume_state: str | None = None
+    origin: str = "config"
+    removed_by: str | None = None
+    redump_chunk: int | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    """One operator command in the queue: issued by the CLI or the console, applied by the job.
+
+    ``target`` is a table id (``db.t``) or None for the whole pipeline; ``args`` holds extras
+    such as the chunk number of a one-chunk re-dump. ``status`` is pending, applied or failed,
+    with ``reason`` saying what happened (the outcome of an applied one, why a failed one was
+    refused).
+    """
+
+    id: int
+    kind: str
+    target: str | None
+    args: dict[str, Any]
+    issued_by: str | None
+    issued_at: float
+    status: str
+    reason: str | None
+    applied_at: float | None
+
+    def describe(self) -> str:
+        what = f"{self.kind} {self.target}" if self.target else f"{self.kind} (pipeline)"
+        if self.args.get("chunk") is not None:
+            what += f" chunk {self.args['chunk']}"
+        return f"command {self.id}: {what}"
 
 
 @dataclass(frozen=True)
@@ -197,8 +242,8 @@ class StateStore:
     def tables(self) -> list[TableState]:
         rows = self.db.execute(
             "SELECT table_id, state, chunk_key, generation, splits_total, splits_done, "
-            "rows_snapshotted, events_applied, stream_from, paused_at, last_event_ts, updated_at "
-            "FROM tables ORDER BY table_id"
+            "rows_snapshotted, events_applied, stream_from, paused_at, last_event_ts, updated_at, "
+            "resume_state, origin, removed_by, redump_chunk FROM tables ORDER BY table_id"
         ).fetchall()
         return [
             TableState(
@@ -214,6 +259,10 @@ class StateStore:
                 _offset(r[9]),
                 r[10],
                 r[11],
+                r[12],
+                r[13],
+                r[14],
+                r[15],
             )
             for r in rows
         ]
@@ -473,3 +522,67 @@ class StateStore:
         rows = list(self.db.query("SELECT * FROM events ORDER BY id DESC LIMIT ?", (limit,)))
         rows.reverse()
         return rows
+
+    # -- commands -------------------------------------------------------------------------------
+
+    def queue_command(
+        self,
+        kind: str,
+        target: str | None = None,
+        args: dict[str, Any] | None = None,
+        issued_by: str | None = None,
+    ) -> int:
+        """Queue a command for the job; return its id. Validation happens when it is applied."""
+        if kind not in COMMAND_KINDS:
+            raise ValueError(f"unknown command kind {kind!r}; expected one of {COMMAND_KINDS}")
+        with self.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO commands (kind, target, args, issued_by, issued_at, status) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (kind, target, json.dumps(args or {}), issued_by, time.time(), CMD_PENDING),
+            )
+            return int(cur.lastrowid or 0)
+
+    _COMMAND_COLUMNS = (
+        "id, kind, target, args, issued_by, issued_at, status, reason, applied_at FROM commands"
+    )
+
+    @staticmethod
+    def _command(r: Sequence[Any]) -> Command:
+        return Command(
+            int(r[0]), r[1], r[2], json.loads(r[3] or "{}"), r[4], r[5], r[6], r[7], r[8]
+        )
+
+    def command(self, command_id: int) -> Command | None:
+        row = self.db.execute(
+            f"SELECT {self._COMMAND_COLUMNS} WHERE id=?", (command_id,)
+        ).fetchone()
+        return self._command(row) if row else None
+
+    def pending_commands(self, kinds: Sequence[str] | None = None) -> list[Command]:
+        """Pending commands oldest first, optionally only some kinds."""
+        rows = self.db.execute(
+            f"SELECT {self._COMMAND_COLUMNS} WHERE status=? ORDER BY id", (CMD_PENDING,)
+        ).fetchall()
+        found = [self._command(r) for r in rows]
+        return [c for c in found if kinds is None or c.kind in kinds]
+
+    def commands(self, limit: int = 50) -> list[Command]:
+        """The most recent commands, oldest first."""
+        rows = self.db.execute(
+            f"SELECT {self._COMMAND_COLUMNS} ORDER BY id DESC LIMIT ?", (limit,)
+        ).fetchall()
+        return [self._command(r) for r in reversed(rows)]
+
+    def finish_command(self, command_id: int, status: str, reason: str, conn: Any = None) -> None:
+        """Acknowledge a command: ``applied`` (``reason`` = outcome) or ``failed`` (why)."""
+        sql = "UPDATE commands SET status=?, reason=?, applied_at=? WHERE id=? AND status=?"
+        args = (status, reason, time.time(), command_id, CMD_PENDING)
+        if conn is not None:
+            conn.execute(sql, args)
+            return
+        with self.transaction() as c:
+            c.execute(sql, args)
+
+    def pipeline_paused(self) -> bool:
+        return self.get_meta(PIPELINE_PAUSED_META) == "1"
