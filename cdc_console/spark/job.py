@@ -21,13 +21,14 @@ from typing import Any
 
 from cdc_console import errors
 from cdc_console.config import PipelineConfig
-from cdc_console.errors import BinlogPurgedError, CdcError, SchemaChangedError, SourceError, redact
+from cdc_console.errors import CdcError, SchemaChangedError, redact
 from cdc_console.mysql.checks import preflight
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.schema import TableSchema, schema_to_dict
-from cdc_console.source.offset import BinlogOffset, binlog_file_index
+from cdc_console.retention import binlog_needs, missing_binlog
+from cdc_console.source.offset import BinlogOffset
 from cdc_console.source.plan import BatchPlan
 from cdc_console.state.store import (
     CATCHING_UP,
@@ -326,59 +327,6 @@ def narrow_pending_plan(store: StateStore) -> None:
             [(PENDING, split_id) for split_id in released],
         )
     log.info("batch %d re-planned without removed tables: %s", plan.batch_no, narrowed.describe())
-
-
-def binlog_needs(store: StateStore) -> list[tuple[str, BinlogOffset]]:
-    """Where each table will read the binlog from: (table, position), for the purge check.
-
-    A snapshotting table with finished chunks counts too: it will catch up from its smallest
-    high watermark, so that binlog must survive until the snapshot ends.
-    """
-    needs: list[tuple[str, BinlogOffset]] = []
-    for table in store.tables():
-        if table.state in (STREAMING, CATCHING_UP) and table.stream_from is not None:
-            needs.append((str(table.table_id), table.stream_from))
-        elif table.state == SNAPSHOTTING:
-            marks = [f.high_watermark for f in store.finished_splits(table.table_id)]
-            if marks:
-                needs.append((str(table.table_id), min(marks)))
-    return needs
-
-
-def missing_binlog(
-    needs: list[tuple[str, BinlogOffset]], logs: list[tuple[str, int]], config: PipelineConfig
-) -> SourceError | None:
-    """The error to stop with when a needed binlog file is not on the server, else None.
-
-    ``logs`` is ``SHOW BINARY LOGS``. A file older than the oldest one left was purged; a file
-    that is not older but still absent means the server's binlog was reset (``RESET MASTER``) or
-    the config now points at another server.
-    """
-    if not needs or not logs:
-        return None
-    present = {name for name, _ in logs}
-    table, position = min(needs, key=lambda need: need[1])
-    if position.file in present:
-        return None
-    oldest, newest = logs[0][0], logs[-1][0]
-    start_over = (
-        f"start this pipeline over with a fresh snapshot: stop it, delete {config.state_path}, "
-        f"{config.spark.checkpoint} and the mirrors under {config.sink.path}, then run it again"
-    )
-    if binlog_file_index(position.file) < binlog_file_index(oldest):
-        return BinlogPurgedError(
-            f"the source server no longer has binlog {position.file}: {table} must resume from "
-            f"{position}, but the oldest binlog left is {oldest}, so the changes made in between "
-            "were purged (PURGE BINARY LOGS or binlog expiry) before the pipeline read them",
-            f"{start_over}; to avoid it, keep binlogs longer than the pipeline may be stopped "
-            "(SET GLOBAL binlog_expire_logs_seconds = 604800, and in my.cnf)",
-        )
-    return SourceError(
-        f"the source server has no binlog {position.file}, which {table} must resume from "
-        f"({position}); its binlogs are {oldest} to {newest}: the binlog was reset (RESET "
-        "MASTER) or source.host/port now points at another server",
-        f"point source.host/port back at the server this pipeline read from, or {start_over}",
-    )
 
 
 # The message runs over following lines (a multi-line DDL statement) up to the fix line, a blank
