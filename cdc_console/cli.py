@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from cdc_console.errors import CdcError, redact
 
-COMMAND_MODULES = ("check", "run", "status", "bench")
+COMMAND_MODULES = ("check", "run", "status", "control", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,6 +27,25 @@ class TableStatus:
     events_applied: int
     stream_from: str | None
     paused_at: str | None
+    resume_state: str | None = None
+    generation: int = 0
+    redump_chunk: int | None = None
+    origin: str = "config"
+
+    @property
+    def note(self) -> str:
+        """What the state means for an operator: pause position, re-dump progress."""
+        if self.state == "PAUSED":
+            where = f" at {self.paused_at}" if self.paused_at else ""
+            return f"paused{where}, resumes {self.resume_state or '?'}"
+        if self.state == "REDUMP":
+            if self.redump_chunk is not None:
+                return f"re-dumping chunk {self.redump_chunk} (generation {self.generation})"
+            total = self.chunks_total if self.chunks_total is not None else "?"
+            return f"re-dump {self.chunks_done}/{total} chunks (generation {self.generation})"
+        if self.state == "REMOVED":
+            return f"mirror kept as of {self.stream_from}" if self.stream_from else "mirror kept"
+        return "added by add-table" if self.origin == "command" else ""
 
 
 @dataclass
@@ -42,6 +61,8 @@ class PipelineStatus:
     last_error: str | None
     head_error: str | None = None
     recent_events: list[dict[str, Any]] = field(default_factory=list)
+    pipeline_paused: bool = False
+    recent_commands: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,6 +102,10 @@ def collect_status(
             events_applied=t.events_applied,
             stream_from=str(t.stream_from) if t.stream_from else None,
             paused_at=str(t.paused_at) if t.paused_at else None,
+            resume_state=t.resume_state,
+            generation=t.generation,
+            redump_chunk=t.redump_chunk,
+            origin=t.origin,
         )
         for t in store.tables()
     ]
@@ -106,6 +131,8 @@ def collect_status(
         last_error=last_error,
         head_error=head_error,
         recent_events=store.events(10),
+        pipeline_paused=store.pipeline_paused(),
+        recent_commands=[asdict(c) for c in store.commands(10)],
     )
 
 
@@ -120,13 +147,16 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
         )
     else:
         lines.append("  job: never ran")
+    if status.pipeline_paused:
+        lines.append("  PIPELINE PAUSED: no new batches ('cdc-console resume' continues)")
     header = f"  {'table':<32} {'state':<14} {'chunks':>11} {'rows read':>11} {'events':>9}"
     lines += ["", header]
     for t in status.tables:
         chunks = f"{t.chunks_done}/{t.chunks_total if t.chunks_total is not None else '?'}"
+        note = t.note
         lines.append(
             f"  {t.table:<32} {t.state:<14} {chunks:>11} {t.rows_snapshotted:>11} "
-            f"{t.events_applied:>9}"
+            f"{t.events_applied:>9}" + (f"  {note}" if note else "")
         )
     lines.append("")
     committed = _fmt_offset(status.committed)
@@ -137,6 +167,14 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
     lag = "-" if status.event_lag_ms is None else f"{status.event_lag_ms / 1000:.1f} s"
     lines.append(f"  event-time lag: {lag}")
     lines.append(f"  last error: {status.last_error or 'none'}")
+    if status.recent_commands:
+        lines += ["", "  recent commands:"]
+        for c in status.recent_commands:
+            what = f"{c['kind']} {c['target'] or '(pipeline)'}"
+            if c["args"].get("chunk") is not None:
+                what += f" chunk {c['args']['chunk']}"
+            outcome = f": {c['reason']}" if c["reason"] else ""
+            lines.append(f"    #{c['id']} {what} - {c['status']}{outcome}")
     return "\n".join(lines)
 
 

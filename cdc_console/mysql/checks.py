@@ -554,3 +554,24 @@ def preflight(config: PipelineConfig) -> tuple[ServerInfo, list[TableSchema]]:
         f"{len(failed)} preflight checks failed:\n{format_failures(failed)}",
         "fix each item above, then run 'cdc-console check --config <file>' again",
     )
+
+
+def check_table(conn: Any, config: PipelineConfig, table_id: TableId) -> TableSchema:
+    """The schema of one table to start capturing (``add-table``), or the reason it cannot be.
+
+    Runs the same per-table checks as preflight (it exists, SELECT works, it has a key to chunk
+    on) and raises ``SourceError`` with the statement or setting that fixes the first failure.
+    """
+    account = _account(conn, config.source)
+    configured = chunk_key_for(table_id, config.snapshot.chunk_key)
+    try:
+        schema = load_table_schema(conn, table_id, configured)
+    except LookupError:
+        raise SourceError(
+            f"{table_id} does not exist on the source server, or {account} cannot see it",
+            f"check the name; if it exists: GRANT SELECT ON {table_id.quoted()} TO {account};",
+        ) from None
+    for result in (_select_check(conn, table_id, account), _key_check(conn, schema, configured)):
+        if result.blocking:
+            raise SourceError(result.detail, result.fix or "")
+    return schema

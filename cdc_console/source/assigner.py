@@ -5,11 +5,15 @@
 lifecycle state:
 
 - SNAPSHOTTING: its pending chunks are read; none of its binlog changes are emitted yet.
+- REDUMP: the same, but each chunk is planned with ``replace``: it replaces its key range in a
+  mirror that already holds the table.
+- PAUSED, REMOVED, SNAPSHOT_DONE: nothing of it is read.
 - CATCHING_UP: all chunks finished; its changes from the smallest high watermark on are emitted
   through ``should_emit``'s per-chunk filter.
 - STREAMING: its changes from its own stream position on are emitted unfiltered.
 
-Every batch's window ends at the server's head as read while planning, so one batch brings every
+Before planning, pending operator commands are applied (``CommandProcessor``), and a paused
+pipeline plans nothing. Every batch's window ends at the server's head as read while planning, so one batch brings every
 streaming table up to date and a catching-up table joins the stream after one batch.
 """
 
@@ -19,11 +23,13 @@ import logging
 from collections.abc import Callable, Sequence
 
 from cdc_console.mysql.schema import TableSchema, schema_from_dict
+from cdc_console.source.control import CommandProcessor
 from cdc_console.source.offset import BinlogOffset
 from cdc_console.source.plan import BatchPlan, PlannedSplit
 from cdc_console.source.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.state.store import (
     CATCHING_UP,
+    REDUMP,
     SNAPSHOTTING,
     STREAMING,
     StateStore,
@@ -71,6 +77,7 @@ class HybridSplitAssigner:
         read_head: ReadHead,
         server_ids: range,
         splits_per_batch: int,
+        commands: CommandProcessor | None = None,
     ) -> None:
         if len(server_ids) < 2:
             raise ValueError("need at least two server ids: one binlog reader, one chunk reader")
@@ -79,6 +86,7 @@ class HybridSplitAssigner:
         self.read_head = read_head
         self.server_ids = server_ids
         self.splits_per_batch = max(1, min(splits_per_batch, len(server_ids) - 1))
+        self.commands = commands
 
     def next_plan(self) -> BatchPlan | None:
         """The plan of the next batch, persisted; the pending one again if it never applied."""
@@ -86,12 +94,18 @@ class HybridSplitAssigner:
         if last is not None and last[1] != "applied":
             return BatchPlan.from_dict(last[2])
         batch_no = (last[0] if last else 0) + 1
+        if self.commands is not None:
+            self.commands.apply_pending()
+        if self.store.pipeline_paused():
+            return None
         tables = self.store.tables()
         schemas = {t: schema_from_dict(d) for t, d in self.store.schemas().items()}
-        snapshotting = [schemas[t.table_id] for t in tables if t.state == SNAPSHOTTING]
+        snapshotting = [schemas[t.table_id] for t in tables if t.state in (SNAPSHOTTING, REDUMP)]
+        redumping = {t.table_id for t in tables if t.state == REDUMP}
         splits = self.snapshot.next_splits(snapshotting, self.splits_per_batch)
         planned = tuple(
-            PlannedSplit(split, self.server_ids[1 + i]) for i, split in enumerate(splits)
+            PlannedSplit(split, self.server_ids[1 + i], split.table_id in redumping)
+            for i, split in enumerate(splits)
         )
         head = self.read_head()
         binlog = self._binlog_window(tables, head)

@@ -21,6 +21,7 @@ from cdc_console.state.store import (
     CATCHING_UP,
     FINISHED,
     PENDING,
+    REDUMP,
     SNAPSHOT_DONE,
     SNAPSHOTTING,
     STREAMING,
@@ -97,14 +98,24 @@ def commit_batch(
                     (table_id, FINISHED),
                 ).fetchall()
             ]
+            row = conn.execute(
+                "SELECT state, stream_from FROM tables WHERE table_id=?", (table_id,)
+            ).fetchone()
+            if row is None or row[0] not in (SNAPSHOTTING, REDUMP):
+                continue
             low = min(BinlogOffset.from_dict(h) for h in hws)
+            if row[0] == REDUMP and row[1]:
+                # The stream position before the re-dump: chunks not re-read were current up to
+                # it, so the catch-up starts there at the earliest (never re-emits).
+                low = max(low, BinlogOffset.from_dict(json.loads(row[1])))
             state = SNAPSHOT_DONE if snapshot_only else CATCHING_UP
             conn.execute(
-                "UPDATE tables SET state=?, stream_from=?, updated_at=? WHERE table_id=? "
-                "AND state=?",
-                (state, json.dumps(low.to_dict()), now, table_id, SNAPSHOTTING),
+                "UPDATE tables SET state=?, stream_from=?, redump_chunk=NULL, updated_at=? "
+                "WHERE table_id=?",
+                (state, json.dumps(low.to_dict()), now, table_id),
             )
-            message = f"{table_id}: snapshot finished, {state} from {low}"
+            what = "re-dump" if row[0] == REDUMP else "snapshot"
+            message = f"{table_id}: {what} finished, {state} from {low}"
             store.log_event("phase", message, table_id=table_id, conn=conn)
             changes.append(message)
         if plan.binlog is not None:

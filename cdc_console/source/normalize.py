@@ -658,3 +658,37 @@ class RowNormalizer:
     def key_of(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
         """The canonical values of the key columns of a canonical row, in key order."""
         return tuple(row[name] for name in self._key_names)
+
+
+def canonical_chunk_key(column: ColumnInfo, value: Any) -> Any:
+    """The inverse of normalisation for a chunk key: canonical value -> ``raw_chunk_key`` shape.
+
+    A range replace (re-dump) must place the sink's keys, which hold canonical values (decimal
+    text, ISO date text, base64 for binary), among the chunk boundaries, which are raw driver
+    values; this maps the canonical form back so ``ChunkRange.contains`` can compare them.
+    """
+    if value is None:
+        return None
+    kind = column.data_type.lower()
+    if kind in _DECIMAL_TYPES:
+        return Decimal(str(value))
+    if kind == "binary":
+        return _padded_bytes(_length(column, 1))(base64.b64decode(value))
+    if kind in _BYTES_TYPES:
+        return base64.b64decode(value)
+    if kind == "date":
+        return dt.date.fromisoformat(value)
+    if kind in ("datetime", "timestamp"):
+        return dt.datetime.fromisoformat(str(value).rstrip("Z"))
+    if kind == "time":
+        return _parse_time(value)
+    return raw_chunk_key(column, value)
+
+
+def _parse_time(text: str) -> dt.timedelta:
+    sign = -1 if text.startswith("-") else 1
+    clock, _, fraction = text.lstrip("-").partition(".")
+    hours, minutes, seconds = (int(part) for part in clock.split(":"))
+    micros = int((fraction + "000000")[:6]) if fraction else 0
+    total = ((hours * 60 + minutes) * 60 + seconds) * _US_PER_S + micros
+    return dt.timedelta(microseconds=sign * total)

@@ -17,15 +17,27 @@ from cdc_console.source.splits import BinlogSplit, SnapshotSplit
 
 @dataclass(frozen=True)
 class PlannedSplit:
+    """A split to read in this batch. ``replace`` marks a re-dump chunk: its rows replace the
+    mirror's key range (keys absent from the chunk at its high watermark are deleted) instead of
+    being upserted into a range the sink has never seen."""
+
     split: SnapshotSplit
     server_id: int
+    replace: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"split": self.split.to_dict(), "server_id": self.server_id}
+        data: dict[str, Any] = {"split": self.split.to_dict(), "server_id": self.server_id}
+        if self.replace:
+            data["replace"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PlannedSplit:
-        return cls(SnapshotSplit.from_dict(data["split"]), int(data["server_id"]))
+        return cls(
+            SnapshotSplit.from_dict(data["split"]),
+            int(data["server_id"]),
+            bool(data.get("replace", False)),
+        )
 
 
 @dataclass(frozen=True)
@@ -43,7 +55,12 @@ class BatchPlan:
     def describe(self) -> str:
         parts = [f"batch {self.batch_no}:"]
         if self.snapshot:
-            parts.append("splits " + ", ".join(p.split.split_id for p in self.snapshot))
+            parts.append(
+                "splits "
+                + ", ".join(
+                    p.split.split_id + (" (replace)" if p.replace else "") for p in self.snapshot
+                )
+            )
         if self.binlog is not None:
             parts.append(str(self.binlog))
         return " ".join(parts)

@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cdc_console.config import PipelineConfig
-from cdc_console.mysql.schema import TableId, TableSchema, schema_from_dict
+from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
 from cdc_console.sinks import Sink
+from cdc_console.sinks.base import InRange, ReplaceRange
+from cdc_console.source.chunk import ChunkRange
 from cdc_console.source.committer import WindowResult, commit_batch
+from cdc_console.source.keys import KeyOrder
+from cdc_console.source.normalize import canonical_chunk_key
 from cdc_console.source.offset import BinlogOffset
 from cdc_console.source.plan import BatchPlan
 from cdc_console.source.records import ChangeRecord
@@ -124,9 +129,14 @@ class BatchApplier:
         schemas: dict[TableId, TableSchema] = {
             t: schema_from_dict(d) for t, d in self.store.schemas().items()
         }
+        replaces = replace_ranges(plan, schemas)
         clock = time.monotonic()
-        stats = self.sink.apply_batch(batch_no, schemas, records) if records else {}
-        crash_point("after-sink", bool(records))
+        stats = (
+            self.sink.apply_batch(batch_no, schemas, records, replaces)
+            if records or replaces
+            else {}
+        )
+        crash_point("after-sink", bool(records or replaces))
         split_results, window = self._reports(controls)
         commit_batch(
             self.store,
@@ -167,3 +177,33 @@ class BatchApplier:
             elif control["key"] == "window":
                 window = WindowResult(data["emitted"], int(data["skipped"]), data["last_event_ts"])
         return results, window
+
+
+def replace_ranges(plan: BatchPlan, schemas: Mapping[TableId, TableSchema]) -> list[ReplaceRange]:
+    """The range replaces of a batch's re-dump chunks: each split's key range, in the server's
+    order for its chunk key, over the canonical key values the sinks hold."""
+    replaces: list[ReplaceRange] = []
+    for planned in plan.snapshot:
+        if not planned.replace:
+            continue
+        split = planned.split
+        schema = schemas[split.table_id]
+        column = schema.column(split.chunk_key)
+        replaces.append(
+            ReplaceRange(
+                split.table_id,
+                split.split_id,
+                _range_test(split.range, column, split.chunk_key),
+                ts_ms=int(time.time() * 1000),
+            )
+        )
+    return replaces
+
+
+def _range_test(chunk: ChunkRange, column: ColumnInfo, name: str) -> InRange:
+    order = KeyOrder.for_column(column)
+
+    def in_range(key_row: Mapping[str, Any]) -> bool:
+        return chunk.contains(canonical_chunk_key(column, key_row[name]), order)
+
+    return in_range

@@ -32,11 +32,15 @@ from cdc_console.source.offset import BinlogOffset
 from cdc_console.source.plan import BatchPlan
 from cdc_console.state.store import (
     CATCHING_UP,
+    CMD_APPLIED,
+    CMD_FAILED,
     FINISHED,
+    PAUSED,
     PENDING,
     REMOVED,
     SNAPSHOT_DONE,
     SNAPSHOTTING,
+    STOP,
     STREAMING,
     StateStore,
     TableState,
@@ -64,7 +68,9 @@ class PipelineJob:
 
         A table dropped from ``source.tables`` becomes REMOVED, so the binlog windows no longer
         read it (that is how a user sidesteps a DDL stop on one table without losing the
-        others); named again, it resumes where it stopped (``_restore``).
+        others); named again, it resumes where it stopped (``_restore``). Operator commands
+        outlive a restart: a table added with ``add-table`` stays captured though the config
+        does not name it, and one removed with ``remove-table`` stays removed though it does.
         """
         mode = self.config.snapshot.startup_mode
         head: BinlogOffset | None = None
@@ -72,16 +78,33 @@ class PipelineJob:
         configured = {s.table_id for s in schemas}
         states = {t.table_id: t for t in store.tables()}
         for table in states.values():
-            if table.table_id not in configured and table.state != REMOVED:
-                store.set_table_state(table.table_id, REMOVED)
-                store.log_event(
-                    "table",
-                    f"{table.table_id} is no longer in source.tables: not captured any more, "
-                    f"its mirror stays as of {table.stream_from or 'its snapshot so far'}",
-                    level="warning",
-                    table_id=table.table_id,
-                )
+            if table.table_id in configured or table.state == REMOVED:
+                continue
+            if table.origin == "command":
+                log.info("%s: captured by add-table, though not in source.tables", table.table_id)
+                continue
+            with store.transaction() as conn:
+                store.update_table(table.table_id, conn, state=REMOVED, removed_by="config")
+            store.log_event(
+                "table",
+                f"{table.table_id} is no longer in source.tables: not captured any more, "
+                f"its mirror stays as of {table.stream_from or 'its snapshot so far'}",
+                level="warning",
+                table_id=table.table_id,
+            )
         for schema in schemas:
+            previous_state = states.get(schema.table_id)
+            if (
+                previous_state is not None
+                and previous_state.state == REMOVED
+                and previous_state.removed_by == "command"
+            ):
+                log.warning(
+                    "%s stays removed (remove-table); 'cdc-console add-table %s' captures it again",
+                    schema.table_id,
+                    schema.table_id,
+                )
+                continue
             previous = known.get(schema.table_id)
             current = schema_to_dict(schema)
             if previous is not None and previous["columns"] != current["columns"]:
@@ -98,7 +121,6 @@ class PipelineJob:
             else:
                 added = store.ensure_table(schema.table_id, schema.chunk_key, SNAPSHOTTING)
             store.set_schema(schema.table_id, current)
-            previous_state = states.get(schema.table_id)
             if previous_state is not None and previous_state.state == REMOVED:
                 self._restore(store, previous_state)
             if added:
@@ -121,7 +143,8 @@ class PipelineJob:
             state = SNAPSHOT_DONE
         else:
             state = CATCHING_UP
-        store.set_table_state(table.table_id, state)
+        with store.transaction() as conn:
+            store.update_table(table.table_id, conn, state=state, removed_by=None)
         store.log_event(
             "table",
             f"{table.table_id} is in source.tables again: {state}"
@@ -135,7 +158,9 @@ class PipelineJob:
         self.store = store
         self.register_tables(store, schemas)
         narrow_pending_plan(store)
+        started = time.time()
         self.run_id = store.start_run(os.getpid(), socket.gethostname(), self.config.spark.master)
+        retire_stale_stops(store, started)
         store.log_event(
             "job",
             f"job started (run {self.run_id}, pid {os.getpid()}, "
@@ -234,6 +259,7 @@ class PipelineJob:
                 if not query.isActive:
                     break
                 store.update_run(self.run_id, heartbeat_at=time.time())
+                self._take_stop_command(store)
                 caught_up = monitor.sample()
                 if self._done(store, caught_up, until_caught_up):
                     break
@@ -244,8 +270,21 @@ class PipelineJob:
             spark.stop()
         return 0
 
+    def _take_stop_command(self, store: StateStore) -> None:
+        """Acknowledge a queued ``stop`` and stop like SIGTERM: the current batch finishes."""
+        for command in store.pending_commands([STOP]):
+            store.finish_command(
+                command.id,
+                CMD_APPLIED,
+                f"stopping run {self.run_id} (pid {os.getpid()}): the current batch finishes, "
+                "then the job exits; 'cdc-console run' resumes it",
+            )
+            store.log_event("command", f"{command.describe()} applied: job stopping")
+            log.info("%s: stopping", command.describe())
+            self.stop_requested.set()
+
     def _done(self, store: StateStore, caught_up: bool, until_caught_up: bool) -> bool:
-        tables = [t for t in store.tables() if t.state != REMOVED]
+        tables = [t for t in store.tables() if t.state not in (REMOVED, PAUSED)]
         if self.config.snapshot.startup_mode == "snapshot-only":
             if tables and all(t.state == SNAPSHOT_DONE for t in tables):
                 log.info("snapshot-only: every table snapshotted, exiting")
@@ -289,6 +328,18 @@ class LagMonitor:
     def _event_lag(self, now: float) -> int | None:
         stamps = [t.last_event_ts for t in self.store.tables() if t.last_event_ts]
         return int(now * 1000 - max(stamps)) if stamps else None
+
+
+def retire_stale_stops(store: StateStore, started: float) -> None:
+    """Refuse the ``stop`` commands issued before this run started: they were meant for a job
+    that is gone, and applying them now would stop the job the operator just started."""
+    for command in store.pending_commands([STOP]):
+        if command.issued_at < started:
+            store.finish_command(
+                command.id,
+                CMD_FAILED,
+                "no job was running when it was issued (this run started after it)",
+            )
 
 
 def narrow_pending_plan(store: StateStore) -> None:

@@ -11,10 +11,12 @@ import logging
 import pymysql
 
 from cdc_console.config import PipelineConfig, load_config
+from cdc_console.mysql.checks import check_table
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.position import current_position
-from cdc_console.mysql.schema import TableSchema
+from cdc_console.mysql.schema import TableId, TableSchema
 from cdc_console.source.assigner import HybridSplitAssigner
+from cdc_console.source.control import CommandProcessor
 from cdc_console.source.offset import BinlogOffset
 from cdc_console.source.plan import BatchPlan
 from cdc_console.source.splits import SnapshotSplit
@@ -41,6 +43,11 @@ class Planner:
             self._read_head,
             config.source.server_ids,
             splits_per_batch(config),
+            CommandProcessor(
+                self.store,
+                self._describe_table,
+                snapshot_only=config.snapshot.startup_mode == "snapshot-only",
+            ),
         )
 
     @classmethod
@@ -58,6 +65,13 @@ class Planner:
         except pymysql.err.OperationalError:
             self._conn = None
             return current_position(self._connection(), with_gtid=True)
+
+    def _describe_table(self, table_id: TableId) -> TableSchema:
+        try:
+            return check_table(self._connection(), self.config, table_id)
+        except pymysql.err.OperationalError:
+            self._conn = None
+            return check_table(self._connection(), self.config, table_id)
 
     def _split_table(self, schema: TableSchema) -> list[SnapshotSplit]:
         snap = self.config.snapshot

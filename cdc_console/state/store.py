@@ -294,11 +294,63 @@ class StateStore:
         with self.transaction() as c:
             c.execute(sql, args)
 
+    _TABLE_FIELDS = frozenset(
+        {
+            "state",
+            "generation",
+            "splits_total",
+            "splits_done",
+            "rows_snapshotted",
+            "stream_from",
+            "paused_at",
+            "resume_state",
+            "origin",
+            "removed_by",
+            "redump_chunk",
+        }
+    )
+
+    def update_table(self, table_id: TableId, conn: Any, **fields: Any) -> None:
+        """Set lifecycle columns of one table inside the caller's transaction.
+
+        Offsets are given as ``BinlogOffset`` (or None) and stored in their canonical JSON form.
+        """
+        unknown = set(fields) - self._TABLE_FIELDS
+        if unknown:
+            raise ValueError(f"not table fields: {sorted(unknown)}")
+        values = [_offset_json(v) if isinstance(v, BinlogOffset) else v for v in fields.values()]
+        cols = ", ".join(f"{k}=?" for k in fields)
+        conn.execute(
+            f"UPDATE tables SET {cols}, updated_at=? WHERE table_id=?",
+            (*values, time.time(), str(table_id)),
+        )
+
+    def drop_splits(self, table_id: TableId, conn: Any) -> int:
+        """Forget a table's chunks (a full re-dump splits it afresh); return how many."""
+        cur = conn.execute("DELETE FROM splits WHERE table_id=?", (str(table_id),))
+        return int(cur.rowcount)
+
+    def reopen_split(self, table_id: TableId, split_no: int, generation: int, conn: Any) -> bool:
+        """Make one finished chunk pending again (a one-chunk re-dump); False if it is unknown."""
+        cur = conn.execute(
+            "UPDATE splits SET status=?, generation=?, batch_no=NULL, low_watermark=NULL, "
+            "high_watermark=NULL, rows=NULL, backfill_events=NULL, started_at=NULL, "
+            "finished_at=NULL, duration_ms=NULL WHERE table_id=? AND split_no=?",
+            (PENDING, generation, str(table_id), split_no),
+        )
+        return bool(cur.rowcount > 0)
+
     # -- splits ---------------------------------------------------------------------------------
 
     def add_splits(
-        self, table_id: TableId, splits: Sequence[SnapshotSplit], generation: int = 0
+        self, table_id: TableId, splits: Sequence[SnapshotSplit], generation: int | None = None
     ) -> None:
+        """Record a table's chunks, under its current generation unless one is given."""
+        if generation is None:
+            row = self.db.execute(
+                "SELECT generation FROM tables WHERE table_id=?", (str(table_id),)
+            ).fetchone()
+            generation = int(row[0]) if row else 0
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO splits (split_id, table_id, split_no, generation, "

@@ -1,0 +1,136 @@
+"""``pause``, ``resume``, ``redump``, ``add-table``, ``remove-table`` and ``stop``.
+
+Each queues one command in the state database (the same queue the console uses), prints its id,
+and with ``--wait`` waits for the job's acknowledgement and prints the outcome. A command the
+current state cannot accept is refused here at once with the reason (``refusal``), and the job
+checks again when it applies it, since the state may move on in between.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import time
+from typing import Any
+
+from cdc_console.config import PipelineConfig, load_config
+from cdc_console.errors import CdcError
+
+POLL_SECONDS = 0.5
+
+
+def register(subparsers: Any) -> None:
+    specs: list[tuple[str, str, str, str]] = [
+        # name, kind, table argument (none/optional/required/positional), help
+        ("pause", "pause", "optional", "pause one table (or the whole pipeline)"),
+        ("resume", "resume", "optional", "resume a paused table (or the whole pipeline)"),
+        ("redump", "redump", "required", "re-snapshot one table (or one chunk) while it streams"),
+        ("add-table", "add-table", "positional", "start capturing a table in the running job"),
+        ("remove-table", "remove-table", "positional", "stop capturing a table, keep its mirror"),
+        ("stop", "stop", "none", "stop the running job after its current batch"),
+    ]
+    for name, kind, table_arg, help_text in specs:
+        parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text)
+        parser.add_argument("--config", required=True, help="pipeline TOML file")
+        if table_arg == "optional":
+            parser.add_argument("--table", help="db.table; without it, the whole pipeline")
+        elif table_arg == "required":
+            parser.add_argument("--table", required=True, help="db.table")
+            parser.add_argument("--chunk", type=int, help="re-dump only this chunk number (repair)")
+        elif table_arg == "positional":
+            parser.add_argument("table", help="db.table")
+        parser.add_argument(
+            "--wait", action="store_true", help="wait for the job's acknowledgement"
+        )
+        parser.add_argument(
+            "--timeout", type=float, default=120.0, help="seconds --wait waits (default 120)"
+        )
+        parser.set_defaults(handler=handle, command_kind=kind)
+
+
+def job_running(config: PipelineConfig) -> bool:
+    """Whether the latest job run is alive (its pid exists and still looks like our job)."""
+    import psutil
+
+    from cdc_console.state.store import StateStore
+
+    if not config.state_path.exists():
+        return False
+    store = StateStore(config.state_path)
+    try:
+        runs = store.runs(1)
+    finally:
+        store.close()
+    if not runs or runs[0]["status"] != "running" or not runs[0]["pid"]:
+        return False
+    try:
+        process = psutil.Process(int(runs[0]["pid"]))
+        return bool(process.is_running() and process.create_time() <= runs[0]["started_at"] + 1)
+    except psutil.Error:
+        return False
+
+
+def handle(args: argparse.Namespace) -> int:
+    from cdc_console.source.control import refusal
+    from cdc_console.state.store import STOP, StateStore
+
+    config = load_config(args.config)
+    kind: str = args.command_kind
+    target: str | None = getattr(args, "table", None)
+    extra: dict[str, Any] = {}
+    if getattr(args, "chunk", None) is not None:
+        extra["chunk"] = args.chunk
+    running = job_running(config)
+    if kind == STOP and not running:
+        raise CdcError(
+            f"no job is running for {config.path}",
+            f"nothing to stop; 'cdc-console status --config {args.config}' shows the last run",
+        )
+    store = StateStore(config.state_path)
+    try:
+        reason = refusal(kind, target, extra, store.tables(), store.pipeline_paused())
+        if reason is not None:
+            raise CdcError(
+                reason, f"'cdc-console status --config {args.config}' shows each table's state"
+            )
+        command_id = store.queue_command(kind, target, extra, issued_by=_issuer())
+        queued = store.command(command_id)
+        assert queued is not None
+        print(f"{queued.describe()} queued")
+        if not running:
+            print("no job is running: it applies when the job next starts")
+            return 0
+        if not args.wait:
+            return 0
+        return _wait(store, command_id, args.timeout)
+    finally:
+        store.close()
+
+
+def _issuer() -> str:
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:
+        return "cli"
+
+
+def _wait(store: Any, command_id: int, timeout: float) -> int:
+    from cdc_console.state.store import CMD_APPLIED, CMD_PENDING
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        command = store.command(command_id)
+        if command is not None and command.status != CMD_PENDING:
+            if command.status == CMD_APPLIED:
+                print(f"{command.describe()} applied: {command.reason}")
+                return 0
+            raise CdcError(
+                f"{command.describe()} refused by the job: {command.reason}",
+                "the state changed since it was queued; check 'cdc-console status'",
+            )
+        time.sleep(POLL_SECONDS)
+    raise CdcError(
+        f"command {command_id} was not acknowledged within {timeout:.0f} s",
+        "the job applies commands between batches; a long batch delays it. It stays queued: "
+        "check 'cdc-console status' for its outcome",
+    )
