@@ -12,8 +12,8 @@ command never changes what an already planned batch reads. ``stop`` is the drive
 - ``pause`` / ``resume`` without a table: no new batches; the Spark session and state are kept.
 - ``redump T``: T gets fresh chunks (state REDUMP), each replacing its key range in the mirror
   with the chunk's state at its high watermark; then T catches up from
-  ``max(P, min(high watermarks))``. ``redump T --chunk N`` re-reads one chunk: the other chunks'
-  old watermarks stay, and the catch-up from P emits their keys' later changes unfiltered while
+  ``max(P, min(high watermarks))``. ``redump T --chunk N`` re-reads one chunk (more chunk repairs
+  may be queued while one runs): the other chunks' old watermarks stay, and the catch-up from P emits their keys' later changes unfiltered while
   chunk N's keys are filtered by its new watermark.
 - ``add-table T``: checked like preflight, then snapshotted while the others stream; a removed
   table comes back where it stopped.
@@ -143,7 +143,8 @@ def refusal(
         if chunk is None:
             return None
         effective = table.resume_state if table.state == PAUSED else table.state
-        if effective not in _ALL_CHUNKS_DONE:
+        repairing = effective == REDUMP and table.redump_chunk is not None
+        if effective not in _ALL_CHUNKS_DONE and not repairing:
             return (
                 f"{target} is {effective}: its chunks are still being read, so chunk {chunk} "
                 f"cannot be re-read on its own; re-dump the whole table, or wait until it streams"

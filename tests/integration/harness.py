@@ -236,6 +236,8 @@ class Writer(threading.Thread):
         self.rate = rate
         self.stop_event = threading.Event()
         self.ops = 0
+        #: rows that left the table: deletes and the old keys of key moves
+        self.deleted = 0
         self.errors: list[BaseException] = []
         self.next_id = 10_000_000
 
@@ -267,7 +269,7 @@ class Writer(threading.Thread):
                     (f"u{self.ops}", key),
                 )
             elif roll < 0.45:
-                cur.execute(f"DELETE FROM {t} WHERE id = %s", (key,))
+                self.deleted += cur.execute(f"DELETE FROM {t} WHERE id = %s", (key,))
             elif roll < 0.6:
                 cur.execute(
                     f"INSERT INTO {t} (id, customer, amount, note, updated) VALUES "
@@ -283,9 +285,12 @@ class Writer(threading.Thread):
                 )
             else:
                 dest = r.randint(100_001, 9_000_000)
-                cur.execute(f"UPDATE {t} SET id = %s, note = 'moved' WHERE id = %s", (dest, key))
+                moved = cur.execute(
+                    f"UPDATE {t} SET id = %s, note = 'moved' WHERE id = %s", (dest, key)
+                )
+                self.deleted += moved
                 if r.random() < 0.5:
-                    cur.execute(
+                    self.deleted += cur.execute(
                         f"UPDATE {t} SET id = %s, note = 'moved back' WHERE id = %s",
                         (r.randint(1, 100_000), dest),
                     )

@@ -296,3 +296,20 @@ def test_pause_during_snapshot_holds_its_chunks(store: StateStore) -> None:
     plan = pipe.step(hw=95)
     assert [str(p.split) for p in plan.snapshot] == ["shop.users (-inf, +inf)"]
     assert REDUMP != PAUSED
+
+
+def test_chunk_repairs_can_be_queued_together(store: StateStore) -> None:
+    pipe = Pipeline(store)
+    pipe.streaming()
+    first = pipe.queue("redump", "shop.orders", chunk=0)
+    second = pipe.queue("redump", "shop.orders", chunk=2)
+    pipe.head.pos = 200
+    plan = pipe.step()
+    assert outcome(store, first)[0] == CMD_APPLIED
+    assert outcome(store, second)[0] == CMD_APPLIED
+    assert [str(p.split) for p in plan.snapshot] == [
+        "shop.orders (-inf, 1000)",
+        "shop.orders [2000, +inf)",
+    ]
+    full = refusal("redump", "shop.users", {"chunk": 0}, store.tables(), False)
+    assert full is None

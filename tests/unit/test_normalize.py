@@ -23,6 +23,7 @@ from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.source.normalize import (
     RowNormalizer,
     UnsupportedColumnType,
+    canonical_chunk_key,
     chunk_key_converter,
     normalize_value,
     raw_chunk_key,
@@ -691,3 +692,31 @@ def test_identity_columns_are_not_converted() -> None:
     assert normalizer._binlog_convs == ()
     marker = object()
     assert normalizer.snapshot_row((1, marker, 2))["name"] is marker
+
+
+@pytest.mark.parametrize(
+    ("column", "raw"),
+    [
+        (col("k", "bigint", "bigint(20) unsigned"), U64_MAX),
+        (col("k", "int"), -42),
+        (col("k", "decimal", "decimal(65,30)", scale=30), Decimal("-1.5")),
+        (col("k", "varchar"), "Ärger"),
+        (col("k", "char", "char(4)"), "ab"),
+        (col("k", "binary", "binary(4)"), b"\x00\x01\x00\x00"),
+        (col("k", "varbinary"), b"\xff\x00"),
+        (col("k", "date"), dt.date(2024, 2, 29)),
+        (col("k", "datetime", "datetime(6)", dt_precision=6), dt.datetime(2024, 1, 1, 1, 2, 3, 4)),
+        (col("k", "datetime", "datetime"), dt.datetime(2024, 1, 1, 1, 2, 3)),
+        (
+            col("k", "timestamp", "timestamp(3)", dt_precision=3),
+            dt.datetime(2024, 1, 1, 0, 0, 0, 5000),
+        ),
+        (col("k", "time", "time(6)", dt_precision=6), dt.timedelta(hours=-30, microseconds=-5)),
+        (col("k", "time", "time"), dt.timedelta(hours=838, minutes=59, seconds=59)),
+        (col("k", "year"), 2024),
+    ],
+)
+def test_canonical_chunk_keys_map_back_to_raw_keys(column: ColumnInfo, raw: Any) -> None:
+    """A re-dump compares the sink's canonical keys with raw chunk boundaries."""
+    canonical = normalize_value(column, raw)
+    assert canonical_chunk_key(column, canonical) == raw_chunk_key(column, raw)

@@ -1,0 +1,302 @@
+"""Per-table control against a real MariaDB and real Spark, with a writer on three tables throughout.
+
+One job runs the whole first scenario: pause T1 while T2 and T3 keep streaming; resume it; re-dump
+T2 while its mirror's row count is sampled; add T4; pause and resume the pipeline. The second
+scenario kills the job with SIGKILL in the middle of a re-dump and in the middle of a catch-up.
+After each, every mirror equals its source and each table's changelog replays to its source with
+no binlog change applied twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from cdc_console.config import PipelineConfig
+from cdc_console.state.store import CATCHING_UP, PAUSED, REDUMP, STREAMING, StateStore
+from tests.conftest import SourceDb
+from tests.integration.harness import (
+    JobProcess,
+    Writer,
+    changelog_replay,
+    load,
+    mirror_rows,
+    run_cli,
+    running,
+    source_rows,
+    wait_for,
+    write_config,
+)
+
+pytestmark = [pytest.mark.mysql, pytest.mark.spark]
+
+ROWS = 12_000
+CHUNK = 2_000
+
+
+def create_table(db: SourceDb, name: str, rows: int = ROWS) -> None:
+    db.execute(
+        f"CREATE TABLE {name} (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
+        "amount DECIMAL(12,2) NOT NULL, note VARCHAR(40), updated DATETIME(6)) ENGINE=InnoDB",
+        f"INSERT INTO {name} SELECT seq, CONCAT('c', seq % 97), seq / 100, NULL, "
+        f"'2024-01-01 00:00:00.000001' FROM seq_1_to_{rows}",
+    )
+
+
+def tables_state(config: PipelineConfig) -> dict[str, Any]:
+    if not config.state_path.exists():
+        return {}
+    store = StateStore(config.state_path)
+    try:
+        return {t.table_id.table: t for t in store.tables()}
+    finally:
+        store.close()
+
+
+def states(config: PipelineConfig) -> dict[str, str]:
+    return {name: t.state for name, t in tables_state(config).items()}
+
+
+def all_in(config: PipelineConfig, state: str, names: list[str]) -> bool:
+    found = states(config)
+    return all(found.get(n) == state for n in names)
+
+
+def mirror_count(config: PipelineConfig, db: SourceDb, table: str) -> int:
+    path = config.sink.path / db.name / table
+    return int(DeltaTable(str(path)).to_pyarrow_dataset().count_rows())
+
+
+def source_count(db: SourceDb, table: str) -> int:
+    return int(db.rows(f"SELECT COUNT(*) FROM {table}")[0][0])  # type: ignore[call-overload]
+
+
+def caught_up_now(db: SourceDb, config: PipelineConfig, names: list[str]) -> bool:
+    """Every named table streaming and the committed position at the server's head."""
+    from cdc_console.mysql.position import current_position
+
+    if not all_in(config, STREAMING, names):
+        return False
+    store = StateStore(config.state_path)
+    try:
+        committed = store.committed_offset()
+    finally:
+        store.close()
+    conn = db.connect()
+    try:
+        return committed is not None and committed >= current_position(conn)
+    finally:
+        conn.close()
+
+
+def assert_converged(
+    db: SourceDb, config: PipelineConfig, names: list[str], lost: dict[str, int] | None = None
+) -> None:
+    """Mirrors equal sources; changelogs replay to the sources with no change applied twice.
+
+    ``lost`` names keys deleted from a mirror by hand (``damage_mirror``): the changelog never
+    saw that delete, so when the source deleted the key later, before the repair chunk's high
+    watermark, the changelog still holds the key's last image.
+    """
+    for name in names:
+        source = source_rows(db, name, "id")
+        assert mirror_rows(config, db.name, name, "id") == source, f"mirror of {name} differs"
+        replay, _, duplicates = changelog_replay(config, db.name, name, "id")
+        assert duplicates == 0, f"{name}: {duplicates} binlog changes applied twice"
+        damaged = (lost or {}).get(name)
+        if damaged is not None and damaged not in {r["id"] for r in source}:
+            replay.pop(damaged, None)
+        assert sorted(replay.values(), key=lambda r: r["id"]) == source, f"{name} changelog"
+
+
+def cli(config_path: Path, *args: str) -> str:
+    result = run_cli(*args, "--config", str(config_path), timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def applied_batches(config: PipelineConfig) -> int:
+    store = StateStore(config.state_path)
+    try:
+        return store.last_applied_batch()
+    finally:
+        store.close()
+
+
+def damage_mirror(config: PipelineConfig, db: SourceDb, table: str) -> tuple[int, int]:
+    """Delete the mirror's smallest key and add a key the source never had; return the lost key
+    and the number of the table's last chunk (where the stray key falls)."""
+    path = str(config.sink.path / db.name / table)
+    mirror = DeltaTable(path)
+    rows = mirror.to_pyarrow_table().sort_by("id")
+    lost = int(rows["id"][0].as_py())
+    mirror.delete(f"id = {lost}")
+    stray = rows.slice(0, 1).set_column(0, "id", pa.array([50_000_000_000], pa.int64()))
+    write_deltalake(path, stray, mode="append")
+    chunks = tables_state(config)[table].splits_total
+    assert chunks
+    return lost, chunks - 1
+
+
+class CountSampler(threading.Thread):
+    """Samples a mirror's row count until stopped; records the smallest seen."""
+
+    def __init__(self, config: PipelineConfig, db: SourceDb, table: str) -> None:
+        super().__init__(daemon=True)
+        self.config, self.db, self.table = config, db, table
+        self.samples: list[int] = []
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            with contextlib.suppress(Exception):  # a Delta log mid-commit: try again
+                self.samples.append(mirror_count(self.config, self.db, self.table))
+            time.sleep(0.2)
+
+
+def test_pause_redump_add_and_pipeline_pause_while_writers_run(
+    source_db: SourceDb, tmp_path: Path
+) -> None:
+    db = source_db
+    for name in ("t1", "t2", "t3", "t4"):
+        create_table(db, name)
+    config_path = write_config(
+        db, tmp_path, tables=[f"{db.name}.t1", f"{db.name}.t2", f"{db.name}.t3"], chunk_size=CHUNK
+    )
+    config = load(config_path)
+    writers = {
+        name: Writer(db, name, [1, 2000, 2001, 6000], seed=i, rate=40)
+        for i, name in enumerate(("t1", "t2", "t3"), start=1)
+    }
+    for writer in writers.values():
+        writer.start()
+    job = JobProcess(config_path)
+    with running(job):
+        wait_for(lambda: all_in(config, STREAMING, ["t1", "t2", "t3"]), 240, "streaming", job)
+
+        # Pause T1: its mirror freezes while T2 and T3 keep applying with low lag.
+        out = cli(config_path, "pause", "--table", f"{db.name}.t1", "--wait")
+        assert "applied: " in out and f"{db.name}.t1 paused at" in out
+        frozen = mirror_rows(config, db.name, "t1", "id")
+        before = {n: t.events_applied for n, t in tables_state(config).items()}
+        batch = applied_batches(config)
+        wait_for(lambda: applied_batches(config) >= batch + 4, 60, "four more batches", job)
+        after = tables_state(config)
+        assert after["t1"].state == PAUSED
+        assert after["t2"].events_applied > before["t2"]
+        assert after["t3"].events_applied > before["t3"]
+        assert mirror_rows(config, db.name, "t1", "id") == frozen
+        status = cli(config_path, "status", "--no-probe")
+        assert "paused at" in status and "resumes STREAMING" in status
+
+        out = cli(config_path, "resume", "--table", f"{db.name}.t1", "--wait")
+        assert f"{db.name}.t1 resumed: catching up from" in out
+        wait_for(lambda: all_in(config, STREAMING, ["t1"]), 60, "t1 streaming again", job)
+
+        # Re-dump T2 while its writer runs; the mirror never shrinks below what must remain.
+        start_count = source_count(db, "t2")
+        deleted_before = writers["t2"].deleted
+        sampler = CountSampler(config, db, "t2")
+        sampler.start()
+        out = cli(config_path, "redump", "--table", f"{db.name}.t2", "--wait")
+        assert "re-dump started, generation 1" in out
+        wait_for(lambda: all_in(config, STREAMING, ["t2"]), 180, "t2 re-dumped", job)
+        sampler.stop_event.set()
+        sampler.join(10)
+        deleted_meanwhile = writers["t2"].deleted - deleted_before
+        assert sampler.samples, "no mirror samples taken"
+        assert min(sampler.samples) >= start_count - deleted_meanwhile
+        t2 = tables_state(config)["t2"]
+        assert t2.generation == 1 and t2.splits_done == t2.splits_total
+
+        # Add T4 to the running pipeline.
+        out = cli(config_path, "add-table", f"{db.name}.t4", "--wait")
+        assert f"{db.name}.t4 added: snapshotting on id" in out
+        wait_for(lambda: all_in(config, STREAMING, ["t4"]), 120, "t4 streaming", job)
+
+        # Pipeline-wide pause: no new batches; resume continues.
+        cli(config_path, "pause", "--wait")
+        paused_at = applied_batches(config)
+        time.sleep(3)
+        assert applied_batches(config) == paused_at
+        assert "PIPELINE PAUSED" in cli(config_path, "status", "--no-probe")
+        # While nothing writes to the mirrors, damage T3's (a lost row, a stray row) and queue
+        # one-chunk repairs; commands apply while paused, their chunks run after the resume.
+        lost, last_chunk = damage_mirror(config, db, "t3")
+        cli(config_path, "redump", "--table", f"{db.name}.t3", "--chunk", "0", "--wait")
+        cli(config_path, "redump", "--table", f"{db.name}.t3", "--chunk", str(last_chunk))
+        assert lost not in {r["id"] for r in mirror_rows(config, db.name, "t3", "id")}
+        cli(config_path, "resume", "--wait")
+        wait_for(lambda: applied_batches(config) > paused_at, 60, "batches after resume", job)
+
+        for writer in writers.values():
+            writer.stop()
+            assert not writer.errors, writer.errors
+        names = ["t1", "t2", "t3", "t4"]
+        wait_for(lambda: caught_up_now(db, config, names), 120, "caught up", job)
+        cli(config_path, "stop", "--wait")
+        assert job.wait(120) == 0, job.output()
+    assert_converged(db, config, ["t1", "t2", "t3", "t4"], lost={"t3": lost})
+
+
+def test_kill_minus_nine_mid_redump_and_mid_catch_up_converges(
+    source_db: SourceDb, tmp_path: Path
+) -> None:
+    db = source_db
+    for name in ("t1", "t2"):
+        create_table(db, name, rows=20_000)
+    config_path = write_config(
+        db, tmp_path, tables=[f"{db.name}.t1", f"{db.name}.t2"], chunk_size=1_000
+    )
+    config = load(config_path)
+    writers = [
+        Writer(db, name, [1, 1000, 1001], seed=i, rate=40)
+        for i, name in enumerate(("t1", "t2"), start=1)
+    ]
+    for writer in writers:
+        writer.start()
+
+    job = JobProcess(config_path)
+    with running(job):
+        wait_for(lambda: all_in(config, STREAMING, ["t1", "t2"]), 240, "streaming", job)
+        cli(config_path, "redump", "--table", f"{db.name}.t2", "--wait")
+
+        def redump_half_done() -> bool:
+            t2 = tables_state(config)["t2"]
+            return t2.state == REDUMP and t2.splits_total is not None and t2.splits_done >= 4
+
+        wait_for(redump_half_done, 120, "re-dump under way", job)
+        job.kill()
+    t2 = tables_state(config)["t2"]
+    assert t2.state == REDUMP and t2.splits_done < (t2.splits_total or 0)
+
+    job = JobProcess(config_path)
+    with running(job):
+        wait_for(lambda: all_in(config, STREAMING, ["t1", "t2"]), 240, "re-dump completed", job)
+        cli(config_path, "pause", "--table", f"{db.name}.t1", "--wait")
+        db.execute(
+            "UPDATE t1 SET amount = amount + 1 WHERE id <= 15000",
+            "DELETE FROM t1 WHERE id BETWEEN 15001 AND 16000",
+        )
+        cli(config_path, "resume", "--table", f"{db.name}.t1")
+        wait_for(lambda: states(config).get("t1") == CATCHING_UP, 60, "t1 catching up", job)
+        job.kill()
+    assert states(config)["t1"] in (CATCHING_UP, STREAMING)
+
+    job = JobProcess(config_path)
+    with running(job):
+        wait_for(lambda: all_in(config, STREAMING, ["t1", "t2"]), 240, "recovered", job)
+        for writer in writers:
+            writer.stop()
+            assert not writer.errors, writer.errors
+        wait_for(lambda: caught_up_now(db, config, ["t1", "t2"]), 120, "caught up", job)
+        job.terminate()
+        assert job.wait(120) == 0, job.output()
+    assert_converged(db, config, ["t1", "t2"])
