@@ -45,6 +45,7 @@ schema evolution (an existing mirror whose schema differs raises ``SinkSchemaErr
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -84,6 +85,8 @@ _SAFE_DECIMAL = 18  # decimals up to this precision get correct statistics from 
 _DEFAULT_INDEXED_COLUMNS = 32  # Delta's default delta.dataSkippingNumIndexedCols
 _MERGE_OP = "__cdc_console_merge_op"  # extra source column of the MERGE: 'U' upsert, 'D' delete
 _RESERVED = {_MERGE_OP} | {f.name for f in CHANGELOG_FIELDS}
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +178,39 @@ class DeltaSink(TableBatchSink):
 
     # --- internals ------------------------------------------------------------------------
 
+    def _migrate(self, table_id: TableId, typed: pa.Schema, changelog_schema: pa.Schema) -> None:
+        """Bring a mirror to the table's new shape before a re-dump writes into it.
+
+        A re-dump is the fix for a table whose columns changed (a DDL stop). The mirror keeps
+        its rows, projected onto the new columns (kept columns cast, new ones null until the
+        re-dump's chunks rewrite each row), in one overwrite commit, so it is never empty. The
+        changelog is history in the old shape: its folder is set aside under a versioned name
+        and a new one starts. Both steps are no-ops once done, so a retried batch skips them.
+        """
+        path = self.mirror_path(table_id)
+        if DeltaTable.is_deltatable(str(path)):
+            mirror = DeltaTable(str(path))
+            if not _same_schema(mirror, typed):
+                current = mirror.to_pyarrow_table()
+                write_deltalake(
+                    mirror,
+                    _project(current, typed, path),
+                    mode="overwrite",
+                    schema_mode="overwrite",
+                    commit_properties=CommitProperties(
+                        custom_metadata={"cdc_console.migrate": f"{table_id} new shape"}
+                    ),
+                )
+                _log.warning("%s: mirror migrated to the new columns %s", table_id, typed.names)
+        log_path = self.changelog_path(table_id)
+        if DeltaTable.is_deltatable(str(log_path)) and not _same_schema(
+            DeltaTable(str(log_path)), changelog_schema
+        ):
+            version = DeltaTable(str(log_path)).version()
+            aside = log_path.with_name(f"{log_path.name}.before-v{version}")
+            log_path.rename(aside)
+            _log.warning("%s: changelog in the old shape kept at %s", table_id, aside)
+
     def _commit(self, batch_id: int, table_id: TableId, what: str) -> CommitProperties:
         return CommitProperties(
             app_transactions=[Transaction(self.app_id, batch_id)],
@@ -201,10 +237,12 @@ class DeltaSink(TableBatchSink):
             "mirror_skipped": False,
             "changelog_skipped": True,
         }
+        changelog_schema = pa.schema([*typed, *CHANGELOG_FIELDS])
+        if replaces:
+            self._migrate(table_id, typed, changelog_schema)
         mirror = _open_or_create(self.mirror_path(table_id), typed)
         mirror_done = _already(mirror, self.app_id, batch_id)
         log: DeltaTable | None = None
-        changelog_schema = pa.schema([*typed, *CHANGELOG_FIELDS])
         if self.changelog:
             log = _open_or_create(self.changelog_path(table_id), changelog_schema)
             if _already(log, self.app_id, batch_id):
@@ -303,8 +341,38 @@ def _check_schema(table: DeltaTable, expected: pa.Schema, path: Path) -> None:
     if have != want:
         raise SinkSchemaError(
             f"Delta table {path} has columns {have} but the source table maps to {want}; "
-            "schema evolution is not supported: move the old table away and REDUMP"
+            "re-dump the table ('cdc-console redump --table <db.table>'), which migrates "
+            "the mirror to the new columns"
         )
+
+
+def _same_schema(table: DeltaTable, expected: pa.Schema) -> bool:
+    have = [(f.name, str(f.type)) for f in table.schema().fields]
+    want = [(f.name, str(f.type)) for f in Schema.from_arrow(expected).fields]
+    return have == want
+
+
+def _project(current: pa.Table, typed: pa.Schema, path: Path) -> pa.Table:
+    """``current``'s rows on ``typed``'s columns: kept columns cast exactly, new ones null."""
+    columns = []
+    for field_ in typed:
+        if field_.name not in current.column_names:
+            if not field_.nullable and current.num_rows:
+                raise SinkSchemaError(
+                    f"{path} gets a new NOT NULL column {field_.name!r}, which its rows cannot "
+                    "hold until the re-dump rewrites them; move the mirror away and re-dump the "
+                    "table into a fresh one"
+                )
+            columns.append(pa.nulls(current.num_rows, field_.type))
+            continue
+        try:
+            columns.append(current[field_.name].cast(field_.type, safe=True))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise SinkSchemaError(
+                f"column {field_.name!r} of {path} cannot become {field_.type} exactly ({exc}); "
+                "move the mirror away and re-dump the table into a fresh one"
+            ) from None
+    return pa.Table.from_arrays(columns, schema=typed.with_metadata(None))
 
 
 def _check_table(schema: TableSchema) -> None:

@@ -26,7 +26,7 @@ from cdc_console.mysql.checks import preflight
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.mysql.position import binary_logs, current_position
-from cdc_console.mysql.schema import TableSchema, schema_to_dict
+from cdc_console.mysql.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.retention import binlog_needs, missing_binlog
 from cdc_console.source.offset import BinlogOffset
 from cdc_console.source.plan import BatchPlan
@@ -37,6 +37,8 @@ from cdc_console.state.store import (
     FINISHED,
     PAUSED,
     PENDING,
+    REDUMP,
+    REDUMP_CMD,
     REMOVED,
     SNAPSHOT_DONE,
     SNAPSHOTTING,
@@ -108,6 +110,16 @@ class PipelineJob:
             previous = known.get(schema.table_id)
             current = schema_to_dict(schema)
             if previous is not None and previous["columns"] != current["columns"]:
+                if rebuilding(store, schema.table_id):
+                    store.log_event(
+                        "table",
+                        f"{schema.table_id} changed shape; its re-dump rebuilds the mirror with "
+                        "the new columns",
+                        level="warning",
+                        table_id=schema.table_id,
+                    )
+                    store.set_schema(schema.table_id, current)
+                    continue
                 raise SchemaChangedError(
                     f"{schema.table_id} changed shape while the pipeline was stopped",
                     f"re-snapshot it: 'cdc-console redump --table {schema.table_id}'",
@@ -342,8 +354,21 @@ def retire_stale_stops(store: StateStore, started: float) -> None:
             )
 
 
+def rebuilding(store: StateStore, table_id: TableId) -> bool:
+    """Whether a whole-table re-dump is queued or under way: the fix for a table whose shape
+    changed (a DDL stop), so its new shape is accepted and its old binlog is not read again."""
+    table = store.table(table_id)
+    if table is not None and table.state == REDUMP and table.redump_chunk is None:
+        return True
+    return any(
+        c.target == str(table_id) and c.args.get("chunk") is None
+        for c in store.pending_commands([REDUMP_CMD])
+    )
+
+
 def narrow_pending_plan(store: StateStore) -> None:
-    """Drop REMOVED tables from a planned batch that never ran.
+    """Drop REMOVED tables, and tables about to be re-dumped, from a planned batch that never
+    ran.
 
     Plans are persisted so that a replay reads the same thing, but a batch that is still only
     planned applied nothing, so it may be narrowed under its number (Spark's checkpoint replays
@@ -354,7 +379,9 @@ def narrow_pending_plan(store: StateStore) -> None:
     if last is None or last[1] != "planned":
         return
     plan = BatchPlan.from_dict(last[2])
-    removed = {t.table_id for t in store.tables() if t.state == REMOVED}
+    removed = {
+        t.table_id for t in store.tables() if t.state == REMOVED or rebuilding(store, t.table_id)
+    }
     binlog = plan.binlog
     if binlog is not None:
         binlog = replace(

@@ -354,17 +354,37 @@ def test_ddl_on_a_captured_table_stops_the_job_with_the_fix(
     assert [r["id"] for r in mirror_rows(config, db, "orders", "id")] == [1, 2, 3, 4, 5]
     assert [r["id"] for r in mirror_rows(config, db, "other", "id")] == [1, 2, 3, 4, 5, 6]
 
-    # The fix works and loses nothing of the other table: drop orders from the config.
+    # The first fix the hint names: re-dump the table. Queued while no job runs, it applies at
+    # the next start; the mirror takes the new column without ever being empty, the other
+    # table loses nothing.
+    redump = run_cli("redump", "--table", f"{db}.orders", "--config", str(config_path))
+    assert redump.returncode == 0, redump.stderr
+    assert "no job is running: it applies when the job next starts" in redump.stdout
+    fixed = JobProcess(config_path, args=["--until-caught-up"]).start()
+    assert fixed.wait(180) == 0, fixed.output()
+    assert table_states(config) == {"orders": STREAMING, "other": STREAMING}
+    for table in ("orders", "other"):
+        assert mirror_rows(config, db, table, "id") == source_rows(source_db, table, "id")
+        _, _, duplicates = changelog_replay(config, db, table, "id")
+        assert duplicates == 0
+    assert {"id": 6, "note": "wrong shape", "extra": 42} in mirror_rows(config, db, "orders", "id")
+    assert list((config.sink.path / "_changelog" / db).glob("orders.before-v*"))
+
+    # The other fix: drop the table from the config; it stops being captured, its mirror stays.
     write_config(source_db, tmp_path, tables=[f"{db}.other"])
+    source_db.execute("INSERT INTO orders VALUES (7, 'not captured', 1)")
     final = JobProcess(config_path, args=["--until-caught-up"]).start()
     assert final.wait(120) == 0, final.output()
     assert table_states(config) == {"orders": REMOVED, "other": STREAMING}
     assert mirror_rows(config, db, "other", "id") == source_rows(source_db, "other", "id")
-    _, _, duplicates = changelog_replay(config, db, "other", "id")
-    assert duplicates == 0
-    assert [r["id"] for r in mirror_rows(config, db, "orders", "id")] == [1, 2, 3, 4, 5]
+    assert [r["id"] for r in mirror_rows(config, db, "orders", "id")] == [1, 2, 3, 4, 5, 6]
     assert_no_password(
-        output, final.output(), status.stdout, status.stderr, files=(config.state_path,)
+        output,
+        fixed.output(),
+        final.output(),
+        status.stdout,
+        status.stderr,
+        files=(config.state_path,),
     )
 
 
