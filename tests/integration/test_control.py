@@ -122,6 +122,17 @@ def cli(config_path: Path, *args: str) -> str:
     return result.stdout
 
 
+def recent_event_lag_ms(config: PipelineConfig) -> int:
+    """The job's latest event-time lag sample (newest change applied vs now)."""
+    store = StateStore(config.state_path)
+    try:
+        samples = [s for s in store.lag_samples(5) if s["event_lag_ms"] is not None]
+    finally:
+        store.close()
+    assert samples, "no lag samples yet"
+    return int(samples[-1]["event_lag_ms"])
+
+
 def applied_batches(config: PipelineConfig) -> int:
     store = StateStore(config.state_path)
     try:
@@ -193,6 +204,7 @@ def test_pause_redump_add_and_pipeline_pause_while_writers_run(
         assert after["t2"].events_applied > before["t2"]
         assert after["t3"].events_applied > before["t3"]
         assert mirror_rows(config, db.name, "t1", "id") == frozen
+        assert recent_event_lag_ms(config) < 15_000, "T2/T3 fell behind while T1 was paused"
         status = cli(config_path, "status", "--no-probe")
         assert "paused at" in status and "resumes STREAMING" in status
 
