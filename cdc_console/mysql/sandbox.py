@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 INSTALL_HINT = (
     "no MySQL-protocol server binary found (looked for mariadbd and mysqld on PATH and in /usr/sbin). "
     "Install one with 'sudo apt-get install mariadb-server', or start MySQL 8.4 with "
-    "'docker compose -f docker/mysql.yml up -d' and point --source at it."
+    "'docker compose -f jobs/mysql84/compose.yaml up -d --wait' and point --source at "
+    "127.0.0.1:3307."
 )
 
 
