@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from cdc_console.errors import CdcError, redact
 
-COMMAND_MODULES = ("check", "run", "status", "control", "bench")
+COMMAND_MODULES = ("check", "run", "status", "control", "bench", "demo", "workload")
 
 
 def build_parser() -> argparse.ArgumentParser:
