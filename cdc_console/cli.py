@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from cdc_console.errors import CdcError, redact
 
-COMMAND_MODULES = ("check", "run", "status", "control", "bench", "demo", "workload")
+COMMAND_MODULES = ("check", "run", "status", "console", "control", "bench", "demo", "workload")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,8 +51,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
-        parser.print_help()
-        return 0
+        from cdc_console.commands.console import discover_configs
+
+        configs = discover_configs()
+        if not configs:
+            parser.print_help()
+            return 0
+        given = list(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args([*given, "console", *(f"--config={c}" for c in configs)])
     setup_logging(args.verbose)
     try:
         return int(args.handler(args) or 0)

@@ -99,6 +99,26 @@ class SparkConfig:
 
 
 @dataclass(frozen=True)
+class ConsoleConfig:
+    """What the operations console colours and how often it looks: read by the console only.
+
+    Lag is how far the committed position trails the server (event time); staleness is the age
+    of the job's heartbeat and of the console's own last successful look. Above ``warn`` a number
+    turns yellow, above ``alert`` red; a job that is alive but made no progress for
+    ``stale_alert_seconds`` while lag grew shows as stalled.
+    """
+
+    refresh_seconds: float = 0.5
+    lag_warn_seconds: float = 10.0
+    lag_alert_seconds: float = 60.0
+    stale_warn_seconds: float = 15.0
+    stale_alert_seconds: float = 60.0
+    purge_warn_hours: float = 24.0
+    purge_alert_hours: float = 2.0
+    job_log: Path | None = None
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     name: str
     path: Path | None
@@ -108,10 +128,11 @@ class PipelineConfig:
     state_path: Path
     spark: SparkConfig
     heartbeat_seconds: float = 5.0
+    console: ConsoleConfig = field(default_factory=ConsoleConfig)
 
 
 _KNOWN = {
-    "": {"name", "source", "snapshot", "sink", "state", "spark", "pipeline"},
+    "": {"name", "source", "snapshot", "sink", "state", "spark", "pipeline", "console"},
     "source": {
         "host",
         "port",
@@ -135,6 +156,16 @@ _KNOWN = {
     "state": {"path"},
     "spark": {"master", "trigger_seconds", "checkpoint", "ui_port", "conf"},
     "pipeline": {"heartbeat_seconds"},
+    "console": {
+        "refresh_seconds",
+        "lag_warn_seconds",
+        "lag_alert_seconds",
+        "stale_warn_seconds",
+        "stale_alert_seconds",
+        "purge_warn_hours",
+        "purge_alert_hours",
+        "job_log",
+    },
 }
 
 
@@ -252,7 +283,7 @@ def config_from_dict(
     if unknown:
         raise ConfigError(
             f"unknown section or key {sorted(unknown)[0]!r}",
-            "valid sections: [source] [snapshot] [sink] [state] [spark] [pipeline]",
+            "valid sections: [source] [snapshot] [sink] [state] [spark] [pipeline] [console]",
         )
     src = _section(doc, "source")
     if "password" in src:
@@ -370,4 +401,51 @@ def config_from_dict(
         state_path=state_path,
         spark=spark,
         heartbeat_seconds=float(_typed(pipe, "pipeline", "heartbeat_seconds", (int, float), 5.0)),
+        console=_console(_section(doc, "console"), base),
+    )
+
+
+def _console(section: dict[str, Any], base: Path | None) -> ConsoleConfig:
+    defaults = ConsoleConfig()
+
+    def number(key: str, default: float) -> float:
+        value = float(_typed(section, "console", key, (int, float), default))
+        if value <= 0:
+            raise ConfigError(f"console.{key} must be positive", f"set console.{key} = {default:g}")
+        return value
+
+    refresh = number("refresh_seconds", defaults.refresh_seconds)
+    if refresh > 0.5:
+        raise ConfigError(
+            f"console.refresh_seconds {refresh:g} is slower than twice a second",
+            "set console.refresh_seconds to 0.5 or less (the console never blocks on a refresh)",
+        )
+    pairs: dict[str, tuple[float, float]] = {}
+    for name in ("lag", "stale"):
+        warn = number(f"{name}_warn_seconds", getattr(defaults, f"{name}_warn_seconds"))
+        alert = number(f"{name}_alert_seconds", getattr(defaults, f"{name}_alert_seconds"))
+        if alert < warn:
+            raise ConfigError(
+                f"console.{name}_alert_seconds ({alert:g}) is below {name}_warn_seconds ({warn:g})",
+                f"set console.{name}_alert_seconds at or above console.{name}_warn_seconds",
+            )
+        pairs[name] = (warn, alert)
+    purge_warn = number("purge_warn_hours", defaults.purge_warn_hours)
+    purge_alert = number("purge_alert_hours", defaults.purge_alert_hours)
+    if purge_alert > purge_warn:
+        raise ConfigError(
+            f"console.purge_alert_hours ({purge_alert:g}) is above purge_warn_hours "
+            f"({purge_warn:g})",
+            "the alert comes closer to the purge than the warning: set purge_alert_hours lower",
+        )
+    job_log = _typed(section, "console", "job_log", str, None)
+    return ConsoleConfig(
+        refresh_seconds=refresh,
+        lag_warn_seconds=pairs["lag"][0],
+        lag_alert_seconds=pairs["lag"][1],
+        stale_warn_seconds=pairs["stale"][0],
+        stale_alert_seconds=pairs["stale"][1],
+        purge_warn_hours=purge_warn,
+        purge_alert_hours=purge_alert,
+        job_log=_resolve(base, job_log) if job_log is not None else None,
     )

@@ -1,0 +1,1 @@
+"""What the console polls, in worker threads: state, server, processes; no Textual here."""

@@ -1,0 +1,296 @@
+"""Judgements made on each poll: how bad a lag is, what state a job is in, how close a purge is.
+
+Pure functions of what was read, so each rule is tested on its own, and the thresholds come from
+the pipeline's ``[console]`` section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_console.config import ConsoleConfig
+from cdc_console.source.offset import BinlogOffset, binlog_file_index
+from cdc_console.tui.data.history import HeadHistory
+from cdc_console.tui.data.jobs import ProcessSample
+from cdc_console.tui.data.server import ServerStatus
+from cdc_console.tui.data.units import span
+from cdc_console.tui.model import JobStatus, JobView, Lag, Level, PurgeRisk, RunView
+
+#: A job's run row is written after preflight; a run that started this long before a launch is
+#: an older one, not the launched job's.
+LAUNCH_SLACK_SECONDS = 2.0
+
+
+def level(value: float | None, warn: float, alert: float) -> Level:
+    if value is None:
+        return Level.IDLE
+    if value >= alert:
+        return Level.ALERT
+    if value >= warn:
+        return Level.WARN
+    return Level.OK
+
+
+def lag_level(seconds: float | None, config: ConsoleConfig) -> Level:
+    return level(seconds, config.lag_warn_seconds, config.lag_alert_seconds)
+
+
+def stale_level(seconds: float | None, config: ConsoleConfig) -> Level:
+    return level(seconds, config.stale_warn_seconds, config.stale_alert_seconds)
+
+
+def position_lag(
+    position: BinlogOffset | None,
+    head: BinlogOffset | None,
+    history: HeadHistory,
+    now: float,
+    config: ConsoleConfig,
+) -> Lag | None:
+    """How long ago the server wrote ``position``: zero at the head, None when unknowable."""
+    if position is None or head is None:
+        return None
+    if position >= head:
+        return Lag(0.0, Level.OK)
+    age = history.age(position, now)
+    if age is None:
+        return None
+    return Lag(age.seconds, lag_level(age.seconds, config), age.at_least)
+
+
+def event_lag(
+    committed: BinlogOffset | None,
+    head: BinlogOffset | None,
+    last_event_ms: int | None,
+    history: HeadHistory,
+    now: float,
+    config: ConsoleConfig,
+) -> Lag | None:
+    """Event-time lag: now minus the commit time of the last change applied, zero at the head.
+
+    Without any applied event yet, the age of the committed position stands in for it.
+    """
+    if committed is None or head is None:
+        return None
+    if committed >= head:
+        return Lag(0.0, Level.OK)
+    if last_event_ms is not None:
+        seconds = max(0.0, now - last_event_ms / 1000.0)
+        return Lag(seconds, lag_level(seconds, config))
+    return position_lag(committed, head, history, now, config)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A job this console started and whose run row may not exist yet."""
+
+    pid: int
+    at: float
+    alive: bool
+    exit_code: int | None
+
+
+def run_views(runs: Sequence[Mapping[str, Any]]) -> tuple[RunView, ...]:
+    return tuple(
+        RunView(
+            run_id=int(r["run_id"]),
+            pid=r.get("pid"),
+            host=r.get("host"),
+            started_at=float(r["started_at"]),
+            ended_at=r.get("ended_at"),
+            status=str(r["status"]),
+            exit_code=r.get("exit_code"),
+            error=r.get("error"),
+        )
+        for r in runs
+    )
+
+
+def job_view(
+    runs: Sequence[Mapping[str, Any]],
+    total_runs: int,
+    sample: ProcessSample | None,
+    *,
+    launch: Launch | None,
+    stopping: bool,
+    stalled: bool,
+    last_error: str | None,
+    log_last_line: str | None,
+    local_host: str,
+    now: float,
+    config: ConsoleConfig,
+) -> JobView:
+    """The job's state from its run rows, its live process (if any) and the console's own acts."""
+    history = run_views(runs)
+    run = history[0] if history else None
+    latest = runs[0] if runs else {}
+    heartbeat = latest.get("heartbeat_at") if run is not None and run.status == "running" else None
+    heartbeat_age = max(0.0, now - float(heartbeat)) if heartbeat is not None else None
+    common: dict[str, Any] = {
+        "host": run.host if run else None,
+        "master": latest.get("master"),
+        "restarts": max(0, total_runs - 1),
+        "spark_ui": latest.get("spark_ui"),
+        "heartbeat_age": heartbeat_age,
+        "heartbeat_level": stale_level(heartbeat_age, config),
+        "last_error": last_error,
+        "runs": history,
+    }
+    if launch is not None and (run is None or run.started_at < launch.at - LAUNCH_SLACK_SECONDS):
+        if launch.alive:
+            return JobView(
+                JobStatus.STARTING,
+                Level.WARN,
+                f"started pid {launch.pid}; preflight runs before its first run record",
+                pid=launch.pid,
+                uptime=now - launch.at,
+                **common,
+            )
+        code = f" with status {launch.exit_code}" if launch.exit_code is not None else ""
+        why = f": {log_last_line}" if log_last_line else " (see the job log)"
+        common["last_error"] = log_last_line or last_error
+        return JobView(
+            JobStatus.FAILED,
+            Level.ALERT,
+            f"pid {launch.pid} exited{code} before it started a run{why}",
+            pid=launch.pid,
+            **common,
+        )
+    if sample is not None:
+        measured: dict[str, Any] = {
+            "pid": sample.pid,
+            "uptime": now - run.started_at if run else None,
+            "cpu_percent": sample.cpu_percent,
+            "rss_bytes": sample.rss_bytes,
+            "processes": sample.processes,
+        }
+        if stopping:
+            return JobView(JobStatus.STOPPING, Level.WARN, "stop requested", **measured, **common)
+        stale = heartbeat_age is not None and heartbeat_age >= config.stale_alert_seconds
+        if stalled or stale:
+            detail = (
+                f"alive, but no heartbeat for {heartbeat_age:.0f} s"
+                if stale and heartbeat_age is not None
+                else f"alive, but no progress for {config.stale_alert_seconds:.0f} s "
+                "while the lag grew"
+            )
+            return JobView(JobStatus.STALLED, Level.ALERT, detail, **measured, **common)
+        where = f"run {run.run_id} since {span(now - run.started_at)}" if run else "no run yet"
+        return JobView(JobStatus.RUNNING, Level.OK, where, **measured, **common)
+    if run is None:
+        return JobView(JobStatus.NEVER_RAN, Level.IDLE, "never ran", **common)
+    if run.status == "running":
+        if run.host and run.host != local_host:
+            return JobView(
+                JobStatus.REMOTE,
+                stale_level(heartbeat_age, config),
+                f"runs on {run.host}: only its heartbeat is visible from here",
+                pid=run.pid,
+                uptime=now - run.started_at,
+                **common,
+            )
+        common["last_error"] = last_error
+        return JobView(
+            JobStatus.FAILED,
+            Level.ALERT,
+            f"pid {run.pid} is gone without recording an exit (killed, or the machine restarted)",
+            pid=run.pid,
+            **common,
+        )
+    if run.status == "failed":
+        common["last_error"] = run.error or last_error
+        return JobView(
+            JobStatus.FAILED,
+            Level.ALERT,
+            f"run {run.run_id} failed (exit {run.exit_code})",
+            pid=run.pid,
+            **common,
+        )
+    return JobView(
+        JobStatus.STOPPED,
+        Level.IDLE,
+        f"run {run.run_id} stopped (exit {run.exit_code})",
+        pid=run.pid,
+        **common,
+    )
+
+
+def purge_risk(
+    needs: Sequence[tuple[str, BinlogOffset]],
+    server: ServerStatus | None,
+    history: HeadHistory,
+    now: float,
+    config: ConsoleConfig,
+) -> PurgeRisk:
+    """The oldest binlog the server keeps vs the oldest one this pipeline will read.
+
+    A closed binlog file becomes purgeable ``expire`` seconds after it was closed; the console
+    knows when a file was closed from when it first saw the head in a later file (its own probes
+    and the job's lag samples). The server purges at rotation, so "due" means at the next one.
+    """
+    expire = server.expire_seconds if server else None
+    setting = server.expire_setting if server else None
+    empty: dict[str, Any] = {
+        "oldest_on_server": server.logs[0][0] if server and server.logs else None,
+        "oldest_needed": None,
+        "needed_by": None,
+        "expire_seconds": expire,
+        "expire_setting": setting,
+        "time_left": None,
+    }
+    if server is None or not server.reachable:
+        return PurgeRisk(Level.IDLE, "unknown: the server cannot be asked", **empty, bound="")
+    if not needs:
+        return PurgeRisk(Level.OK, "no binlog needed yet", **empty, bound="")
+    needed_by, needed = min(needs, key=lambda need: need[1])
+    empty.update(oldest_needed=needed, needed_by=needed_by)
+    if not server.logs or server.head is None:
+        return PurgeRisk(Level.IDLE, "unknown: the server lists no binlogs", **empty, bound="")
+    oldest = server.logs[0][0]
+    present = {name for name, _ in server.logs}
+    if binlog_file_index(needed.file) < binlog_file_index(oldest):
+        return PurgeRisk(
+            Level.ALERT,
+            f"PURGED: {needed.file} (needed by {needed_by}) is gone; the oldest left is {oldest}",
+            **empty,
+            bound="",
+        )
+    if needed.file not in present:
+        return PurgeRisk(
+            Level.ALERT,
+            f"{needed.file} (needed by {needed_by}) is not on the server: binlog reset?",
+            **empty,
+            bound="",
+        )
+    spare = binlog_file_index(needed.file) - binlog_file_index(oldest)
+    margin = f"{spare} older file(s) go first" if spare else "it is the oldest file left"
+    empty["margin"] = margin
+    if expire is None:
+        return PurgeRisk(Level.OK, "binlogs never expire", **empty, bound="never")
+    if needed.file == server.head.file:
+        return PurgeRisk(
+            Level.OK,
+            f"{needed.file} is still being written; its expiry starts when it is closed",
+            **empty,
+            bound="open",
+        )
+    closed_at, bound = history.closed_at(needed.file)
+    if closed_at is None:
+        return PurgeRisk(Level.IDLE, f"unknown when {needed.file} closed", **empty, bound="")
+    left = closed_at + expire - now
+    hours = left / 3600.0
+    risk = (
+        Level.ALERT
+        if hours <= config.purge_alert_hours
+        else Level.WARN
+        if hours <= config.purge_warn_hours
+        else Level.OK
+    )
+    summary = (
+        f"due: {needed.file} may be purged at the next rotation"
+        if left <= 0
+        else f"{needed.file} may be purged in {span(left)}"
+    )
+    empty["time_left"] = left
+    return PurgeRisk(risk, summary, **empty, bound=bound)

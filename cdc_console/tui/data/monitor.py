@@ -1,0 +1,483 @@
+"""One pipeline as the console watches and steers it; every method runs in a worker thread.
+
+``poll`` reads the state database, the job's process tree and the log, and combines them with the
+latest server probe into a ``PipelineView``; ``probe`` asks the server; ``queue``, ``start_job``
+and ``stop_job`` act. Commands go through the state database's queue exactly as the CLI's do,
+refused up front with the same reasons (``refusal``), and their acknowledgements come back as
+notices on a later poll.
+"""
+
+from __future__ import annotations
+
+import getpass
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cdc_console.config import PipelineConfig
+from cdc_console.errors import CdcError
+from cdc_console.mysql.lag import binlog_distance
+from cdc_console.retention import binlog_needs
+from cdc_console.source.control import refusal
+from cdc_console.source.offset import BinlogOffset
+from cdc_console.state.store import (
+    CATCHING_UP,
+    CMD_APPLIED,
+    CMD_PENDING,
+    LAG_SAMPLES_KEPT,
+    PAUSED,
+    STOP,
+    STREAMING,
+    StateStore,
+    TableState,
+)
+from cdc_console.tui.data import assess
+from cdc_console.tui.data.history import HeadHistory, ProgressTracker, RateTracker
+from cdc_console.tui.data.jobs import JobControl, ProcessSample
+from cdc_console.tui.data.logtail import last_meaningful, tail
+from cdc_console.tui.data.server import ServerProbe, ServerStatus
+from cdc_console.tui.data.splits import SplitReader
+from cdc_console.tui.data.units import shown_path
+from cdc_console.tui.data.views import (
+    command_view,
+    default_table,
+    event_view,
+    offset_of,
+    table_note,
+)
+from cdc_console.tui.model import (
+    BinlogView,
+    EventView,
+    JobView,
+    Level,
+    Notice,
+    PipelineView,
+    TableView,
+)
+
+RUNS_SHOWN = 10
+EVENTS_SHOWN = 300
+COMMANDS_SHOWN = 100
+LAG_HISTORY_SHOWN = 120
+STOP_GRACE_SECONDS = 30.0
+NEEDS_TTL_SECONDS = 5.0
+
+
+def console_user() -> str:
+    try:
+        return f"console:{getpass.getuser()}"
+    except Exception:
+        return "console"
+
+
+@dataclass
+class PipelineMonitor:
+    config: PipelineConfig
+    probe_source: ServerProbe
+    jobs: JobControl
+    config_label: str = ""
+    clock: Callable[[], float] = time.time
+    host: str = field(default_factory=socket.gethostname)
+    issued_by: str = field(default_factory=console_user)
+    stop_grace: float = STOP_GRACE_SECONDS
+
+    def __post_init__(self) -> None:
+        self.name = self.config.name
+        self.config_path = self.config.path or Path(self.config_label)
+        self.config_label = self.config_label or shown_path(self.config_path)
+        self.default_log = self.config.console.job_log or self.config.state_path.parent / "job.log"
+        self.log_path = self.default_log
+        self.history = HeadHistory()
+        self.rates = RateTracker()
+        self.progress = ProgressTracker()
+        self._store: StateStore | None = None
+        self._io = threading.RLock()
+        self._probing = threading.Lock()
+        self._closed = False
+        self._server: ServerStatus | None = None
+        self._lag_seen = 0.0
+        self._launch: tuple[int, float] | None = None
+        self._stopping_since: float | None = None
+        self._awaiting: dict[int, str] = {}
+        self._notices: list[Notice] = []
+        self._needs_cache: tuple[float, list[tuple[str, BinlogOffset]]] | None = None
+        self.splits = SplitReader()
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def store(self) -> StateStore | None:
+        """The state database, opened once it exists (a pipeline that never ran has none)."""
+        with self._io:
+            if self._closed:
+                raise CdcError(f"{self.name}: the console is closing")
+            if self._store is None and self.config.state_path.exists():
+                self._store = StateStore.open_existing(self.config.state_path)
+            return self._store
+
+    def probe(self) -> ServerStatus:
+        with self._probing:
+            status = self.probe_source.probe()
+        if status.head is not None:
+            self.history.add(status.probed_at, status.head)
+        self._server = status
+        return status
+
+    def poll(self, selected: str | None) -> PipelineView:
+        """Everything on screen for this pipeline; holds the state connection meanwhile, so
+        ``close`` never pulls it from under a running query."""
+        with self._io:
+            return self._poll(selected)
+
+    def _poll(self, selected: str | None) -> PipelineView:
+        now = self.clock()
+        store = self.store()
+        sample = self.jobs.sample(store, self.config_path) if store is not None else None
+        if sample is not None and sample.log_path and not self.config.console.job_log:
+            self.log_path = sample.log_path
+        log_tail = tail(self.log_path)
+        if store is None:
+            return self._stateless_view(now, log_tail)
+        self._merge_lag_samples(store)
+        tables = store.tables()
+        all_runs = store.runs(1000)
+        committed = store.committed_offset()
+        server = self._server
+        head = server.head if server else None
+        behind = (
+            binlog_distance(committed, head, server.logs)
+            if committed is not None and head is not None and server is not None
+            else (None, None)
+        )
+        paused = store.pipeline_paused()
+        self.progress.observe(
+            all_runs[0]["run_id"] if all_runs else None,
+            (
+                committed.sort_key if committed else None,
+                sum(t.splits_done for t in tables),
+                sum(t.rows_snapshotted for t in tables),
+                sum(t.events_applied for t in tables),
+            ),
+            now,
+            behind[0],
+        )
+        events = [event_view(e) for e in store.events(EVENTS_SHOWN)]
+        errors = [e for e in events if e.level == "error"]
+        job = self._job(sample, all_runs, paused, behind[0], errors, log_tail, now)
+        table_views = tuple(self._table(t, head, now) for t in tables)
+        names = [t.table for t in table_views]
+        if selected not in names:
+            selected = default_table(table_views)
+        needs = self._needs(store, now)
+        if committed is not None:
+            needs.append(("the stream", committed))
+        return PipelineView(
+            name=self.name,
+            config_path=self.config_label,
+            state_path=shown_path(self.config.state_path),
+            log_path=shown_path(self.log_path),
+            refreshed_at=now,
+            has_state=True,
+            pipeline_paused=paused,
+            job=job,
+            tables=table_views,
+            selected_table=selected,
+            splits=self.splits.read(store, selected) if selected else (),
+            binlog=self._binlog(store, committed, behind, tables, needs, now),
+            events=tuple(events),
+            commands=tuple(command_view(c) for c in store.commands(COMMANDS_SHOWN)),
+            log_tail=log_tail,
+            notices=self._collect_notices(store),
+        )
+
+    def _needs(self, store: StateStore, now: float) -> list[tuple[str, BinlogOffset]]:
+        """``binlog_needs``, recomputed every few seconds: it reads every snapshotting table's
+        splits, and the oldest needed position moves slowly."""
+        if self._needs_cache is None or now - self._needs_cache[0] >= NEEDS_TTL_SECONDS:
+            self._needs_cache = (now, list(binlog_needs(store)))
+        return list(self._needs_cache[1])
+
+    def _merge_lag_samples(self, store: StateStore) -> None:
+        limit = LAG_SAMPLES_KEPT if not self._lag_seen else 50
+        for sample in store.lag_samples(limit):
+            if sample["ts"] <= self._lag_seen:
+                continue
+            self._lag_seen = sample["ts"]
+            head = offset_of(sample.get("head"))
+            if head is not None:
+                self.history.add(float(sample["ts"]), head)
+
+    def _job(
+        self,
+        sample: ProcessSample | None,
+        runs: list[dict[str, Any]],
+        paused: bool,
+        behind: int | None,
+        errors: list[EventView],
+        log_tail: tuple[str, ...],
+        now: float,
+    ) -> JobView:
+        console = self.config.console
+        launch = self._launch_state(runs)
+        if sample is None and self._stopping_since is not None:
+            self._stopping_since = None
+        stalled = not paused and self.progress.stalled(now, console.stale_alert_seconds, behind)
+        return assess.job_view(
+            runs[:RUNS_SHOWN],
+            len(runs),
+            sample,
+            launch=launch,
+            stopping=self._stopping_since is not None,
+            stalled=stalled,
+            last_error=errors[-1].message if errors else None,
+            log_last_line=last_meaningful(log_tail),
+            local_host=self.host,
+            now=now,
+            config=console,
+        )
+
+    def _launch_state(self, runs: list[dict[str, Any]]) -> assess.Launch | None:
+        """The job this console launched, until its run row shows up (then announced once)."""
+        if self._launch is None:
+            return None
+        pid, at = self._launch
+        if runs and float(runs[0]["started_at"]) >= at - assess.LAUNCH_SLACK_SECONDS:
+            self._launch = None
+            self._notices.append(
+                Notice("information", self.name, f"job up: run {runs[0]['run_id']}, pid {pid}")
+            )
+            return None
+        alive = self.jobs.is_alive(pid)
+        return assess.Launch(pid, at, alive, None if alive else self.jobs.exit_code(pid))
+
+    def _table(self, table: TableState, head: BinlogOffset | None, now: float) -> TableView:
+        name = str(table.table_id)
+        position: BinlogOffset | None = None
+        if table.state in (STREAMING, CATCHING_UP):
+            position = table.stream_from
+        elif table.state == PAUSED:
+            position = table.paused_at or table.stream_from
+        lag = (
+            assess.position_lag(position, head, self.history, now, self.config.console)
+            if position is not None
+            else None
+        )
+        return TableView(
+            table=name,
+            state=table.state,
+            splits_done=table.splits_done,
+            splits_total=table.splits_total,
+            rows_snapshotted=table.rows_snapshotted,
+            events_applied=table.events_applied,
+            events_per_second=self.rates.add(name, now, table.events_applied),
+            lag=lag,
+            position=position,
+            chunk_size=self.config.snapshot.chunk_size,
+            note=table_note(table),
+        )
+
+    def _binlog(
+        self,
+        store: StateStore | None,
+        committed: BinlogOffset | None,
+        behind: tuple[int | None, int | None],
+        tables: list[TableState],
+        needs: list[tuple[str, BinlogOffset]],
+        now: float,
+    ) -> BinlogView:
+        console = self.config.console
+        server = self._server
+        head = server.head if server else None
+        stamps = [t.last_event_ts for t in tables if t.last_event_ts]
+        probe_age = now - server.probed_at if server and server.reachable else None
+        samples = store.lag_samples(LAG_HISTORY_SHOWN) if store is not None else []
+        return BinlogView(
+            committed=committed,
+            head=head,
+            server=server.version if server else None,
+            server_error=server.error if server else None,
+            probe_age=probe_age,
+            probe_level=Level.ALERT
+            if server is not None and not server.reachable
+            else assess.stale_level(probe_age, console),
+            bytes_behind=behind[0],
+            files_behind=behind[1],
+            event_lag=assess.event_lag(
+                committed, head, max(stamps) if stamps else None, self.history, now, console
+            ),
+            lag_history=tuple(
+                s["event_lag_ms"] / 1000.0 for s in samples if s["event_lag_ms"] is not None
+            ),
+            binlog_files=len(server.logs) if server else 0,
+            binlog_bytes=sum(size for _, size in server.logs) if server else 0,
+            oldest_file=server.logs[0][0] if server and server.logs else None,
+            newest_file=server.logs[-1][0] if server and server.logs else None,
+            needs=tuple(
+                (who, where, assess.position_lag(where, head, self.history, now, console))
+                for who, where in sorted(needs, key=lambda need: need[1])
+            ),
+            purge=assess.purge_risk(needs, server, self.history, now, console),
+        )
+
+    def _stateless_view(self, now: float, log_tail: tuple[str, ...]) -> PipelineView:
+        job = assess.job_view(
+            [],
+            0,
+            None,
+            launch=self._launch_state([]),
+            stopping=False,
+            stalled=False,
+            last_error=None,
+            log_last_line=last_meaningful(log_tail),
+            local_host=self.host,
+            now=now,
+            config=self.config.console,
+        )
+        return PipelineView(
+            name=self.name,
+            config_path=self.config_label,
+            state_path=shown_path(self.config.state_path),
+            log_path=shown_path(self.log_path),
+            refreshed_at=now,
+            has_state=False,
+            pipeline_paused=False,
+            job=job,
+            tables=(),
+            selected_table=None,
+            splits=(),
+            binlog=self._binlog(None, None, (None, None), [], [], now),
+            events=(),
+            commands=(),
+            log_tail=log_tail,
+            notices=tuple(self._drain()),
+        )
+
+    def _collect_notices(self, store: StateStore) -> tuple[Notice, ...]:
+        for command_id, what in list(self._awaiting.items()):
+            command = store.command(command_id)
+            if command is None or command.status == CMD_PENDING:
+                continue
+            del self._awaiting[command_id]
+            if command.status == CMD_APPLIED:
+                self._notices.append(
+                    Notice("information", f"{self.name}: {what} applied", command.reason or "")
+                )
+            else:
+                self._notices.append(
+                    Notice("error", f"{self.name}: {what} refused", command.reason or "")
+                )
+        return tuple(self._drain())
+
+    def _drain(self) -> list[Notice]:
+        notices, self._notices = self._notices, []
+        return notices
+
+    # -- acting ---------------------------------------------------------------------------------
+
+    def queue(
+        self, kind: str, target: str | None = None, args: dict[str, Any] | None = None
+    ) -> int:
+        """Queue a command as the CLI does; raise ``CdcError`` with the reason it cannot apply."""
+        with self._io:
+            return self._queue(kind, target, args)
+
+    def _queue(self, kind: str, target: str | None, args: dict[str, Any] | None) -> int:
+        store = self.store()
+        if store is None:
+            raise CdcError(
+                f"{self.name} has no state yet, so there is nothing to {kind}",
+                "start the job first (s)",
+            )
+        extra = dict(args or {})
+        reason = refusal(kind, target, extra, store.tables(), store.pipeline_paused())
+        if reason is not None:
+            raise CdcError(reason)
+        command_id = store.queue_command(kind, target, extra, issued_by=self.issued_by)
+        command = store.command(command_id)
+        self._awaiting[command_id] = command_view(command).describe() if command else kind
+        return command_id
+
+    def start_job(self) -> int:
+        """Launch the job detached (it outlives the console); refuse if one is running."""
+        with self._io:
+            store = self.store()
+            running = store is not None and self.jobs.sample(store, self.config_path) is not None
+        if running:
+            raise CdcError(f"{self.name}: a job is already running", "stop it first (x)")
+        if self._launch is not None and self.jobs.is_alive(self._launch[0]):
+            raise CdcError(f"{self.name}: the job started at pid {self._launch[0]} is starting")
+        pid = self.jobs.launch(self.config_path, self.log_path)
+        self._launch = (pid, self.clock())
+        return pid
+
+    def stop_job(self, sleep: Callable[[float], None] = time.sleep) -> str:
+        """Queue ``stop``; if the job has not exited after the grace period, signal it.
+
+        The queued command lets the job finish its batch and acknowledge; the signal is the
+        fallback for a job too stuck to read its queue. Blocks for up to the grace period plus
+        the launcher's own timeout, so it runs in a worker of its own.
+        """
+        with self._io:
+            store = self.store()
+            sample = self.jobs.sample(store, self.config_path) if store is not None else None
+        if sample is None and self._launch is not None and self.jobs.is_alive(self._launch[0]):
+            pid = self._launch[0]
+            self.jobs.stop(pid, 30.0)
+            return f"job pid {pid} stopped before it started a run: signalled"
+        if store is None or sample is None:
+            raise CdcError(f"{self.name}: no job is running", "start one with s")
+        self.queue(STOP)
+        self._stopping_since = self.clock()
+        deadline = time.monotonic() + self.stop_grace
+        while time.monotonic() < deadline:
+            if not self.jobs.is_alive(sample.pid):
+                return f"job pid {sample.pid} stopped"
+            sleep(0.25)
+        self.jobs.stop(sample.pid, 30.0)
+        return (
+            f"job pid {sample.pid} ignored the stop command for {self.stop_grace:.0f} s: signalled"
+        )
+
+    def close(self) -> None:
+        """Release the server connection and the state database, after any poll in flight."""
+        with self._probing:
+            self.probe_source.close()
+        with self._io:
+            self._closed = True
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+    @property
+    def launched(self) -> bool:
+        return self._launch is not None
+
+
+def open_monitors(config_paths: Sequence[str | Path]) -> list[PipelineMonitor]:
+    """Monitors for the given config files, watching real processes and servers.
+
+    Pipeline names label rows, notifications and palette commands, so they must differ; two
+    configs of the same name get an error naming the key to set.
+    """
+    from cdc_console.config import load_config
+    from cdc_console.tui.data.jobs import LocalJobControl
+    from cdc_console.tui.data.server import MySQLServerProbe
+
+    monitors: list[PipelineMonitor] = []
+    for path in config_paths:
+        config = load_config(path)
+        clash = next((m for m in monitors if m.name == config.name), None)
+        if clash is not None:
+            raise CdcError(
+                f"{path} and {clash.config_label} are both named {config.name!r}",
+                'give each config its own name = "..." at the top of the file',
+            )
+        monitors.append(
+            PipelineMonitor(
+                config, MySQLServerProbe(config.source), LocalJobControl(), config_label=str(path)
+            )
+        )
+    return monitors

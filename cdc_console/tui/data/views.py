@@ -1,0 +1,68 @@
+"""Rows of the state database as the console's views: events, commands, table notes.
+
+The mapping from stored rows to what an operator reads, kept apart from the polling that fetches
+them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from cdc_console.source.offset import BinlogOffset
+from cdc_console.state.store import PAUSED, REDUMP, STREAMING, Command, TableState
+from cdc_console.tui.model import CommandView, EventView, TableView
+
+
+def offset_of(text: Any) -> BinlogOffset | None:
+    if not text:
+        return None
+    return BinlogOffset.from_dict(json.loads(text) if isinstance(text, str) else text)
+
+
+def event_view(row: dict[str, Any]) -> EventView:
+    return EventView(
+        id=int(row["id"]),
+        ts=float(row["ts"]),
+        level=str(row["level"]),
+        kind=str(row["kind"]),
+        table=row.get("table_id"),
+        message=str(row["message"]),
+    )
+
+
+def command_view(command: Command) -> CommandView:
+    return CommandView(
+        id=command.id,
+        kind=command.kind,
+        target=command.target,
+        args=dict(command.args),
+        issued_by=command.issued_by,
+        issued_at=command.issued_at,
+        status=command.status,
+        reason=command.reason,
+        applied_at=command.applied_at,
+    )
+
+
+def default_table(tables: Sequence[TableView]) -> str | None:
+    """The table whose splits are worth watching first: one being read, else any captured."""
+    for wanted in (("SNAPSHOTTING", REDUMP), ("CATCHING_UP", STREAMING, PAUSED)):
+        for table in tables:
+            if table.state in wanted:
+                return table.table
+    return tables[0].table if tables else None
+
+
+def table_note(table: TableState) -> str:
+    if table.state == PAUSED:
+        where = f" at {table.paused_at}" if table.paused_at else ""
+        return f"{where.strip() or 'paused'} → {table.resume_state or '?'}"
+    if table.state == REDUMP:
+        if table.redump_chunk is not None:
+            return f"re-dumping chunk {table.redump_chunk} (generation {table.generation})"
+        return f"re-dump, generation {table.generation}"
+    if table.state == "REMOVED":
+        return f"removed by {table.removed_by}" if table.removed_by else "removed, mirror kept"
+    return "added by command" if table.origin == "command" else ""

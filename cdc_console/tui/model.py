@@ -1,0 +1,226 @@
+"""What the screens display: immutable views, built in a worker thread, rendered on the UI thread.
+
+Every judgement (is this lag bad, is the job stalled, how close is the purge) is made once while
+the view is built, so a screen only maps values to cells and a test can assert on the view.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Literal
+
+from cdc_console.source.offset import BinlogOffset
+
+Severity = Literal["information", "warning", "error"]
+
+
+class Level(enum.Enum):
+    """How worrying a number is; screens map it to a colour."""
+
+    OK = "ok"
+    WARN = "warn"
+    ALERT = "alert"
+    IDLE = "idle"
+
+
+class JobStatus(enum.Enum):
+    RUNNING = "running"
+    STARTING = "starting"
+    STALLED = "stalled"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+    NEVER_RAN = "never ran"
+    REMOTE = "remote"
+
+
+@dataclass(frozen=True)
+class RunView:
+    run_id: int
+    pid: int | None
+    host: str | None
+    started_at: float
+    ended_at: float | None
+    status: str
+    exit_code: int | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class JobView:
+    status: JobStatus
+    level: Level
+    detail: str
+    pid: int | None = None
+    host: str | None = None
+    master: str | None = None
+    uptime: float | None = None
+    restarts: int = 0
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+    processes: int = 0
+    spark_ui: str | None = None
+    heartbeat_age: float | None = None
+    heartbeat_level: Level = Level.IDLE
+    last_error: str | None = None
+    runs: tuple[RunView, ...] = ()
+
+    @property
+    def alive(self) -> bool:
+        return self.status in (
+            JobStatus.RUNNING,
+            JobStatus.STARTING,
+            JobStatus.STALLED,
+            JobStatus.STOPPING,
+        )
+
+
+@dataclass(frozen=True)
+class Lag:
+    """A lag in seconds; ``at_least`` when the position predates every observation of the head."""
+
+    seconds: float
+    level: Level
+    at_least: bool = False
+
+
+@dataclass(frozen=True)
+class TableView:
+    table: str
+    state: str
+    splits_done: int
+    splits_total: int | None
+    rows_snapshotted: int
+    events_applied: int
+    events_per_second: float | None
+    lag: Lag | None
+    position: BinlogOffset | None
+    chunk_size: int
+    note: str = ""
+
+    @property
+    def can_pause(self) -> bool:
+        return self.state not in ("PAUSED", "REMOVED", "SNAPSHOT_DONE")
+
+    @property
+    def can_resume(self) -> bool:
+        return self.state == "PAUSED"
+
+    @property
+    def can_redump(self) -> bool:
+        return self.state not in ("REMOVED", "REDUMP")
+
+
+@dataclass(frozen=True)
+class SplitView:
+    split_id: str
+    split_no: int
+    key_range: str
+    status: str
+    rows: int | None
+    low_watermark: BinlogOffset | None
+    high_watermark: BinlogOffset | None
+    duration_ms: int | None
+
+
+@dataclass(frozen=True)
+class PurgeRisk:
+    """The oldest binlog the server keeps vs the oldest this pipeline needs, and the time left.
+
+    ``time_left`` is the earliest the server's expiry may remove the needed file (None when it
+    never expires or the file is still being written); ``bound`` says how it was derived.
+    """
+
+    level: Level
+    summary: str
+    oldest_on_server: str | None
+    oldest_needed: BinlogOffset | None
+    needed_by: str | None
+    expire_seconds: float | None
+    expire_setting: str | None
+    time_left: float | None
+    bound: str
+    margin: str = ""
+
+
+@dataclass(frozen=True)
+class BinlogView:
+    committed: BinlogOffset | None
+    head: BinlogOffset | None
+    server: str | None
+    server_error: str | None
+    probe_age: float | None
+    probe_level: Level
+    bytes_behind: int | None
+    files_behind: int | None
+    event_lag: Lag | None
+    lag_history: tuple[float, ...]
+    binlog_files: int
+    binlog_bytes: int
+    oldest_file: str | None
+    newest_file: str | None
+    needs: tuple[tuple[str, BinlogOffset, Lag | None], ...]
+    purge: PurgeRisk
+
+
+@dataclass(frozen=True)
+class EventView:
+    id: int
+    ts: float
+    level: str
+    kind: str
+    table: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class CommandView:
+    id: int
+    kind: str
+    target: str | None
+    args: dict[str, object]
+    issued_by: str | None
+    issued_at: float
+    status: str
+    reason: str | None
+    applied_at: float | None
+
+    def describe(self) -> str:
+        what = f"{self.kind} {self.target}" if self.target else f"{self.kind} pipeline"
+        chunk = self.args.get("chunk")
+        return f"{what} chunk {chunk}" if chunk is not None else what
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something to tell the operator once: a command's acknowledgement, a job that came up."""
+
+    severity: Severity
+    title: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PipelineView:
+    """One pipeline as of one poll."""
+
+    name: str
+    config_path: str
+    state_path: str
+    log_path: str
+    refreshed_at: float
+    has_state: bool
+    pipeline_paused: bool
+    job: JobView
+    tables: tuple[TableView, ...]
+    selected_table: str | None
+    splits: tuple[SplitView, ...]
+    binlog: BinlogView
+    events: tuple[EventView, ...]
+    commands: tuple[CommandView, ...]
+    log_tail: tuple[str, ...]
+    notices: tuple[Notice, ...] = field(default=())
+
+    def table(self, name: str | None) -> TableView | None:
+        return next((t for t in self.tables if t.table == name), None)

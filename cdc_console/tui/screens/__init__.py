@@ -1,0 +1,1 @@
+"""Screens of the console; each displays a PipelineView and polls nothing."""

@@ -1,0 +1,49 @@
+"""The screens worth a picture: shared by the SVG snapshot tests and the screenshot exporter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from cdc_console.tui.app import ConsoleApp
+from tests.tui.canned import CannedServer, canned_pipeline
+from tests.tui.driving import settle
+
+SNAPSHOT_SIZE = (150, 42)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    screen: str
+    press: tuple[str, ...] = ()
+    server_error: str | None = None
+    with_state: bool = True
+
+    def app(self, directory: Path) -> ConsoleApp:
+        server = CannedServer(error=self.server_error) if self.server_error else None
+        monitor = canned_pipeline(directory, server=server, with_state=self.with_state)
+        return ConsoleApp([monitor], first_screen=self.screen)
+
+    async def prepare(self, pilot: Pilot[None]) -> None:
+        await settle(pilot, 3)
+        if self.press:
+            await pilot.press(*self.press)
+            await settle(pilot, 2)
+
+
+SCENARIOS = (
+    Scenario("tables", "tables"),
+    Scenario("jobs", "jobs"),
+    Scenario("binlog", "binlog"),
+    Scenario("events", "events"),
+    Scenario("redump-confirm", "tables", press=("d",)),
+    Scenario(
+        "binlog-server-unreachable",
+        "binlog",
+        server_error="cannot reach the source server at 127.0.0.1:3306: Connection refused",
+    ),
+    Scenario("tables-never-ran", "tables", with_state=False),
+)
