@@ -336,6 +336,9 @@ path = "state/pipeline.sqlite"
 master = "local[2]"
 trigger_seconds = 1.0
 checkpoint = "checkpoints"
+
+[console]
+job_log = "logs/job.log"
 """
         )
         log.info("wrote the pipeline config %s (chunk size %d)", self.config_path, chunk)
