@@ -7,10 +7,12 @@ print a traceback or a secret.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from cdc_console.errors import CdcError, redact
 
@@ -35,11 +37,32 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s: %(message)s"
+
+
+@contextlib.contextmanager
+def logging_to(path: Path) -> Iterator[None]:
+    """Send all logging to ``path`` while a full-screen app owns the terminal (stderr output
+    would tear the screen); a path that cannot be written silences logging instead."""
+    root = logging.getLogger()
+    previous = root.handlers[:]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:
+        handler = logging.NullHandler()
+    handler.setFormatter(RedactingFormatter(LOG_FORMAT, "%H:%M:%S"))
+    root.handlers[:] = [handler]
+    try:
+        yield
+    finally:
+        root.handlers[:] = previous
+        handler.close()
+
+
 def setup_logging(verbose: bool = False) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        RedactingFormatter("%(asctime)s %(levelname)-5s %(name)s: %(message)s", "%H:%M:%S")
-    )
+    handler.setFormatter(RedactingFormatter(LOG_FORMAT, "%H:%M:%S"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)

@@ -9,13 +9,12 @@ state, since the terminal belongs to the screen.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cdc_console.cli import logging_to
 from cdc_console.errors import CdcError
 
 CONFIG_ENV = "CDC_CONSOLE_CONFIG"
@@ -64,29 +63,6 @@ def run_console(paths: Sequence[str], screen: str = "tables") -> int:
 
     app = ConsoleApp(config_paths=paths, first_screen=screen)
     first = next(iter(app.monitors.values()))
-    with _logging_to(first.config.state_path.parent / "console.log"):
+    with logging_to(first.config.state_path.parent / "console.log"):
         app.run()
     return 0
-
-
-@contextlib.contextmanager
-def _logging_to(path: Path) -> Iterator[None]:
-    """Log to a file while the screen owns the terminal; stderr output would tear it."""
-    from cdc_console.cli import RedactingFormatter
-
-    root = logging.getLogger()
-    previous = root.handlers[:]
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError:
-        handler = logging.NullHandler()
-    handler.setFormatter(
-        RedactingFormatter("%(asctime)s %(levelname)-5s %(name)s: %(message)s", "%H:%M:%S")
-    )
-    root.handlers[:] = [handler]
-    try:
-        yield
-    finally:
-        root.handlers[:] = previous
-        handler.close()

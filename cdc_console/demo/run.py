@@ -34,6 +34,7 @@ from types import FrameType
 from typing import Any
 
 from cdc_console import launcher
+from cdc_console.cli import logging_to
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.demo import (
     ADMIN_PASSWORD_ENV,
@@ -572,7 +573,7 @@ job_log = "logs/job.log"
             timer.start()
         demo_log = self.directory / "logs" / "demo.log"
         log.info("opening the console; the demo's own log continues in %s", demo_log)
-        with _logging_to(demo_log):
+        with logging_to(demo_log):
             console(config_paths=[self.config_path]).run()
         if timer is not None:
             timer.cancel()
@@ -586,26 +587,6 @@ job_log = "logs/job.log"
                 f"{self.config_path}"
             )
         return 0
-
-
-@contextlib.contextmanager
-def _logging_to(path: Path) -> Iterator[None]:
-    """Send all logging to ``path`` while a full-screen app owns the terminal."""
-    from cdc_console.cli import RedactingFormatter
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    root = logging.getLogger()
-    previous = root.handlers[:]
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(
-        RedactingFormatter("%(asctime)s %(levelname)-5s %(name)s: %(message)s", "%H:%M:%S")
-    )
-    root.handlers[:] = [handler]
-    try:
-        yield
-    finally:
-        root.handlers[:] = previous
-        handler.close()
 
 
 def _progress(config: PipelineConfig) -> str:
