@@ -80,6 +80,8 @@ class SnapshotConfig:
     startup_mode: str = "initial"
     distribution_factor_upper: float = 1000.0
     distribution_factor_lower: float = 0.05
+    #: chunks per micro-batch; None: enough for ~512k rows (``spark.planner.splits_per_batch``)
+    chunks_per_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,7 @@ _KNOWN = {
         "startup_mode",
         "distribution_factor_upper",
         "distribution_factor_lower",
+        "chunks_per_batch",
     },
     "sink": {"kind", "path", "changelog"},
     "state": {"path"},
@@ -353,7 +356,14 @@ def config_from_dict(
             f"snapshot.startup_mode {mode!r} is not one of {', '.join(STARTUP_MODES)}",
             'set startup_mode = "initial"',
         )
+    chunks_per_batch = _typed(snap, "snapshot", "chunks_per_batch", int, None)
+    if chunks_per_batch is not None and chunks_per_batch < 1:
+        raise ConfigError(
+            "snapshot.chunks_per_batch must be at least 1",
+            "remove chunks_per_batch (about 512k rows per batch) or set it to e.g. 16",
+        )
     snapshot = SnapshotConfig(
+        chunks_per_batch=chunks_per_batch,
         chunk_size=chunk_size,
         parallelism=parallelism,
         chunk_key=dict(chunk_key),

@@ -1,7 +1,8 @@
 """Sinks: where the change stream lands, one typed table (or file) per captured table.
 
 Every sink takes a micro-batch of ``ChangeRecord`` values for many tables through the same call,
-``apply_batch(batch_id, schemas, records, replace_ranges=())``, and must be idempotent per
+``apply_batch(batch_id, schemas, records, replace_ranges=(), appends=None)``, and must be
+idempotent per
 ``batch_id`` because Spark replays the batch whose offsets were not committed (architecture
 invariants 1-2). Records of one key are applied in ``ChangeRecord.sort_key`` order.
 
@@ -10,6 +11,8 @@ invariants 1-2). Records of one key are applied in ``ChangeRecord.sort_key`` ord
 - ``ChangelogJsonSink`` (``changelog_json.py``): Flink's ``changelog-json`` lines, one file per
   table per batch, replaced atomically on retry.
 - ``types.py``: the MySQL -> Delta/Arrow type table and the canonical-value codecs.
+- ``snapshot_arrow.py``: typed tables straight from a snapshot chunk's SELECT, for the first
+  snapshot's appends (``TypedChunk``), which only ``DeltaSink`` takes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from cdc_console.mysql.schema import TableId, TableSchema
-from cdc_console.sinks.base import ReplaceRange, SinkError, SinkSchemaError, TableBatchSink
+from cdc_console.sinks.base import (
+    ReplaceRange,
+    SinkError,
+    SinkSchemaError,
+    TableBatchSink,
+    TypedChunk,
+)
 from cdc_console.sinks.changelog_json import ChangelogJsonSink, replay_changelog
 from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.types import SinkTypeError, arrow_schema, codec_for
@@ -34,6 +43,7 @@ class Sink(Protocol):
         schemas: Mapping[TableId, TableSchema],
         records: Sequence[ChangeRecord],
         replace_ranges: Sequence[ReplaceRange] = (),
+        appends: Mapping[TableId, Sequence[TypedChunk]] | None = None,
     ) -> dict[TableId, dict[str, Any]]: ...
 
 
@@ -46,6 +56,7 @@ __all__ = [
     "SinkSchemaError",
     "SinkTypeError",
     "TableBatchSink",
+    "TypedChunk",
     "arrow_schema",
     "codec_for",
     "replay_changelog",

@@ -11,10 +11,13 @@ from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdc_console.mysql.schema import TableId, TableSchema
 from cdc_console.source.records import ChangeRecord
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Key = tuple[Any, ...]  # canonical key values in key_columns order
 Position = tuple[int, int, int, int]  # file_index, pos, event_index, row_index
@@ -52,6 +55,18 @@ class ReplaceRange:
     ts_ms: int = 0
 
 
+@dataclass(frozen=True)
+class TypedChunk:
+    """A chunk of a table's first snapshot as typed rows (the mirror's Arrow schema), to be
+    appended: nothing else has written its key range (see ``spark.planner.Planner._typed``).
+    ``position`` is its high watermark, as snapshot change records carry it."""
+
+    split_id: str
+    position: Position
+    ts_ms: int
+    rows: pa.Table
+
+
 def group_by_table(records: Sequence[ChangeRecord]) -> dict[TableId, list[ChangeRecord]]:
     """The batch's records per table, in batch order."""
     groups: dict[tuple[str, str], list[ChangeRecord]] = defaultdict(list)
@@ -69,6 +84,7 @@ class TableBatchSink(ABC):
         schemas: Mapping[TableId, TableSchema],
         records: Sequence[ChangeRecord],
         replace_ranges: Sequence[ReplaceRange] = (),
+        appends: Mapping[TableId, Sequence[TypedChunk]] | None = None,
     ) -> dict[TableId, dict[str, Any]]:
         """Apply one micro-batch to every table it touches; idempotent per ``batch_id``.
 
@@ -76,6 +92,8 @@ class TableBatchSink(ABC):
         metrics; ``upserted`` = inserted + updated), ``range_deleted`` (keys a ``ReplaceRange``
         deleted), ``changelog_rows``, and ``mirror_skipped`` / ``changelog_skipped`` (True when
         an earlier attempt of this batch already committed it, or the changelog is off).
+        ``appends`` are typed first-snapshot chunks per table; a table has either those or
+        records and range replaces in one batch, never both.
         """
         if batch_id < 0:
             raise SinkError(f"batch id must be >= 0, got {batch_id}")
@@ -83,15 +101,30 @@ class TableBatchSink(ABC):
         ranges: dict[TableId, list[ReplaceRange]] = defaultdict(list)
         for replace in replace_ranges:
             ranges[replace.table_id].append(replace)
+        appends = appends or {}
         stats: dict[TableId, dict[str, Any]] = {}
-        for table_id in sorted(set(by_table) | set(ranges)):
+        for table_id in sorted(set(by_table) | set(ranges) | set(appends)):
             schema = schemas.get(table_id)
             if schema is None:
                 raise SinkError(f"batch {batch_id} has changes for {table_id} but no schema")
+            if table_id in appends:
+                if table_id in by_table or table_id in ranges:
+                    raise SinkError(
+                        f"batch {batch_id} has both typed snapshot chunks and change records "
+                        f"for {table_id}; the planner never mixes them"
+                    )
+                stats[table_id] = self._append_table(batch_id, schema, appends[table_id])
+                continue
             stats[table_id] = self._apply_table(
                 batch_id, schema, by_table.get(table_id, []), ranges.get(table_id, [])
             )
         return stats
+
+    def _append_table(
+        self, batch_id: int, schema: TableSchema, chunks: Sequence[TypedChunk]
+    ) -> dict[str, Any]:
+        """Append typed first-snapshot chunks; sinks that cannot take them refuse."""
+        raise SinkError(f"{type(self).__name__} does not take typed snapshot chunks")
 
     @abstractmethod
     def _apply_table(

@@ -27,6 +27,11 @@ are nullable are joined with ``IS NOT DISTINCT FROM`` so a NULL key still matche
 are compared as Delta values, i.e. exactly: a case-insensitive collation's 'a' and 'A' are two
 keys here as in the change records.
 
+First snapshot: a table's first-snapshot chunks arrive as typed Arrow rows (``TypedChunk``) and
+are *appended* to the mirror (and changelog), with the same app transaction: their key ranges
+are disjoint and nothing else writes them before the table catches up, so an append equals the
+MERGE it replaces, at a fraction of the cost.
+
 Range replace (REDUMP, chunk repair): see ``ReplaceRange``. Its deletes happen at the split's
 high watermark inside the same MERGE and commit, so they are as idempotent as the rest; the
 changelog gets a ``-D`` row with the before image for each, with ``_seq`` = -1.
@@ -65,6 +70,7 @@ from cdc_console.sinks.base import (
     SinkError,
     SinkSchemaError,
     TableBatchSink,
+    TypedChunk,
 )
 from cdc_console.sinks.types import arrow_schema, codec_for, columns_to_table, table_to_rows
 from cdc_console.source.records import OP_DELETE, UPSERT_OPS, ChangeRecord
@@ -216,6 +222,55 @@ class DeltaSink(TableBatchSink):
             app_transactions=[Transaction(self.app_id, batch_id)],
             custom_metadata={"cdc_console.batch": f"{batch_id} {table_id} {what}"},
         )
+
+    def _append_table(
+        self, batch_id: int, schema: TableSchema, chunks: Sequence[TypedChunk]
+    ) -> dict[str, Any]:
+        _check_table(schema)
+        table_id = schema.table_id
+        typed = arrow_schema(schema)
+        changelog_schema = pa.schema([*typed, *CHANGELOG_FIELDS])
+        stats: dict[str, Any] = {
+            "inserted": 0,
+            "updated": 0,
+            "deleted": 0,
+            "upserted": 0,
+            "range_deleted": 0,
+            "changelog_rows": 0,
+            "mirror_skipped": False,
+            "changelog_skipped": True,
+        }
+        for chunk in chunks:
+            if chunk.rows.schema != typed:
+                raise SinkSchemaError(
+                    f"typed rows of {chunk.split_id} have columns {chunk.rows.schema} but "
+                    f"{table_id} maps to {typed}"
+                )
+        data = pa.concat_tables([c.rows for c in chunks]) if chunks else typed.empty_table()
+        mirror = _open_or_create(self.mirror_path(table_id), typed)
+        if self.changelog:
+            log = _open_or_create(self.changelog_path(table_id), changelog_schema)
+            if not _already(log, self.app_id, batch_id):
+                rows = _snapshot_changelog(changelog_schema, batch_id, chunks)
+                write_deltalake(
+                    log,
+                    rows,
+                    mode="append",
+                    commit_properties=self._commit(batch_id, table_id, "log append"),
+                )
+                stats["changelog_rows"] = rows.num_rows
+                stats["changelog_skipped"] = False
+        if _already(mirror, self.app_id, batch_id):
+            stats["mirror_skipped"] = True
+            return stats
+        write_deltalake(
+            mirror,
+            data,
+            mode="append",
+            commit_properties=self._commit(batch_id, table_id, "append"),
+        )
+        stats["inserted"] = stats["upserted"] = data.num_rows
+        return stats
 
     def _apply_table(
         self,
@@ -658,6 +713,28 @@ def _replace(
         if want_changes and before is not None:
             plan.changes.append(PlannedChange(OP_DELETE, before, sort_key[:4], -1, replace.ts_ms))
     plan.range_deleted += len(doomed)
+
+
+def _snapshot_changelog(
+    changelog_schema: pa.Schema, batch_id: int, chunks: Sequence[TypedChunk]
+) -> pa.Table:
+    """Changelog rows of appended chunks: ``+I`` at each chunk's HW, seq = row in the chunk."""
+    parts = []
+    for chunk in chunks:
+        count = chunk.rows.num_rows
+        file_index, pos, event_index, row_index = chunk.position
+        meta = [
+            pa.array(["+I"] * count, type=pa.string()),
+            pa.array([file_index] * count, type=pa.int64()),
+            pa.array([pos] * count, type=pa.int64()),
+            pa.array([event_index] * count, type=pa.int64()),
+            pa.array([row_index] * count, type=pa.int64()),
+            pa.array(range(count), type=pa.int64()),
+            pa.array([chunk.ts_ms] * count, type=pa.int64()),
+            pa.array([batch_id] * count, type=pa.int64()),
+        ]
+        parts.append(pa.Table.from_arrays([*chunk.rows.columns, *meta], schema=changelog_schema))
+    return pa.concat_tables(parts) if parts else changelog_schema.empty_table()
 
 
 def _changelog_table(

@@ -78,6 +78,7 @@ class HybridSplitAssigner:
         server_ids: range,
         splits_per_batch: int,
         commands: CommandProcessor | None = None,
+        readers: int | None = None,
     ) -> None:
         if len(server_ids) < 2:
             raise ValueError("need at least two server ids: one binlog reader, one chunk reader")
@@ -85,7 +86,11 @@ class HybridSplitAssigner:
         self.snapshot = SnapshotSplitAssigner(store, split_table)
         self.read_head = read_head
         self.server_ids = server_ids
-        self.splits_per_batch = max(1, min(splits_per_batch, len(server_ids) - 1))
+        self.splits_per_batch = max(1, splits_per_batch)
+        # One server id per concurrent chunk reader; a batch's chunks share them round robin, and
+        # the chunks of one id are read one after the other by one task (see ``reader_groups``).
+        count = len(server_ids) - 1 if readers is None else readers
+        self.reader_ids = server_ids[1 : 1 + max(1, min(count, len(server_ids) - 1))]
         self.commands = commands
 
     def next_plan(self) -> BatchPlan | None:
@@ -104,7 +109,9 @@ class HybridSplitAssigner:
         redumping = {t.table_id for t in tables if t.state == REDUMP}
         splits = self.snapshot.next_splits(snapshotting, self.splits_per_batch)
         planned = tuple(
-            PlannedSplit(split, self.server_ids[1 + i], split.table_id in redumping)
+            PlannedSplit(
+                split, self.reader_ids[i % len(self.reader_ids)], split.table_id in redumping
+            )
             for i, split in enumerate(splits)
         )
         head = self.read_head()

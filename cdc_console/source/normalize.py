@@ -105,6 +105,7 @@ __all__ = [
     "normalize_value",
     "raw_chunk_key",
     "select_expression",
+    "snapshot_converter",
 ]
 
 Converter = Callable[[Any], Any]
@@ -521,6 +522,12 @@ def normalize_value(
         return plan.binlog_not_null if binlog else None
     conv = plan.binlog if binlog else plan.snapshot
     return value if conv is None else conv(value)
+
+
+def snapshot_converter(column: ColumnInfo) -> Converter | None:
+    """The snapshot path's converter of one column's non-NULL driver values (None: identity),
+    as :class:`RowNormalizer` applies it; for callers that convert a column at a time."""
+    return _plan(column).snapshot
 
 
 def chunk_key_converter(column: ColumnInfo, *, binlog: bool = False) -> Converter:

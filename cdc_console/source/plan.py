@@ -52,6 +52,17 @@ class BatchPlan:
     def is_empty(self) -> bool:
         return not self.snapshot and self.binlog is None
 
+    def reader_groups(self) -> list[tuple[int, tuple[PlannedSplit, ...]]]:
+        """The snapshot splits per server id, in plan order: one task reads each group in turn.
+
+        Two binlog connections with one server id make the server drop the older one, so splits
+        that share an id (their backfill reads the binlog) must never run at the same time.
+        """
+        groups: dict[int, list[PlannedSplit]] = {}
+        for planned in self.snapshot:
+            groups.setdefault(planned.server_id, []).append(planned)
+        return [(server_id, tuple(group)) for server_id, group in groups.items()]
+
     def describe(self) -> str:
         parts = [f"batch {self.batch_no}:"]
         if self.snapshot:

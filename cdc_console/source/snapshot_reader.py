@@ -10,6 +10,10 @@ The DBLog/Flink CDC 2.x procedure for a split ``[start, end)`` of table T:
    before-image falls in the chunk removes it;
 5. emit the buffered rows: the chunk as it was at HW.
 
+When HW == LW nothing committed in between, so the SELECT's rows already are the chunk at HW; a
+reader in *text mode* then hands them on untouched (``SnapshotSplitResult.raw_rows``) for a
+typed sink to convert per column, skipping the per-row canonical form entirely.
+
 The SELECT saw the table at some instant between LW and HW; replaying every change of that window
 in order yields the state at HW whichever instant that was, because full row images make each
 upsert and delete idempotent. Changes after HW are the binlog reader's, filtered by this split's HW.
@@ -25,7 +29,7 @@ from typing import Any
 
 from cdc_console.config import SourceConfig
 from cdc_console.mysql.binlog import read_window
-from cdc_console.mysql.connection import connect
+from cdc_console.mysql.connection import connect, text_mode_conversions, text_mode_decoders
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import TableSchema, quote_ident
 from cdc_console.source.jsonvalues import dump_json
@@ -65,6 +69,13 @@ class SnapshotSplitResult:
     started_at: float
     duration_ms: int
     records: list[ChangeRecord] = field(default_factory=list)
+    #: Text mode, no backfill: the SELECT's tuples (select-list order, DECIMAL and date/time
+    #: columns as server text). ``rows`` and ``records`` are then empty.
+    raw_rows: list[tuple[Any, ...]] | None = None
+
+    @property
+    def row_count(self) -> int:
+        return len(self.raw_rows) if self.raw_rows is not None else len(self.rows)
 
 
 def chunk_query(schema: TableSchema, split: SnapshotSplit, columns: str) -> tuple[str, list[Any]]:
@@ -88,8 +99,18 @@ def chunk_query(schema: TableSchema, split: SnapshotSplit, columns: str) -> tupl
     return sql, args
 
 
+def open_text_mode(source: SourceConfig) -> Any:
+    """A source connection for text-mode snapshot readers (see ``text_mode_conversions``)."""
+    return connect(source, conv=text_mode_conversions())
+
+
 class SnapshotSplitReader:
-    """Reads snapshot splits of one table; one reader per Spark task, with its own server id."""
+    """Reads snapshot splits of one table, one after the other, with one server id.
+
+    ``connection`` lends the reader an open connection (a task reading many chunks keeps one);
+    without it each ``read`` opens and closes its own. ``text_mode`` must match how that
+    connection was opened (``open_text_mode``).
+    """
 
     def __init__(
         self,
@@ -97,6 +118,9 @@ class SnapshotSplitReader:
         schema: TableSchema,
         server_id: int,
         hooks: SnapshotPhaseHooks | None = None,
+        *,
+        connection: Any = None,
+        text_mode: bool = False,
     ) -> None:
         self.source = source
         self.schema = schema
@@ -106,31 +130,48 @@ class SnapshotSplitReader:
         key_column = schema.column(schema.chunk_key)
         self.key_column = key_column
         self.order = KeyOrder.for_column(key_column)
+        self.connection = connection
+        self.text_mode = text_mode
+        self._text_decoders = [
+            (i, decode)
+            for i, decode in enumerate(text_mode_decoders([c.data_type for c in schema.columns]))
+            if decode is not None
+        ]
 
     def read(self, split: SnapshotSplit) -> SnapshotSplitResult:
         started = time.time()
         clock = time.monotonic()
         sid = split.split_id
-        conn = connect(self.source)
+        conn = self.connection
+        if conn is None:
+            conn = open_text_mode(self.source) if self.text_mode else connect(self.source)
         try:
             self.hooks.run("pre_low_watermark")
             low = current_position(conn)
             log.info("split %s step 1: low watermark %s", sid, low)
             self.hooks.run("post_low_watermark")
             sql, args = chunk_query(self.schema, split, self.normalizer.select_list)
-            buffer: dict[tuple[Any, ...], dict[str, Any]] = {}
             with conn.cursor() as cur:
                 cur.execute(sql, args)
-                for values in cur.fetchall():
-                    row = self.normalizer.snapshot_row(values)
-                    buffer[self.normalizer.key_of(row)] = row
-            log.info("split %s step 2: selected %d rows of %s", sid, len(buffer), split.range)
+                selected: list[tuple[Any, ...]] = list(cur.fetchall())
+            log.info("split %s step 2: selected %d rows of %s", sid, len(selected), split.range)
             self.hooks.run("pre_high_watermark")
             high = current_position(conn)
             log.info("split %s step 3: high watermark %s", sid, high)
             self.hooks.run("post_high_watermark")
         finally:
-            conn.close()
+            if self.connection is None:
+                conn.close()
+        if self.text_mode and high == low:
+            log.info("split %s step 4: no backfill, high watermark equals low watermark", sid)
+            duration_ms = int((time.monotonic() - clock) * 1000)
+            return SnapshotSplitResult(
+                split, low, high, [], 0, started, duration_ms, raw_rows=selected
+            )
+        buffer: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for values in selected:
+            row = self.normalizer.snapshot_row(self._driver_values(values))
+            buffer[self.normalizer.key_of(row)] = row
         events = 0
         if high > low:
             events = self._backfill(split, buffer, low, high)
@@ -141,9 +182,19 @@ class SnapshotSplitReader:
             log.info("split %s step 4: no backfill, high watermark equals low watermark", sid)
         rows = list(buffer.values())
         duration_ms = int((time.monotonic() - clock) * 1000)
-        return SnapshotSplitResult(
-            split, low, high, rows, events, started, duration_ms, self._records(split, rows, high)
-        )
+        records = [] if self.text_mode else self._records(split, rows, high)
+        return SnapshotSplitResult(split, low, high, rows, events, started, duration_ms, records)
+
+    def _driver_values(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A text-mode row as the default connection would have returned it."""
+        if not self.text_mode:
+            return values
+        converted = list(values)
+        for index, decode in self._text_decoders:
+            value = converted[index]
+            if value is not None:
+                converted[index] = decode(value)
+        return tuple(converted)
 
     def _in_chunk(self, split: SnapshotSplit, image: dict[str, Any] | None) -> bool:
         if image is None:

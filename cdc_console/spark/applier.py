@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from cdc_console.config import PipelineConfig
 from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
 from cdc_console.sinks import Sink
-from cdc_console.sinks.base import InRange, ReplaceRange
+from cdc_console.sinks.base import InRange, ReplaceRange, TypedChunk
 from cdc_console.source.chunk import ChunkRange
 from cdc_console.source.committer import WindowResult, commit_batch
 from cdc_console.source.keys import KeyOrder
@@ -34,7 +34,7 @@ from cdc_console.source.normalize import canonical_chunk_key
 from cdc_console.source.offset import BinlogOffset
 from cdc_console.source.plan import BatchPlan
 from cdc_console.source.records import ChangeRecord
-from cdc_console.spark.datasource import CONTROL_OP
+from cdc_console.spark.datasource import CONTROL_OP, ROWS_OP, rows_payload
 from cdc_console.state.store import SplitResult, StateStore
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class BatchApplier:
         self.apply_arrow(table)
 
     def apply_arrow(self, table: pa.Table) -> None:
-        controls = table.filter(pc.equal(table["op"], CONTROL_OP)).to_pylist()
+        controls = _without_payload(table.filter(pc.equal(table["op"], CONTROL_OP))).to_pylist()
         batch_numbers = sorted({json.loads(c["row"])["batch"] for c in controls})
         if len(batch_numbers) > 1:
             raise RuntimeError(
@@ -123,20 +123,23 @@ class BatchApplier:
         _, plan_dict, staged_path = found
         plan = BatchPlan.from_dict(plan_dict)
         table = pq.read_table(staged_path)
-        rows = table.to_pylist()
-        controls = [r for r in rows if r["op"] == CONTROL_OP]
-        records = [ChangeRecord.from_dict(r) for r in rows if r["op"] != CONTROL_OP]
+        ops = table["op"]
+        appends = typed_chunks(table.filter(pc.equal(ops, ROWS_OP)))
+        rows = _without_payload(
+            table.filter(pc.and_(pc.not_equal(ops, ROWS_OP), pc.not_equal(ops, CONTROL_OP)))
+        ).to_pylist()
+        controls = _without_payload(table.filter(pc.equal(ops, CONTROL_OP))).to_pylist()
+        records = [ChangeRecord.from_dict(r) for r in rows]
         schemas: dict[TableId, TableSchema] = {
             t: schema_from_dict(d) for t, d in self.store.schemas().items()
         }
         replaces = replace_ranges(plan, schemas)
         clock = time.monotonic()
+        has_data = bool(records or replaces or appends)
         stats = (
-            self.sink.apply_batch(batch_no, schemas, records, replaces)
-            if records or replaces
-            else {}
+            self.sink.apply_batch(batch_no, schemas, records, replaces, appends) if has_data else {}
         )
-        crash_point("after-sink", bool(records or replaces))
+        crash_point("after-sink", has_data)
         split_results, window = self._reports(controls)
         commit_batch(
             self.store,
@@ -149,9 +152,10 @@ class BatchApplier:
         self.applied_batches += 1
         self.last_applied_at = time.time()
         log.info(
-            "batch %d applied: %d changes (%s) in %.0f ms",
+            "batch %d applied: %d changes, %d snapshot rows appended (%s) in %.0f ms",
             batch_no,
             len(records),
+            sum(c.rows.num_rows for chunks in appends.values() for c in chunks),
             ", ".join(f"{t}: {s}" for t, s in stats.items()) or "no data",
             (time.monotonic() - clock) * 1000,
         )
@@ -177,6 +181,28 @@ class BatchApplier:
             elif control["key"] == "window":
                 window = WindowResult(data["emitted"], int(data["skipped"]), data["last_event_ts"])
         return results, window
+
+
+def _without_payload(table: pa.Table) -> pa.Table:
+    return table.drop_columns(["payload"]) if "payload" in table.column_names else table
+
+
+def typed_chunks(rows: pa.Table) -> dict[TableId, list[TypedChunk]]:
+    """The batch's ``ROWS`` records per table, in batch order, their payloads decoded."""
+    chunks: dict[TableId, list[TypedChunk]] = {}
+    if rows.num_rows == 0:
+        return chunks
+    meta = _without_payload(rows).to_pylist()
+    for record, payload in zip(meta, rows.column("payload").to_pylist(), strict=True):
+        chunks.setdefault(TableId(record["database"], record["table"]), []).append(
+            TypedChunk(
+                split_id=record["split_id"],
+                position=(record["file_index"], record["pos"], record["event_index"], 0),
+                ts_ms=record["ts_ms"],
+                rows=rows_payload(payload),
+            )
+        )
+    return chunks
 
 
 def replace_ranges(plan: BatchPlan, schemas: Mapping[TableId, TableSchema]) -> list[ReplaceRange]:

@@ -5,10 +5,15 @@ Mapping of Flink CDC's roles onto Spark Structured Streaming:
 - ``latestOffset`` is the enumerator: it asks ``HybridSplitAssigner`` for the next ``BatchPlan``,
   which is persisted in SQLite before the offset ``{"batch": n}`` is returned, so a replay of
   batch n after a crash reads exactly the same splits and binlog window;
-- ``partitions`` turns the plan into tasks: one per snapshot split, one for the binlog window;
+- ``partitions`` turns the plan into tasks: one per chunk-reader server id (reading that id's
+  splits one after the other), one for the binlog window;
 - ``read`` runs on an executor: a ``SnapshotSplitReader`` or ``BinlogSplitReader``, yielding Arrow
   batches of change records plus one control record that reports the split's watermarks (or the
   window's counts) through the same data path, so progress is recorded exactly when the data is.
+
+A chunk of a table's first snapshot travels as one ``ROWS`` record instead of one record per
+row: its ``payload`` is the chunk as a typed Arrow table (IPC stream bytes) in the mirror's
+schema, which the Delta sink appends as is (``Planner`` decides which chunks qualify).
 
 Executors read the password from the same environment variable as the driver
 (``spark.executorEnv.<VAR>`` on a cluster).
@@ -35,6 +40,7 @@ log = logging.getLogger(__name__)
 
 SOURCE_NAME = "cdc_console"
 CONTROL_OP = "CTRL"
+ROWS_OP = "ROWS"
 
 ARROW_SCHEMA = pa.schema(
     [
@@ -50,14 +56,17 @@ ARROW_SCHEMA = pa.schema(
         ("seq", pa.int64()),
         ("ts_ms", pa.int64()),
         ("split_id", pa.string()),
+        ("payload", pa.binary()),
     ]
 )
-assert tuple(ARROW_SCHEMA.names) == FIELD_NAMES
+assert tuple(ARROW_SCHEMA.names) == (*FIELD_NAMES, "payload")
 SPARK_SCHEMA_DDL = (
     "database STRING, table STRING, op STRING, key STRING, row STRING, file_index BIGINT, "
-    "pos BIGINT, event_index INT, row_index INT, seq BIGINT, ts_ms BIGINT, split_id STRING"
+    "pos BIGINT, event_index INT, row_index INT, seq BIGINT, ts_ms BIGINT, split_id STRING, "
+    "payload BINARY"
 )
 ARROW_CHUNK_ROWS = 8192
+ARROW_CHUNK_BYTES = 16 << 20  # payload bytes per Arrow batch handed to Spark
 
 
 @dataclass
@@ -96,16 +105,51 @@ def control_row(batch_no: int, kind: str, details: dict[str, Any]) -> dict[str, 
         "seq": 0,
         "ts_ms": 0,
         "split_id": "",
+        "payload": None,
     }
+
+
+def rows_record(
+    table_id: Any, split_id: str, position: tuple[int, int], ts_ms: int, rows: pa.Table
+) -> dict[str, Any]:
+    """A chunk's typed rows as one record: ``position`` is its high watermark (file index, pos)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, rows.schema) as writer:
+        writer.write_table(rows)
+    return {
+        "database": table_id.database,
+        "table": table_id.table,
+        "op": ROWS_OP,
+        "key": "",
+        "row": str(rows.num_rows),
+        "file_index": position[0],
+        "pos": position[1],
+        "event_index": -1,
+        "row_index": 0,
+        "seq": 0,
+        "ts_ms": ts_ms,
+        "split_id": split_id,
+        "payload": sink.getvalue().to_pybytes(),
+    }
+
+
+def rows_payload(payload: bytes) -> pa.Table:
+    """Inverse of ``rows_record``'s payload."""
+    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
 
 
 def to_batches(rows: Iterator[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
     chunk: list[dict[str, Any]] = []
+    size = 0
     for row in rows:
         chunk.append(row)
-        if len(chunk) >= ARROW_CHUNK_ROWS:
+        payload = row.get("payload")
+        if payload is not None:
+            size += len(payload)
+        if len(chunk) >= ARROW_CHUNK_ROWS or size >= ARROW_CHUNK_BYTES:
             yield pa.RecordBatch.from_pylist(chunk, schema=ARROW_SCHEMA)
             chunk = []
+            size = 0
     if chunk:
         yield pa.RecordBatch.from_pylist(chunk, schema=ARROW_SCHEMA)
 

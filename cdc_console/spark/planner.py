@@ -7,6 +7,7 @@ driver's own Python process, so it opens its own state store and source connecti
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pymysql
 
@@ -14,22 +15,35 @@ from cdc_console.config import PipelineConfig, load_config
 from cdc_console.mysql.checks import check_table
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.position import current_position
-from cdc_console.mysql.schema import TableId, TableSchema
+from cdc_console.mysql.schema import TableId, TableSchema, schema_from_dict
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.plan import BatchPlan
+from cdc_console.source.plan import BatchPlan, PlannedSplit
 from cdc_console.source.splits import SnapshotSplit
 from cdc_console.source.splitter import ChunkSplitter
 from cdc_console.spark.datasource import PlanPartition
-from cdc_console.state.store import StateStore
+from cdc_console.state.store import SNAPSHOTTING, StateStore, TableState
 
 log = logging.getLogger(__name__)
 
 
+BATCH_TARGET_ROWS = 512 * 1024
+MAX_AUTO_CHUNKS_PER_BATCH = 64
+
+
 def splits_per_batch(config: PipelineConfig) -> int:
-    """Chunks per micro-batch: two waves of ``parallelism`` readers amortise batch overhead."""
-    return config.snapshot.parallelism * 2
+    """Chunks per micro-batch: ``snapshot.chunks_per_batch``, or enough for ~512k rows.
+
+    Every micro-batch costs a fixed second or so (planning, Spark's scheduling, a Delta commit
+    per table) while the readers wait, so small batches made a snapshot mostly overhead. The
+    batch is held by the driver while it is applied: lower ``chunks_per_batch`` for wide rows.
+    """
+    snap = config.snapshot
+    if snap.chunks_per_batch is not None:
+        return snap.chunks_per_batch
+    by_rows = BATCH_TARGET_ROWS // max(1, snap.chunk_size)
+    return max(2 * snap.parallelism, min(MAX_AUTO_CHUNKS_PER_BATCH, by_rows))
 
 
 class Planner:
@@ -48,6 +62,7 @@ class Planner:
                 self._describe_table,
                 snapshot_only=config.snapshot.startup_mode == "snapshot-only",
             ),
+            readers=config.snapshot.parallelism,
         )
 
     @classmethod
@@ -86,9 +101,37 @@ class Planner:
     def next_plan(self) -> BatchPlan | None:
         return self.assigner.next_plan()
 
+    def _typed(
+        self,
+        planned: PlannedSplit,
+        states: dict[TableId, TableState],
+        schemas: dict[TableId, dict[str, Any]],
+    ) -> bool:
+        """Whether a chunk may travel as typed rows that the sink appends without a MERGE.
+
+        Only into a Delta mirror, and only for a table's first snapshot: its chunks are disjoint
+        key ranges that nothing else writes until the table catches up, so appending is the
+        same as upserting. A re-dump (``replace``) must delete and overwrite, a table that has
+        streamed before (``stream_from`` set: a re-dump interrupted by a removal) has rows in
+        those ranges, and a table without a primary key may hold duplicate chunk keys, which
+        only the MERGE collapses. Any other chunk takes the MERGE path, which is always right.
+        """
+        table_id = planned.split.table_id
+        state = states.get(table_id)
+        return (
+            self.config.sink.kind == "delta"
+            and not planned.replace
+            and state is not None
+            and state.state == SNAPSHOTTING
+            and state.stream_from is None
+            and table_id in schemas
+            and bool(schema_from_dict(schemas[table_id]).primary_key)
+        )
+
     def partitions(self, start: int, end: int) -> list[PlanPartition]:
         parts: list[PlanPartition] = []
         schemas = self.store.schemas()
+        states = {t.table_id: t for t in self.store.tables()}
         source = self.config.source
         for batch_no in range(start + 1, end + 1):
             found = self.store.batch(batch_no)
@@ -96,8 +139,16 @@ class Planner:
                 parts.append(PlanPartition(batch_no, "noop", {}, source))
                 continue
             plan = BatchPlan.from_dict(found[1])
-            for planned in plan.snapshot:
-                payload = {**planned.to_dict(), "schema": schemas[planned.split.table_id]}
+            for server_id, group in plan.reader_groups():
+                splits = [
+                    {
+                        **planned.to_dict(),
+                        "schema": schemas[planned.split.table_id],
+                        "typed": self._typed(planned, states, schemas),
+                    }
+                    for planned in group
+                ]
+                payload = {"server_id": server_id, "splits": splits}
                 parts.append(PlanPartition(batch_no, "snapshot", payload, source))
             if plan.binlog is not None:
                 payload = {

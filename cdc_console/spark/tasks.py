@@ -7,14 +7,19 @@ counts); ``foreachBatch`` records those in SQLite in the same step that applies 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
-from cdc_console.mysql.schema import schema_from_dict
+from cdc_console.mysql.connection import connect
+from cdc_console.mysql.schema import TableId, schema_from_dict
+from cdc_console.sinks.snapshot_arrow import SnapshotArrowBuilder
+from cdc_console.sinks.types import rows_to_table
 from cdc_console.source.binlog_reader import BinlogSplitReader
-from cdc_console.source.snapshot_reader import SnapshotSplitReader
+from cdc_console.source.offset import binlog_file_index
+from cdc_console.source.snapshot_reader import SnapshotSplitReader, open_text_mode
 from cdc_console.source.splits import BinlogSplit, SnapshotSplit
-from cdc_console.spark.datasource import PlanPartition, control_row
+from cdc_console.spark.datasource import PlanPartition, control_row, rows_record
 
 log = logging.getLogger(__name__)
 
@@ -44,26 +49,67 @@ def run_partition(partition: PlanPartition) -> Iterator[dict[str, Any]]:
 
 
 def _snapshot(partition: PlanPartition) -> Iterator[dict[str, Any]]:
+    """Read one reader slot's splits in plan order, on one connection per value mode.
+
+    The splits share the slot's server id (their backfills must not overlap) and its
+    connection (one connect, one TLS handshake per task instead of per chunk). A split planned
+    ``typed`` is read in text mode and leaves as one ``ROWS`` record holding its typed rows.
+    """
     payload = partition.payload
-    split = SnapshotSplit.from_dict(payload["split"])
-    schema = schema_from_dict(payload["schema"])
-    reader = SnapshotSplitReader(partition.source, schema, int(payload["server_id"]))
-    result = reader.read(split)
-    for record in result.records:
-        yield record.to_dict()
-    yield control_row(
-        partition.batch_no,
-        "split",
-        {
-            "split_id": split.split_id,
-            "lw": result.low_watermark.to_dict(),
-            "hw": result.high_watermark.to_dict(),
-            "rows": len(result.rows),
-            "backfill": result.backfill_events,
-            "started_at": result.started_at,
-            "duration_ms": result.duration_ms,
-        },
-    )
+    server_id = int(payload["server_id"])
+    connections: dict[bool, Any] = {}
+    readers: dict[tuple[TableId, bool], SnapshotSplitReader] = {}
+    builders: dict[TableId, SnapshotArrowBuilder] = {}
+    try:
+        for entry in payload["splits"]:
+            split = SnapshotSplit.from_dict(entry["split"])
+            typed = bool(entry.get("typed"))
+            reader = readers.get((split.table_id, typed))
+            if reader is None:
+                if typed not in connections:
+                    source = partition.source
+                    connections[typed] = open_text_mode(source) if typed else connect(source)
+                reader = SnapshotSplitReader(
+                    partition.source,
+                    schema_from_dict(entry["schema"]),
+                    server_id,
+                    connection=connections[typed],
+                    text_mode=typed,
+                )
+                readers[split.table_id, typed] = reader
+            result = reader.read(split)
+            if typed:
+                if result.raw_rows is not None:
+                    builder = builders.get(split.table_id)
+                    if builder is None:
+                        builder = builders[split.table_id] = SnapshotArrowBuilder(reader.schema)
+                    rows = builder.table(result.raw_rows)
+                else:
+                    rows = rows_to_table(reader.schema, result.rows)
+                high = result.high_watermark
+                position = (binlog_file_index(high.file), high.pos)
+                yield rows_record(
+                    split.table_id, split.split_id, position, int(time.time() * 1000), rows
+                )
+            else:
+                for record in result.records:
+                    yield record.to_dict()
+            yield control_row(
+                partition.batch_no,
+                "split",
+                {
+                    "split_id": split.split_id,
+                    "lw": result.low_watermark.to_dict(),
+                    "hw": result.high_watermark.to_dict(),
+                    "rows": result.row_count,
+                    "backfill": result.backfill_events,
+                    "started_at": result.started_at,
+                    "duration_ms": result.duration_ms,
+                },
+            )
+    finally:
+        for conn in connections.values():
+            conn.close()
 
 
 def _binlog(partition: PlanPartition) -> Iterator[dict[str, Any]]:

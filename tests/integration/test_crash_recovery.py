@@ -67,7 +67,10 @@ def test_kill_minus_nine_at_three_points_converges(source_db: SourceDb, tmp_path
         f"INSERT INTO orders SELECT seq, CONCAT('c', seq % 97), seq / 100, NULL, NOW(6) "
         f"FROM seq_1_to_{ROWS}",
     )
-    config_path = write_config(source_db, tmp_path, chunk_size=CHUNK)
+    # Small batches, so that kills land between them while chunks are still pending.
+    config_path = write_config(
+        source_db, tmp_path, chunk_size=CHUNK, snapshot="chunks_per_batch = 4"
+    )
     config = load(config_path)
     writer = Writer(source_db, "orders", list(range(1, ROWS, CHUNK)), rate=100)
     writer.start()

@@ -161,10 +161,16 @@ def test_finished_splits_survive_a_restart(store: StateStore, tmp_path: Path) ->
     assert CATCHING_UP != SNAPSHOTTING
 
 
-def test_splits_per_batch_is_capped_by_server_ids(store: StateStore) -> None:
-    assigner = HybridSplitAssigner(store, fake_split, Head(), range(5400, 5402), 8)
+def test_chunks_share_reader_server_ids_round_robin(store: StateStore) -> None:
+    """More chunks than reader ids: ids repeat, and each id's chunks form one sequential group."""
+    assigner = HybridSplitAssigner(store, fake_split, Head(), range(5400, 5405), 3, readers=2)
     plan = assigner.next_plan()
-    assert plan is not None and len(plan.snapshot) == 1
+    assert plan is not None
+    assert [p.server_id for p in plan.snapshot] == [5401, 5402, 5401]
+    assert [(sid, [str(p.split) for p in group]) for sid, group in plan.reader_groups()] == [
+        (5401, ["shop.orders (-inf, 1000)", "shop.orders [2000, +inf)"]),
+        (5402, ["shop.orders [1000, 2000)"]),
+    ]
 
 
 def test_state_schema_is_versioned(store: StateStore) -> None:

@@ -17,8 +17,9 @@ from deltalake import DeltaTable
 
 from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks import delta as delta_module
+from cdc_console.sinks.base import TypedChunk
 from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
-from cdc_console.sinks.types import table_to_rows
+from cdc_console.sinks.types import rows_to_table, table_to_rows
 from cdc_console.source.records import FIELD_NAMES, ChangeRecord
 
 ORDERS = TableId("shop", "orders")
@@ -643,3 +644,52 @@ def test_change_record_contract() -> None:
         ChangeRecord.from_dict({**record.to_dict(), "extra": 1})
     with pytest.raises(ValueError, match="JSON list"):
         ChangeRecord("shop", "orders", "+I", "1", "{}", 0, 0, 0, 0, 0, 0).key_values()
+
+
+def typed_chunk(split_id: str, keys: range, pos: int) -> TypedChunk:
+    rows = rows_to_table(orders_schema(), [order(k, f"s{k}") for k in keys])
+    return TypedChunk(split_id, (1, pos, -1, 0), 1_700_000_000_000, rows)
+
+
+def test_typed_snapshot_chunks_are_appended_once(sink: DeltaSink) -> None:
+    """First-snapshot chunks append (no MERGE), log +I at their HW, and a retry is skipped."""
+    chunks = [
+        typed_chunk("shop.orders:0", range(1, 4), 500),
+        typed_chunk("shop.orders:1", range(4, 6), 700),
+    ]
+    stats = sink.apply_batch(3, SCHEMAS, [], appends={ORDERS: chunks})[ORDERS]
+    assert (stats["inserted"], stats["changelog_rows"]) == (5, 5)
+    assert mirror(sink) == by_id(*(order(k, f"s{k}") for k in range(1, 6)))
+    log = sink.read_changelog(ORDERS)
+    assert log.column("_op").to_pylist() == ["+I"] * 5
+    assert log.column("_pos").to_pylist() == [500, 500, 500, 700, 700]
+    assert log.column("_event_index").to_pylist() == [-1] * 5
+    assert log.column("_seq").to_pylist() == [0, 1, 2, 0, 1]
+    assert log.column("_batch_id").to_pylist() == [3] * 5
+
+    again = sink.apply_batch(3, SCHEMAS, [], appends={ORDERS: chunks})[ORDERS]
+    assert again["mirror_skipped"] and again["changelog_skipped"]
+    assert len(mirror(sink)) == 5 and sink.read_changelog(ORDERS).num_rows == 5
+
+    # Later binlog changes MERGE into the appended rows as into any others.
+    feed = Feed()
+    sink.apply_batch(4, SCHEMAS, [*feed.update(order(2, "s2"), order(2, "new"))])
+    assert mirror(sink)[(2,)] == order(2, "new")
+
+
+def test_typed_chunks_and_records_of_one_table_never_mix(sink: DeltaSink) -> None:
+    feed = Feed()
+    with pytest.raises(SinkError, match="both typed snapshot chunks and change records"):
+        sink.apply_batch(
+            1,
+            SCHEMAS,
+            [feed.rec("+I", order(9))],
+            appends={ORDERS: [typed_chunk("shop.orders:0", range(1, 2), 5)]},
+        )
+
+
+def test_typed_chunk_in_the_wrong_shape_is_refused(sink: DeltaSink) -> None:
+    wrong = TypedChunk("shop.orders:0", (1, 5, -1, 0), 0, pa.table({"id": [1]}))
+    with pytest.raises(SinkSchemaError, match=r"typed rows of shop\.orders:0"):
+        sink.apply_batch(1, SCHEMAS, [], appends={ORDERS: [wrong]})
+    assert not DeltaTable.is_deltatable(str(sink.mirror_path(ORDERS)))

@@ -1,0 +1,115 @@
+"""Text-mode snapshot chunks converted column by column equal the canonical per-row path.
+
+The first snapshot of a table skips canonical rows and change records: a text-mode reader hands
+the driver's tuples to ``SnapshotArrowBuilder``. Whatever it builds must be exactly what the
+per-record path would have written, ``rows_to_table(schema, canonical rows)``, for every type
+family at its edges (the type-fidelity table), including the values that force the per-value
+path (zero and invalid dates, year 0) and a chunk that needs a backfill.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from cdc_console.mysql.connection import connect
+from cdc_console.mysql.schema import TableId, TableSchema, load_table_schema
+from cdc_console.sinks.snapshot_arrow import SnapshotArrowBuilder
+from cdc_console.sinks.types import rows_to_table
+from cdc_console.source.chunk import ChunkRange
+from cdc_console.source.snapshot_reader import SnapshotPhaseHooks, SnapshotSplitReader
+from cdc_console.source.splits import SnapshotSplit
+from tests.conftest import SourceDb
+from tests.integration.test_type_fidelity import DDL, INSERTS, ZERO_DATES
+
+pytestmark = pytest.mark.mysql
+
+YEAR_ZERO = (
+    "INSERT INTO fidelity (id, d, dt6, s_nn) VALUES (6, '0000-01-01', '0000-03-04 05:06:07', 'x')"
+)
+
+
+def _fill(source_db: SourceDb) -> TableSchema:
+    source_db.execute(DDL)
+    writer = source_db.connect()
+    try:
+        with writer.cursor() as cur:
+            cur.execute("SET time_zone = '+05:30'")
+            for statement in INSERTS:
+                cur.execute(statement)
+            cur.execute("SET SESSION sql_mode = ''")
+            cur.execute(ZERO_DATES)
+            cur.execute(YEAR_ZERO)
+    finally:
+        writer.close()
+    conn = connect(source_db.source_config())
+    try:
+        return load_table_schema(conn, TableId(source_db.name, "fidelity"))
+    finally:
+        conn.close()
+
+
+def _canonical(source_db: SourceDb, schema: TableSchema, split: SnapshotSplit) -> pa.Table:
+    result = SnapshotSplitReader(source_db.source_config(), schema, 5498).read(split)
+    assert result.raw_rows is None
+    return rows_to_table(schema, result.rows).sort_by("id")
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    return table.to_pylist()
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "per_value"),
+    [
+        (None, 5, []),  # edges of every type, all text columns parsed by Arrow
+        # zero, invalid and year-0 dates: those columns go value by value, the others do not
+        (None, None, ["dt6", "ts3", "d"]),
+        (5, None, ["dt6", "ts3", "d"]),
+        (6, None, ["dt6", "d"]),
+    ],
+)
+def test_text_mode_chunk_equals_the_canonical_rows(
+    source_db: SourceDb, start: int | None, end: int | None, per_value: list[str]
+) -> None:
+    schema = _fill(source_db)
+    split = SnapshotSplit(schema.table_id, 0, "id", ChunkRange(start, end))
+    reader = SnapshotSplitReader(source_db.source_config(), schema, 5498, text_mode=True)
+    result = reader.read(split)
+    assert result.raw_rows is not None and result.rows == [] and result.records == []
+    builder = SnapshotArrowBuilder(schema)
+    built = builder.table(result.raw_rows).sort_by("id")
+    assert builder.per_value_columns == per_value
+    expected = _canonical(source_db, schema, split)
+    assert built.schema == expected.schema
+    assert _rows(built) == _rows(expected)
+    assert built.num_rows == result.row_count > 0
+
+
+def test_text_mode_with_a_backfill_returns_canonical_rows(source_db: SourceDb) -> None:
+    """A change between the watermarks: the reader falls back to canonical rows at HW."""
+    schema = _fill(source_db)
+    split = SnapshotSplit(schema.table_id, 0, "id", ChunkRange(None, None))
+    hooks = SnapshotPhaseHooks(
+        post_low_watermark=lambda: source_db.execute(
+            "UPDATE fidelity SET vc = 'changed' WHERE id = 1", "DELETE FROM fidelity WHERE id = 4"
+        )
+    )
+    reader = SnapshotSplitReader(
+        source_db.source_config(), schema, 5498, hooks=hooks, text_mode=True
+    )
+    result = reader.read(split)
+    assert result.raw_rows is None and result.backfill_events > 0
+    assert result.records == []  # the typed path needs no change records
+    got = rows_to_table(schema, result.rows).sort_by("id")
+    assert _rows(got) == _rows(_canonical(source_db, schema, split))
+    assert [r["vc"] for r in _rows(got) if r["id"] == 1] == ["changed"]
+    assert 4 not in got.column("id").to_pylist()
+
+
+def test_empty_chunk_builds_an_empty_typed_table(source_db: SourceDb) -> None:
+    schema = _fill(source_db)
+    built = SnapshotArrowBuilder(schema).table([])
+    assert built.num_rows == 0 and built.schema == rows_to_table(schema, []).schema
