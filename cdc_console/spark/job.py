@@ -21,7 +21,7 @@ from typing import Any
 
 from cdc_console import errors
 from cdc_console.config import PipelineConfig
-from cdc_console.errors import CdcError, SchemaChangedError, redact
+from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, redact
 from cdc_console.mysql.checks import preflight
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.lag import binlog_distance
@@ -185,6 +185,7 @@ class PipelineJob:
             recovered = applier.recover()
             if recovered:
                 store.log_event("job", f"recovered {recovered} staged batch(es) after a crash")
+            self.check_lake_matches_state(store, applier.sink)
             self.check_binlog_available(store)
             if self._snapshot_only_done(store):
                 code = 0
@@ -199,6 +200,30 @@ class PipelineJob:
             raise error from None
         self._finish(store, "stopped", code, None)
         return code
+
+    def check_lake_matches_state(self, store: StateStore, sink: Any) -> None:
+        """Refuse a lake that holds batches the state database never made.
+
+        Delta commits carry the batch number, and a batch a mirror already holds is skipped as
+        a retry. A state database deleted (or pointed at another lake) restarts numbering at 1,
+        so every batch up to the lake's last one would be skipped without a word: the mirror
+        would silently stop changing. After recovery, the state knows every batch it staged.
+        """
+        applied = getattr(sink, "applied_batch", None)
+        if applied is None:
+            return
+        last = store.last_batch()
+        known = last[0] if last is not None else 0
+        for table in store.tables():
+            in_lake = applied(table.table_id)
+            if in_lake is not None and in_lake > known:
+                raise ConfigError(
+                    f"the lake's mirror of {table.table_id} already holds batch {in_lake}, but "
+                    f"the state database {store.path} only planned batches up to {known}: the "
+                    "state was reset, or belongs to another lake",
+                    f"move the lake folder {self.config.sink.path} away to snapshot afresh, or "
+                    "restore the state database that wrote it",
+                )
 
     def check_binlog_available(self, store: StateStore) -> None:
         """Fail before Spark starts when the binlog the pipeline resumes from is gone.
@@ -302,7 +327,15 @@ class PipelineJob:
                 log.info("snapshot-only: every table snapshotted, exiting")
                 return True
             return False
-        if until_caught_up and tables and all(t.state == STREAMING for t in tables) and caught_up:
+        if (
+            until_caught_up
+            and tables
+            and all(t.state == STREAMING for t in tables)
+            and caught_up
+            # A queued command (a re-dump, say) changes the tables at the next plan; the
+            # position alone can reach the head in between.
+            and not any(c.kind != STOP for c in store.pending_commands())
+        ):
             log.info("caught up: every table streaming at the server's head, exiting")
             return True
         return False
