@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import struct
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -268,7 +269,11 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
                 me._BinLogStreamReader__connect_to_stream()
 
             if not me._BinLogStreamReader__connected_ctl:
-                me._BinLogStreamReader__connect_to_ctl()
+                # The library connects with pymysql's deprecated ``db=``; the warning, aimed at
+                # this frame, is the library's (pyproject ignores it for the library's modules).
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", "'db' is deprecated", DeprecationWarning)
+                    me._BinLogStreamReader__connect_to_ctl()
 
             try:
                 if _binlogstream.PYMYSQL_VERSION_LT_06:
