@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pymysql
-from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import QueryEvent, RotateEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from cdc_console.config import SourceConfig
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError, redact
+from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
 from cdc_console.mysql.schema import TableId
 from cdc_console.source.offset import BinlogOffset, binlog_file_index
 
@@ -108,6 +108,23 @@ def _unquote(ident: str) -> str:
     return ident[1:-1].replace("``", "`") if ident.startswith("`") else ident
 
 
+@dataclass(frozen=True, slots=True)
+class RowEvent:
+    """One row event of a captured table: its decoded rows, where it starts, when it happened.
+
+    ``rows`` are pymysqlreplication's row dicts (``values``/``none_sources`` for inserts and
+    deletes, ``before_values``/``after_values`` and their none-sources for updates); row ``i`` is
+    at ``BinlogOffset(file, pos, 0, i)``.
+    """
+
+    table_id: TableId
+    kind: str  # insert | update | delete
+    rows: list[dict[str, Any]]
+    file: str
+    pos: int
+    timestamp: int
+
+
 def read_window(
     source: SourceConfig,
     server_id: int,
@@ -122,11 +139,66 @@ def read_window(
     differ from ``expected_columns`` (the schema the snapshot was read with); ``BinlogPurgedError``
     when ``start`` is no longer on the server.
     """
+    for event in read_window_events(source, server_id, start, end, tables, expected_columns):
+        table_id, kind, file, pos, timestamp = (
+            event.table_id,
+            event.kind,
+            event.file,
+            event.pos,
+            event.timestamp,
+        )
+        for row_index, row in enumerate(event.rows):
+            position = BinlogOffset(file, pos, 0, row_index)
+            if kind == "insert":
+                yield RowChange(
+                    table_id,
+                    "insert",
+                    None,
+                    row["values"],
+                    position,
+                    timestamp,
+                    None,
+                    row.get("none_sources"),
+                )
+            elif kind == "delete":
+                yield RowChange(
+                    table_id,
+                    "delete",
+                    row["values"],
+                    None,
+                    position,
+                    timestamp,
+                    row.get("none_sources"),
+                    None,
+                )
+            else:
+                yield RowChange(
+                    table_id,
+                    "update",
+                    row["before_values"],
+                    row["after_values"],
+                    position,
+                    timestamp,
+                    row.get("before_none_sources"),
+                    row.get("after_none_sources"),
+                )
+
+
+def read_window_events(
+    source: SourceConfig,
+    server_id: int,
+    start: BinlogOffset,
+    end: BinlogOffset,
+    tables: Collection[TableId],
+    expected_columns: dict[TableId, list[str]] | None = None,
+) -> Iterator[RowEvent]:
+    """``read_window`` one row event at a time: the same checks, errors and positions, without
+    an object per row (the binlog reader's hot path)."""
     if start >= end:
         return
     wanted = set(tables)
     schemas = sorted({t.database for t in wanted})
-    stream = BinLogStreamReader(
+    stream = CachingBinLogStreamReader(
         connection_settings=stream_settings(source),
         server_id=server_id,
         log_file=start.file,
@@ -140,62 +212,47 @@ def read_window(
     )
     end_key = (binlog_file_index(end.file), end.pos)
     current_file = start.file
+    current_index = binlog_file_index(current_file)
+    # (schema, table) of an event -> TableId, or None when not captured
+    ids: dict[tuple[str, str], TableId | None] = {}
+    checked: dict[TableId, Any] = {}
     try:
         for event in stream:
             if isinstance(event, RotateEvent):
                 current_file = event.next_binlog
-                if (binlog_file_index(current_file), event.position) >= end_key:
+                current_index = binlog_file_index(current_file)
+                if (current_index, event.position) >= end_key:
                     return
                 continue
             packet = event.packet
             event_start = packet.log_pos - packet.event_size
-            if (binlog_file_index(current_file), event_start) >= end_key:
+            if (current_index, event_start) >= end_key:
                 return
             if event_start < start.pos and current_file == start.file:
                 continue
             if isinstance(event, QueryEvent):
                 _check_ddl(event, wanted, BinlogOffset(current_file, event_start))
                 continue
-            table_id = TableId(event.schema, event.table)
-            if table_id not in wanted:
+            name = (event.schema, event.table)
+            if name in ids:
+                table_id = ids[name]
+            else:
+                candidate = TableId(event.schema, event.table)
+                table_id = ids[name] = candidate if candidate in wanted else None
+            if table_id is None:
                 continue
-            if expected_columns is not None:
+            if expected_columns is not None and checked.get(table_id) is not event.columns:
+                # The columns list is shared by every event of one cached TABLE_MAP, so each
+                # distinct list is checked once; a changed table brings a new list.
                 _check_columns(event, table_id, expected_columns.get(table_id), current_file)
-            for row_index, row in enumerate(event.rows):
-                position = BinlogOffset(current_file, event_start, 0, row_index)
-                if isinstance(event, WriteRowsEvent):
-                    yield RowChange(
-                        table_id,
-                        "insert",
-                        None,
-                        row["values"],
-                        position,
-                        event.timestamp,
-                        None,
-                        row.get("none_sources"),
-                    )
-                elif isinstance(event, DeleteRowsEvent):
-                    yield RowChange(
-                        table_id,
-                        "delete",
-                        row["values"],
-                        None,
-                        position,
-                        event.timestamp,
-                        row.get("none_sources"),
-                        None,
-                    )
-                else:
-                    yield RowChange(
-                        table_id,
-                        "update",
-                        row["before_values"],
-                        row["after_values"],
-                        position,
-                        event.timestamp,
-                        row.get("before_none_sources"),
-                        row.get("after_none_sources"),
-                    )
+                checked[table_id] = event.columns
+            if isinstance(event, WriteRowsEvent):
+                kind = "insert"
+            elif isinstance(event, DeleteRowsEvent):
+                kind = "delete"
+            else:
+                kind = "update"
+            yield RowEvent(table_id, kind, event.rows, current_file, event_start, event.timestamp)
     except pymysql.err.OperationalError as exc:
         raise _translate(exc, start) from None
     finally:

@@ -13,14 +13,14 @@ whose event starts at or after the watermark was committed after the watermark w
 from __future__ import annotations
 
 import bisect
+import json
 import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cdc_console.config import SourceConfig
-from cdc_console.mysql.binlog import RowChange, read_window
+from cdc_console.mysql.binlog import read_window_events
 from cdc_console.mysql.schema import TableId, TableSchema
-from cdc_console.source.jsonvalues import dump_json
 from cdc_console.source.keys import KeyOrder
 from cdc_console.source.normalize import RowNormalizer, raw_chunk_key
 from cdc_console.source.offset import BinlogOffset, binlog_file_index
@@ -70,6 +70,22 @@ def should_emit(watermarks: SplitWatermarks, position: BinlogOffset, key: Any) -
     return position >= high
 
 
+# ``dump_json``'s exact encoding (checked by tests/unit/test_binlog_fastpath.py), with the encoder
+# built once instead of on every call: two encodings per record are a visible share of the reader.
+_encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+_HALVES: dict[str, tuple[tuple[str, str, str], ...]] = {
+    # kind -> (op, image key, none-sources key) per record; an update is two records, each
+    # checked against the chunk owning its own key
+    "insert": (("+I", "values", "none_sources"),),
+    "delete": (("-D", "values", "none_sources"),),
+    "update": (
+        ("-U", "before_values", "before_none_sources"),
+        ("+U", "after_values", "after_none_sources"),
+    ),
+}
+
+
 class BinlogSplitReader:
     """Reads one ``BinlogSplit`` window and emits the changes ``should_emit`` lets through."""
 
@@ -83,8 +99,16 @@ class BinlogSplitReader:
         self.emitted = 0
         self.skipped = 0
         self.last_event_ts: int | None = None
+        #: Per ``"database.table"``: records emitted, and ``ts_ms`` of the last one.
+        self.emitted_by_table: dict[str, int] = {}
+        self.last_ts_by_table: dict[str, int] = {}
 
     def read(self, split: BinlogSplit) -> Iterator[ChangeRecord]:
+        for record in self.read_dicts(split):
+            yield ChangeRecord(**record)
+
+    def read_dicts(self, split: BinlogSplit) -> Iterator[dict[str, Any]]:
+        """``read`` as ``ChangeRecord.to_dict()`` dicts, built directly (the Spark task's path)."""
         watermarks: dict[TableId, SplitWatermarks] = {}
         key_columns = {}
         for stream_filter in split.tables:
@@ -94,68 +118,82 @@ class BinlogSplitReader:
             watermarks[stream_filter.table_id] = SplitWatermarks(
                 stream_filter, KeyOrder.for_column(column)
             )
+        # should_emit's two position-only tests, on sort keys: the same order as BinlogOffset's
+        bounds = {
+            t: (
+                m.start.sort_key if m.start is not None else None,
+                m.max_high_watermark.sort_key if m.max_high_watermark is not None else None,
+            )
+            for t, m in watermarks.items()
+        }
         expected = {t: self.schemas[t].column_names for t in watermarks}
+        file_indexes: dict[str, int] = {}
         log.info("binlog split [%s, %s): %d tables", split.start, split.end, len(watermarks))
         seq = 0
-        for change in read_window(
+        encode = _encode_json
+        for event in read_window_events(
             self.source, self.server_id, split.start, split.end, list(watermarks), expected
         ):
-            marks = watermarks[change.table_id]
-            column = key_columns[change.table_id]
-            for op, image, sources in self._halves(change):
-                key = raw_chunk_key(column, image.get(column.name), binlog=True)
-                if not should_emit(marks, change.position, key):
-                    self.skipped += 1
-                    continue
-                yield self._record(change, op, image, sources, seq)
-                seq += 1
-                self.emitted += 1
-            self.last_event_ts = change.timestamp
+            table_id = event.table_id
+            marks = watermarks[table_id]
+            column = key_columns[table_id]
+            start_key, max_key = bounds[table_id]
+            normalizer = self.normalizers[table_id]
+            binlog_row = normalizer.binlog_row
+            key_of = normalizer.key_of
+            file, pos = event.file, event.pos
+            file_index = file_indexes.get(file)
+            if file_index is None:
+                file_index = file_indexes[file] = binlog_file_index(file)
+            ts_ms = event.timestamp * 1000
+            database, table = table_id.database, table_id.table
+            halves = _HALVES[event.kind]
+            emitted = 0
+            for row_index, row in enumerate(event.rows):
+                position = (file_index, pos, 0, row_index)
+                for op, image_key, sources_key in halves:
+                    image = row[image_key]
+                    if start_key is not None and position < start_key:
+                        emit = False
+                    elif max_key is None or position >= max_key:
+                        emit = True
+                    else:
+                        emit = should_emit(
+                            marks,
+                            BinlogOffset(file, pos, 0, row_index),
+                            raw_chunk_key(column, image.get(column.name), binlog=True),
+                        )
+                    if not emit:
+                        self.skipped += 1
+                        continue
+                    canonical = binlog_row(image, row.get(sources_key))
+                    yield {
+                        "database": database,
+                        "table": table,
+                        "op": op,
+                        "key": encode(list(key_of(canonical))),
+                        "row": encode(canonical),
+                        "file_index": file_index,
+                        "pos": pos,
+                        "event_index": 0,
+                        "row_index": row_index,
+                        "seq": seq,
+                        "ts_ms": ts_ms,
+                        "split_id": "",
+                    }
+                    seq += 1
+                    emitted += 1
+            if emitted:
+                self.emitted += emitted
+                name = f"{database}.{table}"
+                self.emitted_by_table[name] = self.emitted_by_table.get(name, 0) + emitted
+                self.last_ts_by_table[name] = ts_ms
+            if event.rows:
+                self.last_event_ts = event.timestamp
         log.info(
             "binlog split [%s, %s) done: %d changes emitted, %d skipped by watermarks",
             split.start,
             split.end,
             self.emitted,
             self.skipped,
-        )
-
-    @staticmethod
-    def _halves(change: RowChange) -> list[tuple[str, dict[str, Any], dict[str, str] | None]]:
-        """An update is two records, each checked against the chunk owning its own key."""
-        if change.kind == "insert":
-            assert change.after is not None
-            return [("+I", change.after, change.after_none_sources)]
-        if change.kind == "delete":
-            assert change.before is not None
-            return [("-D", change.before, change.before_none_sources)]
-        assert change.before is not None and change.after is not None
-        return [
-            ("-U", change.before, change.before_none_sources),
-            ("+U", change.after, change.after_none_sources),
-        ]
-
-    def _record(
-        self,
-        change: RowChange,
-        op: str,
-        image: dict[str, Any],
-        sources: dict[str, str] | None,
-        seq: int,
-    ) -> ChangeRecord:
-        normalizer = self.normalizers[change.table_id]
-        row = normalizer.binlog_row(image, sources)
-        position = change.position
-        return ChangeRecord(
-            database=change.table_id.database,
-            table=change.table_id.table,
-            op=op,
-            key=dump_json(list(normalizer.key_of(row))),
-            row=dump_json(row),
-            file_index=binlog_file_index(position.file),
-            pos=position.pos,
-            event_index=position.events_to_skip,
-            row_index=position.rows_to_skip,
-            seq=seq,
-            ts_ms=change.timestamp * 1000,
-            split_id="",
         )

@@ -117,19 +117,15 @@ def _binlog(partition: PlanPartition) -> Iterator[dict[str, Any]]:
     split = BinlogSplit.from_dict(payload["binlog"])
     schemas = {s.table_id: s for s in (schema_from_dict(d) for d in payload["schemas"])}
     reader = BinlogSplitReader(partition.source, schemas, int(payload["server_id"]))
-    emitted: dict[str, int] = {}
-    last_ts: dict[str, int] = {}
-    for record in reader.read(split):
-        table = f"{record.database}.{record.table}"
-        emitted[table] = emitted.get(table, 0) + 1
-        last_ts[table] = record.ts_ms
-        yield record.to_dict()
+    # Records as dicts straight from the reader (no ChangeRecord per row); the reader counts
+    # them per table, which the window's control record reports.
+    yield from reader.read_dicts(split)
     yield control_row(
         partition.batch_no,
         "window",
         {
-            "emitted": emitted,
+            "emitted": dict(reader.emitted_by_table),
             "skipped": reader.skipped,
-            "last_event_ts": last_ts,
+            "last_event_ts": dict(reader.last_ts_by_table),
         },
     )
