@@ -22,6 +22,8 @@ def spark_session(config: PipelineConfig) -> Any:
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.streaming.stopTimeout", "60s")
         .config("spark.python.worker.reuse", "true")
+        .config("spark.python.daemon.module", "cdc_console.spark.daemon")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
     )
     if config.spark.ui_port is not None:
         builder = builder.config("spark.ui.port", str(config.spark.ui_port))
@@ -30,3 +32,4 @@ def spark_session(config: PipelineConfig) -> Any:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
