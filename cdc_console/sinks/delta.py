@@ -230,16 +230,7 @@ class DeltaSink(TableBatchSink):
         table_id = schema.table_id
         typed = arrow_schema(schema)
         changelog_schema = pa.schema([*typed, *CHANGELOG_FIELDS])
-        stats: dict[str, Any] = {
-            "inserted": 0,
-            "updated": 0,
-            "deleted": 0,
-            "upserted": 0,
-            "range_deleted": 0,
-            "changelog_rows": 0,
-            "mirror_skipped": False,
-            "changelog_skipped": True,
-        }
+        stats = _empty_stats()
         for chunk in chunks:
             if chunk.rows.schema != typed:
                 raise SinkSchemaError(
@@ -282,16 +273,7 @@ class DeltaSink(TableBatchSink):
         _check_table(schema)
         table_id = schema.table_id
         typed = arrow_schema(schema)
-        stats: dict[str, Any] = {
-            "inserted": 0,
-            "updated": 0,
-            "deleted": 0,
-            "upserted": 0,
-            "range_deleted": 0,
-            "changelog_rows": 0,
-            "mirror_skipped": False,
-            "changelog_skipped": True,
-        }
+        stats = _empty_stats()
         changelog_schema = pa.schema([*typed, *CHANGELOG_FIELDS])
         if replaces:
             self._migrate(table_id, typed, changelog_schema)
@@ -350,6 +332,20 @@ class DeltaSink(TableBatchSink):
 
 
 # --- Delta helpers -------------------------------------------------------------------------
+
+
+def _empty_stats() -> dict[str, Any]:
+    """A table's batch stats before anything is written (see ``TableBatchSink.apply_batch``)."""
+    return {
+        "inserted": 0,
+        "updated": 0,
+        "deleted": 0,
+        "upserted": 0,
+        "range_deleted": 0,
+        "changelog_rows": 0,
+        "mirror_skipped": False,
+        "changelog_skipped": True,
+    }
 
 
 def _open(path: Path) -> DeltaTable:
