@@ -32,4 +32,3 @@ def spark_session(config: PipelineConfig) -> Any:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
-
