@@ -5,28 +5,32 @@ column) costs tens of microseconds per row; a first snapshot of a table only eve
 to key ranges nothing else wrote, so its chunks can skip it: the reader returns the driver's
 tuples (``SnapshotSplitReader`` in text mode) and this module converts them column by column.
 
-The result must equal ``rows_to_table(schema, canonical rows)`` exactly, value for value (the
-tests compare both for every supported type). Per column:
+The input is the chunk's raw text-protocol columns (``mysql.rawrows``). The result must equal
+``rows_to_table(schema, canonical rows)`` exactly, value for value (the tests compare both for
+every supported type). Per column:
 
+- integer and plain character columns (VARCHAR, TEXT, ENUM) are cast by Arrow from their text
+  (UTF-8 validated; a value Arrow refuses takes the per-value path and its real error);
 - DECIMAL, DATE, DATETIME, TIMESTAMP arrive as the server's text, which has exactly the
   column's scale or fractional digits, i.e. the canonical text; Arrow parses it in C
   (TIMESTAMP text is UTC, the session's zone, and becomes a UTC instant). Values the canonical
   form maps to NULL -- zero or invalid dates, year 0, the epoch-0 TIMESTAMP -- and DECIMALs wider
   than Arrow's 38 digits take the per-value path instead, for that column of that chunk.
-- every other type goes through the normaliser's own converter, then the sink codec, exactly
-  as a canonical row would.
+- every other type is decoded as the connection's cursor would have decoded it, then goes
+  through the normaliser's own converter and the sink codec, exactly as a canonical row would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_console.mysql.connection import text_mode_decoders
-from cdc_console.mysql.schema import ColumnInfo, TableSchema
+from cdc_console.mysql.rawrows import RawResult
+from cdc_console.mysql.schema import INTEGER_BITS, ColumnInfo, TableSchema
 from cdc_console.sinks.types import ColumnCodec, arrow_schema, codec_for
 from cdc_console.source.normalize import snapshot_converter
 
@@ -51,23 +55,31 @@ class SnapshotArrowBuilder:
         #: Text columns of the last ``table()`` that Arrow could not parse and went value by value.
         self.per_value_columns: list[str] = []
 
-    def table(self, rows: Sequence[tuple[Any, ...]]) -> pa.Table:
-        if not rows:
-            return self.arrow_schema.empty_table()
-        columns = list(zip(*rows, strict=True))
-        if len(columns) != len(self._columns):
+    def table(self, raw: RawResult) -> pa.Table:
+        if len(raw.columns) != len(self._columns):
             raise ValueError(
-                f"{self.schema.table_id}: snapshot rows have {len(columns)} values for "
+                f"{self.schema.table_id}: snapshot rows have {len(raw.columns)} values for "
                 f"{len(self._columns)} columns"
             )
+        if raw.row_count == 0:
+            return self.arrow_schema.empty_table()
         arrays = []
         self.per_value_columns = []
-        for plan, values in zip(self._columns, columns, strict=True):
-            array = plan.fast_array(list(values)) if plan.fast else None
-            if array is None:
-                if plan.fast:
+        for index, (plan, values) in enumerate(zip(self._columns, raw.columns, strict=True)):
+            array = None
+            if plan.fast or plan.plain:
+                text = pa.array(values, type=pa.binary())
+                try:
+                    text = text.cast(pa.string())
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    pass  # not UTF-8: the driver's decoder raises the real error below
+                else:
+                    array = plan.fast_array(text) if plan.fast else plan.plain_array(text)
+                if array is None:
                     self.per_value_columns.append(plan.column.name)
-                array = plan.codec.to_arrow(plan.canonical(list(values)))
+            if array is None:
+                driver = [raw.driver_value(index, v) for v in values]
+                array = plan.codec.to_arrow(plan.canonical(driver))
             arrays.append(array)
         return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
 
@@ -90,6 +102,11 @@ class _ColumnPlan:
             "datetime",
             "timestamp",
         )
+        # Integer and character columns whose canonical value is the driver's own.
+        self.plain = self.convert is None and (
+            (kind in INTEGER_BITS and codec.kind in ("int", "wide_int"))
+            or (codec.kind == "string" and kind not in ("json", "set", "char"))
+        )
 
     def canonical(self, values: list[Any]) -> list[Any]:
         decode, convert = self.decode, self.convert
@@ -99,9 +116,18 @@ class _ColumnPlan:
             values = [None if v is None else convert(v) for v in values]
         return values
 
-    def fast_array(self, values: list[Any]) -> pa.Array | None:
+    def plain_array(self, text: pa.Array) -> pa.Array | None:
+        """An integer or character column from its text, or None (the per-value path)."""
+        target = self.codec.arrow_type
+        if pa.types.is_string(target):
+            return text
+        try:
+            return pc.cast(text, target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+
+    def fast_array(self, text: pa.Array) -> pa.Array | None:
         """The column parsed by Arrow, or None when a value needs the per-value path."""
-        text = pa.array(values, type=pa.string())
         if self.temporal:
             for prefix in self.suspects:
                 if pc.any(pc.starts_with(text, prefix)).as_py():

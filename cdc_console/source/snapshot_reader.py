@@ -11,8 +11,9 @@ The DBLog/Flink CDC 2.x procedure for a split ``[start, end)`` of table T:
 5. emit the buffered rows: the chunk as it was at HW.
 
 When HW == LW nothing committed in between, so the SELECT's rows already are the chunk at HW; a
-reader in *text mode* then hands them on untouched (``SnapshotSplitResult.raw_rows``) for a
-typed sink to convert per column, skipping the per-row canonical form entirely.
+reader in *text mode* reads them as raw columns off the wire (``mysql.rawrows``) and hands them
+on untouched (``SnapshotSplitResult.raw``) for a typed sink to convert per column, skipping the
+per-row canonical form entirely.
 
 The SELECT saw the table at some instant between LW and HW; replaying every change of that window
 in order yields the state at HW whichever instant that was, because full row images make each
@@ -31,6 +32,7 @@ from cdc_console.config import SourceConfig
 from cdc_console.mysql.binlog import read_window
 from cdc_console.mysql.connection import connect, text_mode_conversions, text_mode_decoders
 from cdc_console.mysql.position import current_position
+from cdc_console.mysql.rawrows import RawResult, select_raw
 from cdc_console.mysql.schema import TableSchema, quote_ident
 from cdc_console.source.jsonvalues import dump_json
 from cdc_console.source.keys import KeyOrder
@@ -69,13 +71,13 @@ class SnapshotSplitResult:
     started_at: float
     duration_ms: int
     records: list[ChangeRecord] = field(default_factory=list)
-    #: Text mode, no backfill: the SELECT's tuples (select-list order, DECIMAL and date/time
-    #: columns as server text). ``rows`` and ``records`` are then empty.
-    raw_rows: list[tuple[Any, ...]] | None = None
+    #: Text mode, no backfill: the SELECT's raw columns (select-list order, see
+    #: ``mysql.rawrows``). ``rows`` and ``records`` are then empty.
+    raw: RawResult | None = None
 
     @property
     def row_count(self) -> int:
-        return len(self.raw_rows) if self.raw_rows is not None else len(self.rows)
+        return self.raw.row_count if self.raw is not None else len(self.rows)
 
 
 def chunk_query(schema: TableSchema, split: SnapshotSplit, columns: str) -> tuple[str, list[Any]]:
@@ -151,10 +153,16 @@ class SnapshotSplitReader:
             log.info("split %s step 1: low watermark %s", sid, low)
             self.hooks.run("post_low_watermark")
             sql, args = chunk_query(self.schema, split, self.normalizer.select_list)
-            with conn.cursor() as cur:
-                cur.execute(sql, args)
-                selected: list[tuple[Any, ...]] = list(cur.fetchall())
-            log.info("split %s step 2: selected %d rows of %s", sid, len(selected), split.range)
+            raw: RawResult | None = None
+            if self.text_mode:
+                raw = select_raw(conn, sql, args)
+                count = raw.row_count
+            else:
+                with conn.cursor() as cur:
+                    cur.execute(sql, args)
+                    selected: list[tuple[Any, ...]] = list(cur.fetchall())
+                count = len(selected)
+            log.info("split %s step 2: selected %d rows of %s", sid, count, split.range)
             self.hooks.run("pre_high_watermark")
             high = current_position(conn)
             log.info("split %s step 3: high watermark %s", sid, high)
@@ -162,12 +170,12 @@ class SnapshotSplitReader:
         finally:
             if self.connection is None:
                 conn.close()
-        if self.text_mode and high == low:
-            log.info("split %s step 4: no backfill, high watermark equals low watermark", sid)
-            duration_ms = int((time.monotonic() - clock) * 1000)
-            return SnapshotSplitResult(
-                split, low, high, [], 0, started, duration_ms, raw_rows=selected
-            )
+        if raw is not None:
+            if high == low:
+                log.info("split %s step 4: no backfill, high watermark equals low watermark", sid)
+                duration_ms = int((time.monotonic() - clock) * 1000)
+                return SnapshotSplitResult(split, low, high, [], 0, started, duration_ms, raw=raw)
+            selected = raw.driver_rows()
         buffer: dict[tuple[Any, ...], dict[str, Any]] = {}
         for values in selected:
             row = self.normalizer.snapshot_row(self._driver_values(values))

@@ -79,11 +79,11 @@ def _snapshot(partition: PlanPartition) -> Iterator[dict[str, Any]]:
                 readers[split.table_id, typed] = reader
             result = reader.read(split)
             if typed:
-                if result.raw_rows is not None:
+                if result.raw is not None:
                     builder = builders.get(split.table_id)
                     if builder is None:
                         builder = builders[split.table_id] = SnapshotArrowBuilder(reader.schema)
-                    rows = builder.table(result.raw_rows)
+                    rows = builder.table(result.raw)
                 else:
                     rows = rows_to_table(reader.schema, result.rows)
                 high = result.high_watermark

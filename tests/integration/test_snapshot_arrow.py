@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pymysql
 import pytest
 
 from cdc_console.mysql.connection import connect
+from cdc_console.mysql.rawrows import RawResult, select_raw
 from cdc_console.mysql.schema import TableId, TableSchema, load_table_schema
 from cdc_console.sinks.snapshot_arrow import SnapshotArrowBuilder
 from cdc_console.sinks.types import rows_to_table
@@ -53,7 +55,7 @@ def _fill(source_db: SourceDb) -> TableSchema:
 
 def _canonical(source_db: SourceDb, schema: TableSchema, split: SnapshotSplit) -> pa.Table:
     result = SnapshotSplitReader(source_db.source_config(), schema, 5498).read(split)
-    assert result.raw_rows is None
+    assert result.raw is None
     return rows_to_table(schema, result.rows).sort_by("id")
 
 
@@ -78,9 +80,9 @@ def test_text_mode_chunk_equals_the_canonical_rows(
     split = SnapshotSplit(schema.table_id, 0, "id", ChunkRange(start, end))
     reader = SnapshotSplitReader(source_db.source_config(), schema, 5498, text_mode=True)
     result = reader.read(split)
-    assert result.raw_rows is not None and result.rows == [] and result.records == []
+    assert result.raw is not None and result.rows == [] and result.records == []
     builder = SnapshotArrowBuilder(schema)
-    built = builder.table(result.raw_rows).sort_by("id")
+    built = builder.table(result.raw).sort_by("id")
     assert builder.per_value_columns == per_value
     expected = _canonical(source_db, schema, split)
     assert built.schema == expected.schema
@@ -101,7 +103,7 @@ def test_text_mode_with_a_backfill_returns_canonical_rows(source_db: SourceDb) -
         source_db.source_config(), schema, 5498, hooks=hooks, text_mode=True
     )
     result = reader.read(split)
-    assert result.raw_rows is None and result.backfill_events > 0
+    assert result.raw is None and result.backfill_events > 0
     assert result.records == []  # the typed path needs no change records
     got = rows_to_table(schema, result.rows).sort_by("id")
     assert _rows(got) == _rows(_canonical(source_db, schema, split))
@@ -111,5 +113,31 @@ def test_text_mode_with_a_backfill_returns_canonical_rows(source_db: SourceDb) -
 
 def test_empty_chunk_builds_an_empty_typed_table(source_db: SourceDb) -> None:
     schema = _fill(source_db)
-    built = SnapshotArrowBuilder(schema).table([])
+    built = SnapshotArrowBuilder(schema).table(RawResult([[] for _ in schema.columns], []))
     assert built.num_rows == 0 and built.schema == rows_to_table(schema, []).schema
+
+
+def test_raw_columns_decode_like_the_cursor_at_every_length_prefix(source_db: SourceDb) -> None:
+    """Values of 0..250 bytes, 2- and 3-byte length prefixes, NULLs; errors as the cursor's."""
+    sizes = [0, 250, 251, 300, 65_535, 65_536, 70_000, 1_000_000]
+    source_db.execute(
+        "CREATE TABLE blobs (id INT PRIMARY KEY, t LONGTEXT, b LONGBLOB, n INT)",
+        *(
+            f"INSERT INTO blobs VALUES ({i}, REPEAT('é', {size // 2}), REPEAT(x'00ff', {size // 2}), "
+            f"{'NULL' if i % 2 else i})"
+            for i, size in enumerate(sizes)
+        ),
+    )
+    conn = connect(source_db.source_config(), database=source_db.name)
+    try:
+        raw = select_raw(conn, "SELECT * FROM blobs WHERE id >= %s ORDER BY id", (0,))
+        with conn.cursor() as cur:
+            cur.execute("SELECT * FROM blobs WHERE id >= %s ORDER BY id", (0,))
+            expected = list(cur.fetchall())
+        assert raw.row_count == len(sizes) and raw.driver_rows() == expected
+        assert raw.columns[3][1] is None and raw.columns[2][-1] == b"\x00\xff" * 500_000
+        with pytest.raises(pymysql.err.ProgrammingError, match="doesn't exist"):
+            select_raw(conn, "SELECT * FROM no_such_table")
+        assert select_raw(conn, "SELECT COUNT(*) FROM blobs").driver_rows() == [(len(sizes),)]
+    finally:
+        conn.close()
