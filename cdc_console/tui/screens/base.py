@@ -70,9 +70,14 @@ class ConsoleScreen(Screen[None]):
         self.refresh_from_host()
 
     def refresh_from_host(self) -> None:
+        bars = self.query(TopBar)
+        if not bars:
+            # A poll's result can land before the screen has composed its widgets, or after they
+            # were removed on the way out; the next refresh shows it.
+            return
         host = self.host
         view = host.view_of(host.current)
-        self.query_one(TopBar).show(host, view)
+        bars.first().show(host, view)
         self.query_one(ErrorBar).show(host.poll_errors(host.current))
         if view is not None:
             self.show(view)
