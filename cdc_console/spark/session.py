@@ -24,6 +24,12 @@ def spark_session(config: PipelineConfig) -> Any:
         .config("spark.python.worker.reuse", "true")
         .config("spark.python.daemon.module", "cdc_console.spark.daemon")
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        # The job runs a micro-batch every second or so, for weeks: Spark's UI would keep the
+        # last 1,000 jobs, stages and SQL executions and 100,000 tasks alive in the driver heap.
+        .config("spark.ui.retainedJobs", "100")
+        .config("spark.ui.retainedStages", "100")
+        .config("spark.ui.retainedTasks", "2000")
+        .config("spark.sql.ui.retainedExecutions", "100")
     )
     if config.spark.ui_port is not None:
         builder = builder.config("spark.ui.port", str(config.spark.ui_port))
