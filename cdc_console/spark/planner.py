@@ -19,11 +19,11 @@ from cdc_console.mysql.schema import TableId, TableSchema, schema_from_dict
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.plan import BatchPlan, PlannedSplit
+from cdc_console.source.plan import BatchPlan
 from cdc_console.source.splits import SnapshotSplit
 from cdc_console.source.splitter import ChunkSplitter
 from cdc_console.spark.datasource import PlanPartition
-from cdc_console.state.store import SNAPSHOTTING, StateStore, TableState
+from cdc_console.state.store import SNAPSHOTTING, StateStore
 
 log = logging.getLogger(__name__)
 
@@ -101,13 +101,9 @@ class Planner:
     def next_plan(self) -> BatchPlan | None:
         return self.assigner.next_plan()
 
-    def _typed(
-        self,
-        planned: PlannedSplit,
-        states: dict[TableId, TableState],
-        schemas: dict[TableId, dict[str, Any]],
-    ) -> bool:
-        """Whether a chunk may travel as typed rows that the sink appends without a MERGE.
+    def _appendable_tables(self, schemas: dict[TableId, dict[str, Any]]) -> frozenset[TableId]:
+        """Tables whose plain (non-``replace``) chunks may travel as typed rows that the sink
+        appends without a MERGE.
 
         Only into a Delta mirror, and only for a table's first snapshot: its chunks are disjoint
         key ranges that nothing else writes until the table catches up, so appending is the
@@ -116,22 +112,21 @@ class Planner:
         those ranges, and a table without a primary key may hold duplicate chunk keys, which
         only the MERGE collapses. Any other chunk takes the MERGE path, which is always right.
         """
-        table_id = planned.split.table_id
-        state = states.get(table_id)
-        return (
-            self.config.sink.kind == "delta"
-            and not planned.replace
-            and state is not None
-            and state.state == SNAPSHOTTING
-            and state.stream_from is None
-            and table_id in schemas
-            and bool(schema_from_dict(schemas[table_id]).primary_key)
+        if self.config.sink.kind != "delta":
+            return frozenset()
+        return frozenset(
+            t.table_id
+            for t in self.store.tables()
+            if t.state == SNAPSHOTTING
+            and t.stream_from is None
+            and t.table_id in schemas
+            and schema_from_dict(schemas[t.table_id]).primary_key
         )
 
     def partitions(self, start: int, end: int) -> list[PlanPartition]:
         parts: list[PlanPartition] = []
         schemas = self.store.schemas()
-        states = {t.table_id: t for t in self.store.tables()}
+        appendable = self._appendable_tables(schemas)
         source = self.config.source
         for batch_no in range(start + 1, end + 1):
             found = self.store.batch(batch_no)
@@ -144,7 +139,7 @@ class Planner:
                     {
                         **planned.to_dict(),
                         "schema": schemas[planned.split.table_id],
-                        "typed": self._typed(planned, states, schemas),
+                        "typed": not planned.replace and planned.split.table_id in appendable,
                     }
                     for planned in group
                 ]
