@@ -92,6 +92,26 @@ class SinkConfig:
 
 
 @dataclass(frozen=True)
+class LakeConfig:
+    """How the Delta mirrors are laid out and kept (Delta sink only).
+
+    A MERGE rewrites every data file that holds a changed key, so ``target_file_size`` bounds
+    the rows copied per changed row: small files make a change cheap, large files make a scan
+    cheap. Maintenance (compaction of small files, vacuum of files no version within the
+    retention references) runs in the job between batches every ``optimize_every`` /
+    ``vacuum_every`` seconds (0: never) and on demand with ``cdc-console lake``.
+    """
+
+    target_file_size: int = 1 << 20
+    optimize_every: float = 600.0
+    vacuum_every: float = 3600.0
+    vacuum_retention_hours: float = 168.0
+    log_retention_hours: float = 168.0
+    checkpoint_interval: int = 100
+    change_data_feed: bool = True
+
+
+@dataclass(frozen=True)
 class SparkConfig:
     master: str = "local[2]"
     trigger_seconds: float = 1.0
@@ -131,10 +151,11 @@ class PipelineConfig:
     spark: SparkConfig
     heartbeat_seconds: float = 5.0
     console: ConsoleConfig = field(default_factory=ConsoleConfig)
+    lake: LakeConfig = field(default_factory=LakeConfig)
 
 
 _KNOWN = {
-    "": {"name", "source", "snapshot", "sink", "state", "spark", "pipeline", "console"},
+    "": {"name", "source", "snapshot", "sink", "state", "spark", "pipeline", "console", "lake"},
     "source": {
         "host",
         "port",
@@ -156,6 +177,15 @@ _KNOWN = {
         "chunks_per_batch",
     },
     "sink": {"kind", "path", "changelog"},
+    "lake": {
+        "target_file_size",
+        "optimize_every",
+        "vacuum_every",
+        "vacuum_retention_hours",
+        "log_retention_hours",
+        "checkpoint_interval",
+        "change_data_feed",
+    },
     "state": {"path"},
     "spark": {"master", "trigger_seconds", "checkpoint", "ui_port", "conf"},
     "pipeline": {"heartbeat_seconds"},
@@ -286,7 +316,8 @@ def config_from_dict(
     if unknown:
         raise ConfigError(
             f"unknown section or key {sorted(unknown)[0]!r}",
-            "valid sections: [source] [snapshot] [sink] [state] [spark] [pipeline] [console]",
+            "valid sections: [source] [snapshot] [sink] [lake] [state] [spark] [pipeline] "
+            "[console]",
         )
     src = _section(doc, "source")
     if "password" in src:
@@ -412,6 +443,83 @@ def config_from_dict(
         spark=spark,
         heartbeat_seconds=float(_typed(pipe, "pipeline", "heartbeat_seconds", (int, float), 5.0)),
         console=_console(_section(doc, "console"), base),
+        lake=_lake(_section(doc, "lake")),
+    )
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "kib": 1 << 10, "mb": 1000**2, "mib": 1 << 20}
+_SIZE_UNITS |= {"gb": 1000**3, "gib": 1 << 30}
+_DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_size(text: str | int, where: str) -> int:
+    """Bytes from ``1048576``, ``"1MiB"``, ``"8 MB"``; ``ConfigError`` naming ``where`` otherwise."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _SIZE_UNITS:
+        raise ConfigError(
+            f"{where} {text!r} is not a size", f'write {where.split(".")[-1]} = "1MiB" or bytes'
+        )
+    return int(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
+def parse_duration(text: str | int | float, where: str) -> float:
+    """Seconds from ``600``, ``"10m"``, ``"6h"``, ``"1d"``, ``"off"`` (0: never)."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return float(text)
+    if str(text).strip().lower() in ("off", "never"):
+        return 0.0
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text))
+    if match is None:
+        raise ConfigError(
+            f"{where} {text!r} is not a duration",
+            f'write {where.split(".")[-1]} = "10m" (s, m, h, d), a number of seconds, or "off"',
+        )
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+def _lake(section: dict[str, Any]) -> LakeConfig:
+    defaults = LakeConfig()
+    size = parse_size(
+        _typed(section, "lake", "target_file_size", (int, str), defaults.target_file_size),
+        "lake.target_file_size",
+    )
+    if not 64 * 1024 <= size <= 1 << 30:
+        raise ConfigError(
+            f"lake.target_file_size {size} bytes is outside 64KiB..1GiB",
+            'set target_file_size = "1MiB" (smaller: cheaper changes; larger: cheaper scans)',
+        )
+    every = {}
+    for key in ("optimize_every", "vacuum_every"):
+        value = parse_duration(
+            _typed(section, "lake", key, (int, float, str), getattr(defaults, key)), f"lake.{key}"
+        )
+        if value < 0:
+            raise ConfigError(f"lake.{key} is negative", f'set lake.{key} = "10m" or "off"')
+        every[key] = value
+    hours = {}
+    for key in ("vacuum_retention_hours", "log_retention_hours"):
+        value = float(_typed(section, "lake", key, (int, float), getattr(defaults, key)))
+        if value < 0:
+            raise ConfigError(
+                f"lake.{key} is negative", f"set lake.{key} = 168 (a week, Delta's default)"
+            )
+        hours[key] = value
+    interval = _typed(section, "lake", "checkpoint_interval", int, defaults.checkpoint_interval)
+    if interval < 1:
+        raise ConfigError(
+            "lake.checkpoint_interval must be at least 1", "set lake.checkpoint_interval = 100"
+        )
+    return LakeConfig(
+        target_file_size=size,
+        optimize_every=every["optimize_every"],
+        vacuum_every=every["vacuum_every"],
+        vacuum_retention_hours=hours["vacuum_retention_hours"],
+        log_retention_hours=hours["log_retention_hours"],
+        checkpoint_interval=interval,
+        change_data_feed=_typed(section, "lake", "change_data_feed", bool, True),
     )
 
 

@@ -1,15 +1,16 @@
 """Sinks: where the change stream lands, one typed table (or file) per captured table.
 
 Every sink takes a micro-batch of ``ChangeRecord`` values for many tables through the same call,
-``apply_batch(batch_id, schemas, records, replace_ranges=(), appends=None)``, and must be
-idempotent per
-``batch_id`` because Spark replays the batch whose offsets were not committed (architecture
+``apply_batch(batch_id, schemas, records, replace_ranges=(), appends=None, commit_info=None)``,
+and must be idempotent per ``batch_id`` because Spark replays the batch whose offsets were not committed (architecture
 invariants 1-2). Records of one key are applied in ``ChangeRecord.sort_key`` order.
 
 - ``DeltaSink`` (``delta.py``): a Delta Lake mirror per table, kept by MERGE on the key, plus an
   optional append-only changelog table; Delta app transactions make retries no-ops.
 - ``ChangelogJsonSink`` (``changelog_json.py``): Flink's ``changelog-json`` lines, one file per
   table per batch, replaced atomically on retry.
+- ``delta_tables.py``: creating Delta tables with the layout and change-feed properties;
+  ``maintenance.py``: compaction, vacuum and size reports of the lake.
 - ``types.py``: the MySQL -> Delta/Arrow type table and the canonical-value codecs.
 - ``snapshot_arrow.py``: typed tables straight from a snapshot chunk's SELECT, for the first
   snapshot's appends (``TypedChunk``), which only ``DeltaSink`` takes.
@@ -44,6 +45,7 @@ class Sink(Protocol):
         records: Sequence[ChangeRecord],
         replace_ranges: Sequence[ReplaceRange] = (),
         appends: Mapping[TableId, Sequence[TypedChunk]] | None = None,
+        commit_info: Mapping[str, str] | None = None,
     ) -> dict[TableId, dict[str, Any]]: ...
 
 

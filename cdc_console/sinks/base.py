@@ -79,6 +79,9 @@ def group_by_table(records: Sequence[ChangeRecord]) -> dict[TableId, list[Change
 class TableBatchSink(ABC):
     """A sink that applies a batch one table at a time."""
 
+    #: the current batch's ``commit_info`` while ``apply_batch`` runs
+    _commit_info: dict[str, str] = {}  # noqa: RUF012 - replaced per batch, never mutated
+
     def apply_batch(
         self,
         batch_id: int,
@@ -86,8 +89,13 @@ class TableBatchSink(ABC):
         records: Sequence[ChangeRecord],
         replace_ranges: Sequence[ReplaceRange] = (),
         appends: Mapping[TableId, Sequence[TypedChunk]] | None = None,
+        commit_info: Mapping[str, str] | None = None,
     ) -> dict[TableId, dict[str, Any]]:
         """Apply one micro-batch to every table it touches; idempotent per ``batch_id``.
+
+        ``commit_info`` is metadata the sink records with the batch where it can (Delta: in
+        every commit's ``commitInfo``), e.g. ``cdc_console.position``, the binlog position the
+        batch ends at.
 
         Returns per table: ``inserted``, ``updated``, ``deleted`` (mirror rows, from the MERGE
         metrics; ``upserted`` = inserted + updated), ``range_deleted`` (keys a ``ReplaceRange``
@@ -103,6 +111,7 @@ class TableBatchSink(ABC):
         for replace in replace_ranges:
             ranges[replace.table_id].append(replace)
         appends = appends or {}
+        self._commit_info = dict(commit_info or {})
         stats: dict[TableId, dict[str, Any]] = {}
         for table_id in sorted(set(by_table) | set(ranges) | set(appends)):
             schema = schemas.get(table_id)

@@ -39,8 +39,9 @@ changelog gets a ``-D`` row with the before image for each, with ``_seq`` = -1.
 Performance notes (delta-rs 1.6.6, measured): the MERGE runs with ``streamed_exec=False`` so
 delta-rs can skip target files whose key statistics exclude the batch's keys (4x faster for a
 small batch on a ten-file table). That relies on correct statistics, which delta-rs does not
-write for scale-0 decimals beyond int64 (see ``_configuration``). Each batch adds at least one
-file per table; compact (``DeltaTable.optimize.compact()``) and vacuum periodically.
+write for scale-0 decimals beyond int64 (see ``delta_tables.stats_properties``). File layout,
+table properties and the change data feed are in ``delta_tables``; compaction and vacuum in
+``sinks/maintenance.py``.
 
 Not supported: column names containing a backtick (delta-rs cannot quote them in MERGE; one
 aborted the interpreter at exit in our trials), a source database named ``_changelog``, and
@@ -58,9 +59,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from deltalake import DeltaTable, Schema, write_deltalake
+from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties, Transaction
 
+from cdc_console.config import LakeConfig
 from cdc_console.mysql.schema import TableId, TableSchema
 from cdc_console.sinks.base import (
     InRange,
@@ -71,6 +73,13 @@ from cdc_console.sinks.base import (
     SinkSchemaError,
     TableBatchSink,
     TypedChunk,
+)
+from cdc_console.sinks.delta_tables import (
+    check_schema,
+    open_or_create,
+    open_table,
+    same_schema,
+    table_properties,
 )
 from cdc_console.sinks.types import arrow_schema, codec_for, columns_to_table, table_to_rows
 from cdc_console.source.records import OP_DELETE, UPSERT_OPS, ChangeRecord
@@ -87,8 +96,6 @@ CHANGELOG_FIELDS: tuple[pa.Field, ...] = (
     pa.field("_ts_ms", pa.int64()),
     pa.field("_batch_id", pa.int64()),
 )
-_SAFE_DECIMAL = 18  # decimals up to this precision get correct statistics from delta-rs
-_DEFAULT_INDEXED_COLUMNS = 32  # Delta's default delta.dataSkippingNumIndexedCols
 _MERGE_OP = "__cdc_console_merge_op"  # extra source column of the MERGE: 'U' upsert, 'D' delete
 _RESERVED = {_MERGE_OP} | {f.name for f in CHANGELOG_FIELDS}
 
@@ -120,10 +127,17 @@ class BatchPlan:
 class DeltaSink(TableBatchSink):
     """Mirror + changelog Delta tables under ``root``; see the module docstring for semantics."""
 
-    def __init__(self, root: Path, changelog: bool = True, app_id: str = "cdc-console") -> None:
+    def __init__(
+        self,
+        root: Path,
+        changelog: bool = True,
+        app_id: str = "cdc-console",
+        lake: LakeConfig | None = None,
+    ) -> None:
         self.root = Path(root)
         self.changelog = changelog
         self.app_id = app_id
+        self.lake = lake or LakeConfig()
 
     # --- paths and reads ------------------------------------------------------------------
 
@@ -135,11 +149,11 @@ class DeltaSink(TableBatchSink):
 
     def read_mirror(self, table_id: TableId) -> pa.Table:
         """The mirror's current rows (for tests and tools). Raises ``FileNotFoundError``."""
-        return _open(self.mirror_path(table_id)).to_pyarrow_table()
+        return open_table(self.mirror_path(table_id)).to_pyarrow_table()
 
     def read_changelog(self, table_id: TableId) -> pa.Table:
         """The changelog rows in apply order: by batch, then position, then seq."""
-        table = _open(self.changelog_path(table_id)).to_pyarrow_table()
+        table = open_table(self.changelog_path(table_id)).to_pyarrow_table()
         order = ["_batch_id", "_file_index", "_pos", "_event_index", "_row_index", "_seq"]
         return table.sort_by([(name, "ascending") for name in order])
 
@@ -174,7 +188,7 @@ class DeltaSink(TableBatchSink):
         if not DeltaTable.is_deltatable(str(path)):
             return 0
         table = DeltaTable(str(path))
-        _check_schema(table, arrow_schema(schema), path)
+        check_schema(table, arrow_schema(schema), path)
         (absent,) = _mirror_absent(table, schema, [(in_range, present_keys)], full_rows=False)
         if not absent:
             return 0
@@ -196,20 +210,21 @@ class DeltaSink(TableBatchSink):
         path = self.mirror_path(table_id)
         if DeltaTable.is_deltatable(str(path)):
             mirror = DeltaTable(str(path))
-            if not _same_schema(mirror, typed):
+            if not same_schema(mirror, typed):
                 current = mirror.to_pyarrow_table()
                 write_deltalake(
                     mirror,
                     _project(current, typed, path),
                     mode="overwrite",
                     schema_mode="overwrite",
+                    target_file_size=self.lake.target_file_size,
                     commit_properties=CommitProperties(
                         custom_metadata={"cdc_console.migrate": f"{table_id} new shape"}
                     ),
                 )
                 _log.warning("%s: mirror migrated to the new columns %s", table_id, typed.names)
         log_path = self.changelog_path(table_id)
-        if DeltaTable.is_deltatable(str(log_path)) and not _same_schema(
+        if DeltaTable.is_deltatable(str(log_path)) and not same_schema(
             DeltaTable(str(log_path)), changelog_schema
         ):
             version = DeltaTable(str(log_path)).version()
@@ -220,8 +235,19 @@ class DeltaSink(TableBatchSink):
     def _commit(self, batch_id: int, table_id: TableId, what: str) -> CommitProperties:
         return CommitProperties(
             app_transactions=[Transaction(self.app_id, batch_id)],
-            custom_metadata={"cdc_console.batch": f"{batch_id} {table_id} {what}"},
+            custom_metadata={
+                "cdc_console.batch": f"{batch_id} {table_id} {what}",
+                **self._commit_info,
+            },
         )
+
+    def _mirror(self, table_id: TableId, typed: pa.Schema) -> DeltaTable:
+        properties = table_properties(typed, self.lake, self.lake.change_data_feed)
+        return open_or_create(self.mirror_path(table_id), typed, properties)
+
+    def _changelog(self, table_id: TableId, changelog_schema: pa.Schema) -> DeltaTable:
+        properties = table_properties(changelog_schema, self.lake, change_data_feed=False)
+        return open_or_create(self.changelog_path(table_id), changelog_schema, properties)
 
     def _append_table(
         self, batch_id: int, schema: TableSchema, chunks: Sequence[TypedChunk]
@@ -237,16 +263,25 @@ class DeltaSink(TableBatchSink):
                     f"typed rows of {chunk.split_id} have columns {chunk.rows.schema} but "
                     f"{table_id} maps to {typed}"
                 )
-        data = pa.concat_tables([c.rows for c in chunks]) if chunks else typed.empty_table()
-        mirror = _open_or_create(self.mirror_path(table_id), typed)
+        # In key order (the chunks' order), cut at the target size: files with narrow,
+        # disjoint key ranges, which later MERGEs prune by their statistics. One record batch:
+        # delta-rs deals several batches round robin to parallel writers, interleaving keys.
+        ordered = sorted(chunks, key=_chunk_order)
+        data = (
+            pa.concat_tables([c.rows for c in ordered]).combine_chunks()
+            if chunks
+            else typed.empty_table()
+        )
+        mirror = self._mirror(table_id, typed)
         if self.changelog:
-            log = _open_or_create(self.changelog_path(table_id), changelog_schema)
+            log = self._changelog(table_id, changelog_schema)
             if not _already(log, self.app_id, batch_id):
                 rows = _snapshot_changelog(changelog_schema, batch_id, chunks)
                 write_deltalake(
                     log,
                     rows,
                     mode="append",
+                    target_file_size=self.lake.target_file_size,
                     commit_properties=self._commit(batch_id, table_id, "log append"),
                 )
                 stats["changelog_rows"] = rows.num_rows
@@ -258,6 +293,7 @@ class DeltaSink(TableBatchSink):
             mirror,
             data,
             mode="append",
+            target_file_size=self.lake.target_file_size,
             commit_properties=self._commit(batch_id, table_id, "append"),
         )
         stats["inserted"] = stats["upserted"] = data.num_rows
@@ -277,11 +313,11 @@ class DeltaSink(TableBatchSink):
         changelog_schema = pa.schema([*typed, *CHANGELOG_FIELDS])
         if replaces:
             self._migrate(table_id, typed, changelog_schema)
-        mirror = _open_or_create(self.mirror_path(table_id), typed)
+        mirror = self._mirror(table_id, typed)
         mirror_done = _already(mirror, self.app_id, batch_id)
         log: DeltaTable | None = None
         if self.changelog:
-            log = _open_or_create(self.changelog_path(table_id), changelog_schema)
+            log = self._changelog(table_id, changelog_schema)
             if _already(log, self.app_id, batch_id):
                 log = None
         if mirror_done and log is None:
@@ -317,6 +353,9 @@ class DeltaSink(TableBatchSink):
             stats["deleted"] = int(metrics.get("num_target_rows_deleted", 0))
             stats["upserted"] = stats["inserted"] + stats["updated"]
             stats["range_deleted"] = plan.range_deleted
+            stats["rows_copied"] = int(metrics.get("num_target_rows_copied", 0))
+            stats["files_added"] = int(metrics.get("num_target_files_added", 0))
+            stats["files_removed"] = int(metrics.get("num_target_files_removed", 0))
             mirror.update_incremental()
             committed = mirror.version() > version
         if not committed:
@@ -343,64 +382,12 @@ def _empty_stats() -> dict[str, Any]:
         "upserted": 0,
         "range_deleted": 0,
         "changelog_rows": 0,
+        "rows_copied": 0,
+        "files_added": 0,
+        "files_removed": 0,
         "mirror_skipped": False,
         "changelog_skipped": True,
     }
-
-
-def _open(path: Path) -> DeltaTable:
-    if not DeltaTable.is_deltatable(str(path)):
-        raise FileNotFoundError(f"no Delta table at {path}")
-    return DeltaTable(str(path))
-
-
-def _open_or_create(path: Path, schema: pa.Schema) -> DeltaTable:
-    """Open the Delta table at ``path``, creating it empty with ``schema`` on first use."""
-    if DeltaTable.is_deltatable(str(path)):
-        table = DeltaTable(str(path))
-        _check_schema(table, schema, path)
-        return table
-    path.mkdir(parents=True, exist_ok=True)
-    return DeltaTable.create(str(path), schema, mode="ignore", configuration=_configuration(schema))
-
-
-def _configuration(schema: pa.Schema) -> dict[str, str | None] | None:
-    """Table properties: keep file statistics off the decimals delta-rs gets wrong.
-
-    delta-rs 1.6.6 clamps the min/max statistics of a scale-0 decimal to the int64 range: a file
-    holding 18446744073709551615 in a ``decimal(20,0)`` (BIGINT UNSIGNED) records max
-    9223372036854775807. Any reader that skips files by statistics -- delta-rs' own MERGE file
-    pruning, Spark's data skipping -- then misses the row; a MERGE inserted a duplicate key in
-    our tests. Decimals wider than 18 digits therefore get no statistics (scaled ones above the
-    int64 range get none from delta-rs anyway); the first 32 other columns, Delta's default
-    count, keep theirs.
-    """
-    unsafe = [
-        f.name for f in schema if pa.types.is_decimal(f.type) and f.type.precision > _SAFE_DECIMAL
-    ]
-    if not unsafe:
-        return None
-    indexed = [f.name for f in schema if f.name not in unsafe][:_DEFAULT_INDEXED_COLUMNS]
-    if not indexed:
-        return {"delta.dataSkippingNumIndexedCols": "0"}
-    return {"delta.dataSkippingStatsColumns": ",".join(f"`{n}`" for n in indexed)}
-
-
-def _check_schema(table: DeltaTable, expected: pa.Schema, path: Path) -> None:
-    have = [(f.name, str(f.type)) for f in table.schema().fields]
-    want = [(f.name, str(f.type)) for f in Schema.from_arrow(expected).fields]
-    if have != want:
-        raise SinkSchemaError(
-            f"Delta table {path} has columns {have} but the source table maps to {want}; "
-            "re-dump the table ('cdc-console redump --table <db.table>'), which migrates "
-            "the mirror to the new columns"
-        )
-
-
-def _same_schema(table: DeltaTable, expected: pa.Schema) -> bool:
-    have = [(f.name, str(f.type)) for f in table.schema().fields]
-    want = [(f.name, str(f.type)) for f in Schema.from_arrow(expected).fields]
-    return have == want
 
 
 def _project(current: pa.Table, typed: pa.Schema, path: Path) -> pa.Table:
@@ -438,6 +425,12 @@ def _check_table(schema: TableSchema) -> None:
         raise SinkError(f"{schema.table_id} has no key columns to MERGE on")
     for name in schema.key_columns:
         schema.column(name)  # KeyError names a key column the table lacks
+
+
+def _chunk_order(chunk: TypedChunk) -> tuple[int, str]:
+    """Chunks of one table by split number (``db.t:N``), i.e. by key range."""
+    _, _, number = chunk.split_id.rpartition(":")
+    return (int(number), chunk.split_id) if number.isdigit() else (-1, chunk.split_id)
 
 
 def _already(table: DeltaTable, app_id: str, batch_id: int) -> bool:

@@ -1,0 +1,123 @@
+"""Opening and creating the sink's Delta tables, and the table properties that keep them cheap.
+
+Write amplification. Delta without deletion vectors is copy-on-write: a MERGE that changes one
+row rewrites the whole data file holding it (delta-rs 1.6.6 rewrites only the files with a
+matched row, measured). So the rows copied per changed row are about the rows of one file, and
+the file size is the lever: mirrors are created with ``delta.targetFileSize`` (the MERGE writer
+splits its output at that size; without it one MERGE wrote every touched file into one file,
+whose wide key range then made every later change rewrite it) and first-snapshot chunks are
+written in key order at that size, so files start with narrow, disjoint key ranges that let the
+MERGE skip files by their statistics. delta-rs 1.6.6 writes no deletion vectors.
+
+Change Data Feed. Mirrors are created with ``delta.enableChangeDataFeed``: each MERGE writes
+``_change_data`` files in the same commit as its data (insert / update_preimage /
+update_postimage / delete), appends count as inserts, and compaction (``dataChange=false``)
+adds nothing; Spark's ``readChangeFeed`` and delta-rs ``load_cdf`` read it. Exactly-once
+follows from the commit: a batch's commit carries its app transaction, so a retried batch
+commits nothing and its changes appear once.
+
+Properties are set only when a table is created. delta-rs 1.6.6 ``alter.set_table_properties``
+on an existing table raises its protocol and adds table features it does not use (``variantType``
+as a *reader* feature, measured), which would lock out readers; so a mirror created by an older
+release keeps its properties until it is re-created (see the README, "The lake").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import DeltaTable, Schema
+
+from cdc_console.config import LakeConfig
+from cdc_console.sinks.base import SinkSchemaError
+
+_SAFE_DECIMAL = 18  # decimals up to this precision get correct statistics from delta-rs
+_DEFAULT_INDEXED_COLUMNS = 32  # Delta's default delta.dataSkippingNumIndexedCols
+
+
+def open_table(path: Path) -> DeltaTable:
+    if not DeltaTable.is_deltatable(str(path)):
+        raise FileNotFoundError(f"no Delta table at {path}")
+    return DeltaTable(str(path))
+
+
+def open_or_create(
+    path: Path, schema: pa.Schema, configuration: dict[str, str | None]
+) -> DeltaTable:
+    """Open the Delta table at ``path``, creating it empty with ``schema`` and the table
+    properties ``configuration`` on first use."""
+    if DeltaTable.is_deltatable(str(path)):
+        table = DeltaTable(str(path))
+        check_schema(table, schema, path)
+        return table
+    path.mkdir(parents=True, exist_ok=True)
+    return DeltaTable.create(str(path), schema, mode="ignore", configuration=configuration)
+
+
+def table_properties(
+    schema: pa.Schema, lake: LakeConfig, change_data_feed: bool
+) -> dict[str, str | None]:
+    """Properties of a new mirror (``change_data_feed``) or changelog table.
+
+    Retention durations are Delta's own, so any engine's VACUUM or log cleanup on these tables
+    honours the pipeline's settings too; ``cdc-console lake vacuum`` passes the same value.
+    """
+    props: dict[str, str | None] = {
+        "delta.targetFileSize": str(lake.target_file_size),
+        "delta.checkpointInterval": str(lake.checkpoint_interval),
+        "delta.deletedFileRetentionDuration": _interval(lake.vacuum_retention_hours),
+        "delta.logRetentionDuration": _interval(lake.log_retention_hours),
+    }
+    if change_data_feed:
+        props["delta.enableChangeDataFeed"] = "true"
+    props.update(stats_properties(schema))
+    return props
+
+
+def _interval(hours: float) -> str:
+    return f"interval {round(hours * 3600)} seconds"
+
+
+def stats_properties(schema: pa.Schema) -> dict[str, str | None]:
+    """Keep file statistics off the decimals delta-rs gets wrong.
+
+    delta-rs 1.6.6 clamps the min/max statistics of a scale-0 decimal to the int64 range: a file
+    holding 18446744073709551615 in a ``decimal(20,0)`` (BIGINT UNSIGNED) records max
+    9223372036854775807. Any reader that skips files by statistics -- delta-rs' own MERGE file
+    pruning, Spark's data skipping -- then misses the row; a MERGE inserted a duplicate key in
+    our tests. Decimals wider than 18 digits therefore get no statistics (scaled ones above the
+    int64 range get none from delta-rs anyway); the first 32 other columns, Delta's default
+    count, keep theirs.
+    """
+    unsafe = [
+        f.name for f in schema if pa.types.is_decimal(f.type) and f.type.precision > _SAFE_DECIMAL
+    ]
+    if not unsafe:
+        return {}
+    indexed = [f.name for f in schema if f.name not in unsafe][:_DEFAULT_INDEXED_COLUMNS]
+    if not indexed:
+        return {"delta.dataSkippingNumIndexedCols": "0"}
+    return {"delta.dataSkippingStatsColumns": ",".join(f"`{n}`" for n in indexed)}
+
+
+def _columns(table: DeltaTable) -> list[tuple[str, str]]:
+    return [(f.name, str(f.type)) for f in table.schema().fields]
+
+
+def _expected(schema: pa.Schema) -> list[tuple[str, str]]:
+    return [(f.name, str(f.type)) for f in Schema.from_arrow(schema).fields]
+
+
+def check_schema(table: DeltaTable, expected: pa.Schema, path: Path) -> None:
+    have, want = _columns(table), _expected(expected)
+    if have != want:
+        raise SinkSchemaError(
+            f"Delta table {path} has columns {have} but the source table maps to {want}; "
+            "re-dump the table ('cdc-console redump --table <db.table>'), which migrates "
+            "the mirror to the new columns"
+        )
+
+
+def same_schema(table: DeltaTable, expected: pa.Schema) -> bool:
+    return _columns(table) == _expected(expected)
