@@ -16,7 +16,17 @@ from pathlib import Path
 
 from cdc_console.errors import CdcError, redact
 
-COMMAND_MODULES = ("check", "run", "status", "console", "control", "bench", "demo", "workload")
+COMMAND_MODULES = (
+    "check",
+    "run",
+    "status",
+    "console",
+    "control",
+    "lake",
+    "bench",
+    "demo",
+    "workload",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -40,7 +40,9 @@ from cdc_console.state.store import (
     CATCHING_UP,
     CMD_APPLIED,
     CMD_FAILED,
+    DRIVER_KINDS,
     FINISHED,
+    OPTIMIZE,
     PAUSE,
     PAUSED,
     PIPELINE_PAUSED_META,
@@ -53,6 +55,7 @@ from cdc_console.state.store import (
     SNAPSHOTTING,
     STOP,
     STREAMING,
+    VACUUM,
     Command,
     StateStore,
     TableState,
@@ -102,7 +105,7 @@ def refusal(
             return "the pipeline is already paused" if pipeline_paused else None
         if kind == RESUME:
             return None if pipeline_paused else "the pipeline is not paused"
-        if kind == STOP:
+        if kind in (STOP, OPTIMIZE, VACUUM):
             return None
         return f"{kind} needs a table (--table db.table)"
     try:
@@ -116,6 +119,8 @@ def refusal(
         return None
     if table is None:
         return f"unknown table {target}: the captured tables are {_captured(tables)}"
+    if kind in (OPTIMIZE, VACUUM):
+        return None  # a removed table's mirror stays, and may be kept too
     if table.state == REMOVED:
         if kind == REDUMP_CMD:
             return (
@@ -174,7 +179,7 @@ class CommandProcessor:
     def apply_pending(self) -> list[Outcome]:
         outcomes: list[Outcome] = []
         for command in self.store.pending_commands():
-            if command.kind == STOP:
+            if command.kind in DRIVER_KINDS:
                 continue
             outcome = self.apply(command)
             outcomes.append(outcome)

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import signal
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -62,7 +63,10 @@ def make_sink(config: PipelineConfig) -> Sink:
     from cdc_console.sinks.delta import DeltaSink
 
     return DeltaSink(
-        config.sink.path, changelog=config.sink.changelog, app_id=f"cdc-console:{config.name}"
+        config.sink.path,
+        changelog=config.sink.changelog,
+        app_id=f"cdc-console:{config.name}",
+        lake=config.lake,
     )
 
 
@@ -75,10 +79,13 @@ class BatchApplier:
         self.staging.mkdir(parents=True, exist_ok=True)
         self.applied_batches = 0
         self.last_applied_at: float | None = None
+        #: held while a batch is applied; lake upkeep runs only when it can take it
+        self.lock = threading.Lock()
 
     def __call__(self, df: Any, spark_batch_id: int) -> None:
         table = df.toArrow()
-        self.apply_arrow(table)
+        with self.lock:
+            self.apply_arrow(table)
 
     def apply_arrow(self, table: pa.Table) -> None:
         controls = _without_payload(table.filter(pc.equal(table["op"], CONTROL_OP))).to_pylist()
@@ -136,11 +143,22 @@ class BatchApplier:
         replaces = replace_ranges(plan, schemas)
         clock = time.monotonic()
         has_data = bool(records or replaces or appends)
+        split_results, window = self._reports(controls)
+        position = batch_position(plan, split_results)
+        info = {"cdc_console.position": str(position)} if position is not None else None
         stats = (
-            self.sink.apply_batch(batch_no, schemas, records, replaces, appends) if has_data else {}
+            self.sink.apply_batch(
+                batch_no,
+                schemas,
+                records,
+                replaces,
+                appends,
+                commit_info=info,
+            )
+            if has_data
+            else {}
         )
         crash_point("after-sink", has_data)
-        split_results, window = self._reports(controls)
         commit_batch(
             self.store,
             plan,
@@ -181,6 +199,15 @@ class BatchApplier:
             elif control["key"] == "window":
                 window = WindowResult(data["emitted"], int(data["skipped"]), data["last_event_ts"])
         return results, window
+
+
+def batch_position(plan: BatchPlan, splits: list[SplitResult]) -> BinlogOffset | None:
+    """Where in the binlog a batch's changes end: its window's end, else its chunks' last high
+    watermark. Recorded in each Delta commit, so a mirror version maps to a binlog position."""
+    if plan.binlog is not None:
+        return plan.binlog.end
+    marks = [s.high_watermark for s in splits]
+    return max(marks) if marks else None
 
 
 def _without_payload(table: pa.Table) -> pa.Table:

@@ -288,6 +288,9 @@ class PipelineJob:
             .start()
         )
         monitor = LagMonitor(self.config, store)
+        from cdc_console.spark.lake_upkeep import LakeUpkeep
+
+        upkeep = LakeUpkeep(self.config, store, applier.lock)
         try:
             while not self.stop_requested.is_set():
                 failure = query.exception()
@@ -300,6 +303,7 @@ class PipelineJob:
                 caught_up = monitor.sample()
                 if self._done(store, caught_up, until_caught_up):
                     break
+                upkeep.tick()
                 self.stop_requested.wait(0.5)
         finally:
             log.info("stopping the streaming query")

@@ -112,4 +112,24 @@ MIGRATIONS: list[str] = [
     ALTER TABLE tables ADD COLUMN redump_chunk INTEGER;
     CREATE INDEX commands_by_status ON commands (status, id);
     """,
+    # 3: the lake's tables as the job last measured them, and their maintenance, so the
+    # console and status show files and sizes without opening Delta logs themselves
+    """
+    CREATE TABLE lake_tables (
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        path TEXT NOT NULL,
+        version INTEGER,
+        files INTEGER,
+        live_bytes INTEGER,
+        disk_bytes INTEGER,
+        small_files INTEGER,
+        rows INTEGER,
+        measured_at REAL,
+        optimized_at REAL,
+        vacuumed_at REAL,
+        last_result TEXT,
+        PRIMARY KEY (name, kind)
+    );
+    """,
 ]

@@ -50,7 +50,11 @@ REDUMP_CMD = "redump"
 ADD_TABLE = "add-table"
 REMOVE_TABLE = "remove-table"
 STOP = "stop"
-COMMAND_KINDS = (PAUSE, RESUME, REDUMP_CMD, ADD_TABLE, REMOVE_TABLE, STOP)
+OPTIMIZE = "optimize"
+VACUUM = "vacuum"
+#: commands the job's driver applies itself between batches, not the planner
+DRIVER_KINDS = (STOP, OPTIMIZE, VACUUM)
+COMMAND_KINDS = (PAUSE, RESUME, REDUMP_CMD, ADD_TABLE, REMOVE_TABLE, STOP, OPTIMIZE, VACUUM)
 
 PIPELINE_PAUSED_META = "pipeline_paused"
 

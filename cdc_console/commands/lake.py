@@ -1,0 +1,235 @@
+"""``cdc-console lake status|optimize|vacuum --config F [--table db.t] [--dry-run]``.
+
+``status`` measures every Delta table of the lake (files, live data, bytes on disk). ``optimize``
+and ``vacuum`` commit to the tables, so while a job runs they are queued for it (it runs them
+between batches, never racing its own MERGEs) and ``--wait`` prints its answer; with no job
+running they run here. ``--dry-run`` only reports what would be done and never writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from cdc_console.config import PipelineConfig, load_config
+from cdc_console.errors import CdcError
+
+_EXAMPLES = """examples:
+  cdc-console lake status   --config pipeline.toml
+  cdc-console lake optimize --config pipeline.toml --table shop.orders --dry-run
+  cdc-console lake vacuum   --config pipeline.toml --wait
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "lake",
+        help="the Delta lake's files and sizes; compact or vacuum it",
+        description="Measure, compact (optimize) or vacuum the pipeline's Delta tables. "
+        "Retention and target file size come from the config's [lake] section.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("action", choices=("status", "optimize", "vacuum"))
+    parser.add_argument("--config", required=True, help="pipeline TOML file")
+    parser.add_argument("--table", help="db.table: only this mirror and its changelog")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="report what would be done; write nothing"
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--wait", action="store_true", help="when queued to a running job: wait for its answer"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds --wait waits (default 600)"
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from cdc_console.sinks.maintenance import lake_tables
+
+    config = load_config(args.config)
+    if config.sink.kind != "delta":
+        raise CdcError(
+            f"sink.kind is {config.sink.kind!r}: there is no Delta lake to keep",
+            "lake commands work on the delta sink only",
+        )
+    tables = lake_tables(config.sink.path)
+    if args.table:
+        tables = [t for t in tables if t.name == args.table]
+    if not tables:
+        raise CdcError(
+            f"no Delta table{' ' + args.table if args.table else ''} under {config.sink.path}",
+            "the job creates the mirrors as it snapshots; check sink.path and --table",
+        )
+    if args.action == "status":
+        return _status(config, tables, args.json)
+    if args.dry_run:
+        return _run_here(config, tables, args.action, dry_run=True, as_json=args.json)
+    from cdc_console.commands.control import job_running
+
+    if job_running(config):
+        return _queue(config, args)
+    return _run_here(config, tables, args.action, dry_run=False, as_json=args.json)
+
+
+def _status(config: PipelineConfig, tables: list[Any], as_json: bool) -> int:
+    from cdc_console.sinks.maintenance import footprint, human_bytes
+
+    recorded = _recorded(config)
+    rows = []
+    for table in tables:
+        found = footprint(table, config.lake.target_file_size)
+        state = recorded.get((table.name, table.kind))
+        rows.append(
+            {
+                "table": table.name,
+                "kind": table.kind,
+                "path": str(table.path),
+                "version": found.version,
+                "files": found.files,
+                "small_files": found.small_files,
+                "rows": found.rows,
+                "live_bytes": found.live_bytes,
+                "disk_bytes": found.disk_bytes,
+                "disk_over_live": round(found.amplification, 2),
+                "optimized_at": state.optimized_at if state else None,
+                "vacuumed_at": state.vacuumed_at if state else None,
+            }
+        )
+    if as_json:
+        print(json.dumps({"lake": str(config.sink.path), "tables": rows}, indent=2))
+        return 0
+    print(
+        f"{'table':<34} {'version':>7} {'files':>6} {'small':>6} {'rows':>11} "
+        f"{'live':>10} {'on disk':>10} {'disk/live':>9}  optimized / vacuumed"
+    )
+    for row in rows:
+        label = row["table"] + (" (changelog)" if row["kind"] == "changelog" else "")
+        print(
+            f"{label:<34} {row['version']:>7} {row['files']:>6} {row['small_files']:>6} "
+            f"{row['rows']:>11,} {human_bytes(row['live_bytes']):>10} "
+            f"{human_bytes(row['disk_bytes']):>10} {row['disk_over_live']:>8.2f}x  "
+            f"{_ago(row['optimized_at'])} / {_ago(row['vacuumed_at'])}"
+        )
+    lake = config.lake
+    print(
+        f"target file size {human_bytes(lake.target_file_size)}, vacuum retention "
+        f"{lake.vacuum_retention_hours:g} h; the job optimizes every "
+        f"{_every(lake.optimize_every)} and vacuums every {_every(lake.vacuum_every)}"
+    )
+    return 0
+
+
+def _every(seconds: float) -> str:
+    if seconds <= 0:
+        return "never"
+    if seconds % 3600 == 0:
+        return f"{seconds / 3600:g} h"
+    return f"{seconds / 60:g} min" if seconds % 60 == 0 else f"{seconds:g} s"
+
+
+def _ago(stamp: float | None) -> str:
+    if not stamp:
+        return "never"
+    seconds = time.time() - stamp
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    return f"{seconds / 3600:.1f} h ago"
+
+
+def _recorded(config: PipelineConfig) -> dict[tuple[str, str], Any]:
+    from cdc_console.state.lake import lake_tables as recorded_tables
+    from cdc_console.state.store import StateStore
+
+    if not config.state_path.exists():
+        return {}
+    store = StateStore(config.state_path)
+    try:
+        return {(t.name, t.kind): t for t in recorded_tables(store)}
+    finally:
+        store.close()
+
+
+def _run_here(
+    config: PipelineConfig, tables: list[Any], action: str, dry_run: bool, as_json: bool
+) -> int:
+    from cdc_console.sinks.maintenance import footprint, optimize, vacuum
+    from cdc_console.state.lake import record_footprint, record_maintenance
+    from cdc_console.state.store import StateStore
+
+    operation = optimize if action == "optimize" else vacuum
+    store = None if dry_run or not config.state_path.exists() else StateStore(config.state_path)
+    results = []
+    try:
+        for table in tables:
+            result = operation(table, config.lake, dry_run=dry_run)
+            results.append(result)
+            if not as_json:
+                print(result.describe())
+            if store is not None:
+                record_maintenance(
+                    store, table.name, table.kind, str(table.path), action, result.describe()
+                )
+                found = footprint(table, config.lake.target_file_size)
+                record_footprint(
+                    store,
+                    table.name,
+                    table.kind,
+                    str(table.path),
+                    version=found.version,
+                    files=found.files,
+                    live_bytes=found.live_bytes,
+                    disk_bytes=found.disk_bytes,
+                    small_files=found.small_files,
+                    rows=found.rows,
+                )
+    finally:
+        if store is not None:
+            store.close()
+    if as_json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "table": r.table.name,
+                        "kind": r.table.kind,
+                        "action": r.action,
+                        "dry_run": r.dry_run,
+                        "files_removed": r.files_removed,
+                        "files_added": r.files_added,
+                        "bytes_removed": r.bytes_removed,
+                        "seconds": round(r.seconds, 3),
+                    }
+                    for r in results
+                ],
+                indent=2,
+            )
+        )
+    return 0
+
+
+def _queue(config: PipelineConfig, args: argparse.Namespace) -> int:
+    from cdc_console.commands.control import _issuer, _wait
+    from cdc_console.source.control import refusal
+    from cdc_console.state.store import StateStore
+
+    store = StateStore(config.state_path)
+    try:
+        reason = refusal(args.action, args.table, {}, store.tables(), store.pipeline_paused())
+        if reason is not None:
+            raise CdcError(reason, f"'cdc-console lake status --config {args.config}' lists them")
+        command_id = store.queue_command(args.action, args.table, {}, issued_by=_issuer())
+        queued = store.command(command_id)
+        assert queued is not None
+        print(f"{queued.describe()} queued: the running job applies it between batches")
+        if not args.wait:
+            return 0
+        return _wait(store, command_id, args.timeout)
+    finally:
+        store.close()

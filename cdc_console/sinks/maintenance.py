@@ -1,0 +1,215 @@
+"""Keeping a lake small for months: compaction, vacuum, and what each Delta table holds.
+
+Every batch adds files: a MERGE writes the files it rewrote plus one for its inserts (and
+``_change_data`` files for the change feed), every changelog append one more, and each replaced
+file stays on disk for readers of older versions. Left alone, a table's folder grows with every
+batch while its live data stays the same size. Two operations bound it:
+
+- **optimize**: delta-rs compaction bin-packs the files smaller than the target file size into
+  files of about that size, keeping neighbouring files together (its ``preserveLocality``
+  planner), in a commit with ``dataChange=false``: readers of the change feed see nothing.
+- **vacuum**: deletes the files that no version younger than the retention references: files
+  replaced more than ``vacuum_retention_hours`` ago, expired ``_change_data`` files and files a
+  crashed writer left behind (delta-rs' *full* mode lists the folder; a file younger than the
+  retention is never touched, so a reader of any version inside the retention keeps working).
+  Then the expired log entries go too (``delta.logRetentionDuration``).
+
+Both commit to the table, so they must not race the pipeline's own MERGEs: the job runs them
+between batches (``spark/lake_upkeep.py``), and ``cdc-console lake`` queues them to a running
+job instead of running them itself. Nothing here imports Spark or the state database.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.transaction import CommitProperties
+
+from cdc_console.config import LakeConfig
+from cdc_console.sinks.delta import CHANGELOG_DIR
+
+OPTIMIZE = "optimize"
+VACUUM = "vacuum"
+
+
+@dataclass(frozen=True)
+class LakeTable:
+    """One Delta table of the lake: a mirror (``shop.orders``) or a changelog."""
+
+    name: str
+    kind: str  # "mirror" | "changelog"
+    path: Path
+
+    @property
+    def label(self) -> str:
+        return self.name if self.kind == "mirror" else f"{self.name} (changelog)"
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What a table holds: live data (the current version's files) and everything on disk
+    (older versions' files, ``_change_data``, the log)."""
+
+    version: int
+    files: int
+    live_bytes: int
+    disk_bytes: int
+    small_files: int
+    rows: int
+
+    @property
+    def amplification(self) -> float:
+        """Disk over live data; 1.0 is a table with nothing but its current files."""
+        return self.disk_bytes / self.live_bytes if self.live_bytes else 0.0
+
+
+@dataclass(frozen=True)
+class MaintenanceResult:
+    table: LakeTable
+    action: str
+    dry_run: bool
+    files_removed: int
+    files_added: int
+    bytes_removed: int
+    seconds: float
+
+    def describe(self) -> str:
+        verb = {
+            (OPTIMIZE, True): "would compact",
+            (OPTIMIZE, False): "compacted",
+            (VACUUM, True): "would delete",
+            (VACUUM, False): "deleted",
+        }[self.action, self.dry_run]
+        if self.action == OPTIMIZE:
+            what = f"{self.files_removed} small file(s) ({human_bytes(self.bytes_removed)})"
+            if not self.dry_run:
+                what += f" into {self.files_added}"
+        else:
+            what = f"{self.files_removed} unreferenced file(s) ({human_bytes(self.bytes_removed)})"
+        return f"{self.table.label}: {verb} {what} in {self.seconds:.1f} s"
+
+
+def human_bytes(count: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(count) < 1024 or unit == "GiB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    raise AssertionError("unreachable")
+
+
+def lake_tables(root: Path) -> list[LakeTable]:
+    """The lake's Delta tables: ``<root>/<db>/<t>`` mirrors, ``<root>/_changelog/<db>/<t>``."""
+    found: list[LakeTable] = []
+    if not root.is_dir():
+        return found
+    for database in sorted(p for p in root.iterdir() if p.is_dir()):
+        kind = "changelog" if database.name == CHANGELOG_DIR else "mirror"
+        databases = (
+            sorted(p for p in database.iterdir() if p.is_dir()) if kind == "changelog" else []
+        )
+        for folder in databases or [database]:
+            for table in sorted(p for p in folder.iterdir() if p.is_dir()):
+                if (table / "_delta_log").is_dir():
+                    found.append(LakeTable(f"{folder.name}.{table.name}", kind, table))
+    return found
+
+
+def footprint(table: LakeTable, target_file_size: int) -> Footprint:
+    """Files and bytes of the current version, and bytes on disk under the table's folder."""
+    delta = DeltaTable(str(table.path))
+    actions = pa.table(delta.get_add_actions(flatten=True))
+    sizes = actions.column("size_bytes").to_pylist() if actions.num_rows else []
+    rows = actions.column("num_records").to_pylist() if actions.num_rows else []
+    disk = 0
+    for folder, _, names in os.walk(table.path):
+        for name in names:
+            try:
+                disk += os.stat(os.path.join(folder, name)).st_size
+            except FileNotFoundError:  # vacuumed while we walked
+                continue
+    return Footprint(
+        version=delta.version(),
+        files=len(sizes),
+        live_bytes=sum(sizes),
+        disk_bytes=disk,
+        small_files=sum(1 for size in sizes if size < target_file_size // 2),
+        rows=sum(r or 0 for r in rows),
+    )
+
+
+def _commit(action: str) -> CommitProperties:
+    return CommitProperties(custom_metadata={"cdc_console.maintenance": action})
+
+
+def optimize(table: LakeTable, lake: LakeConfig, dry_run: bool = False) -> MaintenanceResult:
+    """Compact the files smaller than the target size (delta-rs leaves a file alone in its bin)."""
+    clock = time.monotonic()
+    delta = DeltaTable(str(table.path))
+    if dry_run:
+        actions = pa.table(delta.get_add_actions(flatten=True))
+        sizes = actions.column("size_bytes").to_pylist() if actions.num_rows else []
+        small = [size for size in sizes if size < lake.target_file_size]
+        count = len(small) if len(small) > 1 else 0
+        return MaintenanceResult(
+            table, OPTIMIZE, True, count, 0, sum(small) if count else 0, time.monotonic() - clock
+        )
+    metrics = delta.optimize.compact(
+        target_size=lake.target_file_size, commit_properties=_commit(OPTIMIZE)
+    )
+    removed = _size_stat(metrics.get("filesRemoved"))
+    return MaintenanceResult(
+        table,
+        OPTIMIZE,
+        False,
+        int(metrics.get("numFilesRemoved", 0)),
+        int(metrics.get("numFilesAdded", 0)),
+        removed,
+        time.monotonic() - clock,
+    )
+
+
+def _size_stat(text: object) -> int:
+    """``totalSize`` out of delta-rs' JSON-in-a-string file statistics."""
+    try:
+        return int(json.loads(str(text)).get("totalSize", 0))
+    except (ValueError, AttributeError):
+        return 0
+
+
+def vacuum(table: LakeTable, lake: LakeConfig, dry_run: bool = False) -> MaintenanceResult:
+    """Delete files no version inside the retention needs, then the expired log entries."""
+    clock = time.monotonic()
+    delta = DeltaTable(str(table.path))
+    retention = math.ceil(lake.vacuum_retention_hours)
+    # The pipeline's setting is the authority (tables it creates carry the same value as
+    # delta.deletedFileRetentionDuration, older ones Delta's default of a week), hence no
+    # enforce_retention_duration.
+    doomed = delta.vacuum(
+        retention_hours=retention, dry_run=True, enforce_retention_duration=False, full=True
+    )
+    sizes = 0
+    for name in doomed:
+        try:
+            sizes += os.stat(table.path / name).st_size
+        except FileNotFoundError:
+            continue
+    if doomed and not dry_run:
+        doomed = delta.vacuum(
+            retention_hours=retention,
+            dry_run=False,
+            enforce_retention_duration=False,
+            full=True,
+            commit_properties=_commit(VACUUM),
+        )
+    if not dry_run:
+        delta.cleanup_metadata()
+    return MaintenanceResult(
+        table, VACUUM, dry_run, len(doomed), 0, sizes, time.monotonic() - clock
+    )
