@@ -110,7 +110,9 @@ class LakeConfig:
     #: Not Delta's week: a CDC mirror rewrites files every batch, and disk holds about
     #: live data + rewrite rate x retention (a batch a second rewrote ~1 MB/s on the demo)
     vacuum_retention_hours: float = 1.0
-    log_retention_hours: float = 24.0
+    #: a version whose files are vacuumed cannot be read anyway, and a MERGE's log entry is
+    #: ~25 KB (file stats): a day of a commit a second is ~2 GB of log for one table
+    log_retention_hours: float = 1.0
     checkpoint_interval: int = 100
     change_data_feed: bool = True
 

@@ -77,7 +77,8 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _status(config: PipelineConfig, tables: list[Any], as_json: bool) -> int:
-    from cdc_console.sinks.maintenance import footprint, human_bytes
+    from cdc_console.sinks.maintenance import footprint
+    from cdc_console.units import size
 
     recorded = _recorded(config)
     rows = []
@@ -111,13 +112,13 @@ def _status(config: PipelineConfig, tables: list[Any], as_json: bool) -> int:
         label = row["table"] + (" (changelog)" if row["kind"] == "changelog" else "")
         print(
             f"{label:<34} {row['version']:>7} {row['files']:>6} {row['small_files']:>6} "
-            f"{row['rows']:>11,} {human_bytes(row['live_bytes']):>10} "
-            f"{human_bytes(row['disk_bytes']):>10} {row['disk_over_live']:>8.2f}x  "
+            f"{row['rows']:>11,} {size(row['live_bytes']):>10} "
+            f"{size(row['disk_bytes']):>10} {row['disk_over_live']:>8.2f}x  "
             f"{_ago(row['optimized_at'])} / {_ago(row['vacuumed_at'])}"
         )
     lake = config.lake
     print(
-        f"target file size {human_bytes(lake.target_file_size)}, vacuum retention "
+        f"target file size {size(lake.target_file_size)}, vacuum retention "
         f"{lake.vacuum_retention_hours:g} h; the job optimizes every "
         f"{_every(lake.optimize_every)} and vacuums every {_every(lake.vacuum_every)}"
     )

@@ -39,6 +39,7 @@ from deltalake.transaction import CommitProperties
 
 from cdc_console.config import LakeConfig
 from cdc_console.sinks.delta import CHANGELOG_DIR
+from cdc_console.units import size
 
 OPTIMIZE = "optimize"
 VACUUM = "vacuum"
@@ -93,20 +94,12 @@ class MaintenanceResult:
             (VACUUM, False): "deleted",
         }[self.action, self.dry_run]
         if self.action == OPTIMIZE:
-            what = f"{self.files_removed} small file(s) ({human_bytes(self.bytes_removed)})"
+            what = f"{self.files_removed} small file(s) ({size(self.bytes_removed)})"
             if not self.dry_run:
                 what += f" into {self.files_added}"
         else:
-            what = f"{self.files_removed} unreferenced file(s) ({human_bytes(self.bytes_removed)})"
+            what = f"{self.files_removed} unreferenced file(s) ({size(self.bytes_removed)})"
         return f"{self.table.label}: {verb} {what} in {self.seconds:.1f} s"
-
-
-def human_bytes(count: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(count) < 1024 or unit == "GiB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024
-    raise AssertionError("unreachable")
 
 
 def lake_tables(root: Path) -> list[LakeTable]:
@@ -172,7 +165,7 @@ def footprint(table: LakeTable, target_file_size: int) -> Footprint:
         files=len(sizes),
         live_bytes=sum(sizes),
         disk_bytes=disk,
-        small_files=sum(1 for size in sizes if size < small),
+        small_files=sum(1 for n in sizes if n < small),
         rows=sum(rows),
     )
 
@@ -192,7 +185,7 @@ def optimize(table: LakeTable, lake: LakeConfig, dry_run: bool = False) -> Maint
     sizes, rows = _sizes(delta)
     target = compaction_target(sizes, rows, lake.target_file_size)
     if dry_run:
-        small = [size for size in sizes if size < target]
+        small = [n for n in sizes if n < target]
         count = len(small) if len(small) > 1 else 0
         return MaintenanceResult(
             table, OPTIMIZE, True, count, 0, sum(small) if count else 0, time.monotonic() - clock

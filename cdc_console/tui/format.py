@@ -104,6 +104,13 @@ def nbytes(value: int | None) -> Text:
     return DASH if value is None else plain(size(value))
 
 
+def files(count_: int | None, on_disk: int | None) -> Text:
+    """A Delta table's live files and its folder's bytes on disk: ``41 · 9.0 MiB``."""
+    if count_ is None or on_disk is None:
+        return DASH
+    return plain(f"{count_:,} · {size(on_disk)}")
+
+
 def duration_ms(value: int | None) -> Text:
     return (
         DASH

@@ -98,6 +98,9 @@ class TableView:
     position: BinlogOffset | None
     chunk_size: int
     note: str = ""
+    #: the mirror's live data files and its folder's bytes on disk, as the job last measured
+    lake_files: int | None = None
+    lake_bytes: int | None = None
 
     @property
     def can_pause(self) -> bool:

@@ -20,6 +20,7 @@ from cdc_console.mysql.schema import TableId
 from cdc_console.source.chunk import ChunkRange
 from cdc_console.source.offset import BinlogOffset
 from cdc_console.source.splits import SnapshotSplit
+from cdc_console.state.lake import record_footprint
 from cdc_console.state.store import (
     CATCHING_UP,
     CMD_APPLIED,
@@ -150,7 +151,33 @@ def build_state(path: Path) -> None:
         _runs(store, clock)
         _lag_samples(store, clock)
         _events_and_commands(store, clock)
+        _lake(store, path.parent / "lake")
         store.close()
+
+
+def _lake(store: StateStore, root: Path) -> None:
+    """The job's last measurements of the mirrors (orders is still being written)."""
+    for table, files, disk in (
+        ("orders", 41, 9_400_000),
+        ("customers", 12, 3_100_000),
+        ("products", 3, 480_000),
+        ("payments", 2, 96_000),
+        ("skus", 9, 2_600_000),
+        ("archive", 1, 52_000),
+        ("legacy", 1, 30_000),
+    ):
+        record_footprint(
+            store,
+            f"shop.{table}",
+            "mirror",
+            str(root / "shop" / table),
+            version=7,
+            files=files,
+            live_bytes=disk * 2 // 3,
+            disk_bytes=disk,
+            small_files=0,
+            rows=files * 6000,
+        )
 
 
 def _splits(

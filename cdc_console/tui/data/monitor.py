@@ -24,6 +24,7 @@ from cdc_console.mysql.lag import binlog_distance
 from cdc_console.retention import binlog_needs
 from cdc_console.source.control import refusal
 from cdc_console.source.offset import BinlogOffset
+from cdc_console.state.lake import LakeTableState, lake_tables
 from cdc_console.state.store import (
     CATCHING_UP,
     CMD_APPLIED,
@@ -167,7 +168,8 @@ class PipelineMonitor:
         events = [event_view(e) for e in store.events(EVENTS_SHOWN)]
         errors = [e for e in events if e.level == "error"]
         job = self._job(sample, all_runs, paused, behind[0], errors, log_tail, now)
-        table_views = tuple(self._table(t, head, now) for t in tables)
+        mirrors = {t.name: t for t in lake_tables(store) if t.kind == "mirror"}
+        table_views = tuple(self._table(t, head, now, mirrors) for t in tables)
         names = [t.table for t in table_views]
         if selected not in names:
             selected = default_table(table_views)
@@ -253,8 +255,15 @@ class PipelineMonitor:
         alive = self.jobs.is_alive(pid)
         return assess.Launch(pid, at, alive, None if alive else self.jobs.exit_code(pid))
 
-    def _table(self, table: TableState, head: BinlogOffset | None, now: float) -> TableView:
+    def _table(
+        self,
+        table: TableState,
+        head: BinlogOffset | None,
+        now: float,
+        mirrors: dict[str, LakeTableState],
+    ) -> TableView:
         name = str(table.table_id)
+        mirror = mirrors.get(name)
         position: BinlogOffset | None = None
         if table.state in (STREAMING, CATCHING_UP):
             position = table.stream_from
@@ -277,6 +286,8 @@ class PipelineMonitor:
             position=position,
             chunk_size=self.config.snapshot.chunk_size,
             note=table_note(table),
+            lake_files=mirror.files if mirror else None,
+            lake_bytes=mirror.disk_bytes if mirror else None,
         )
 
     def _binlog(

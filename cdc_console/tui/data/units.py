@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cdc_console.units import size
+
+__all__ = ["count", "shown_path", "size", "span"]
+
 
 def span(seconds: float) -> str:
     """``42 s``, ``12 min``, ``3 h 05 min``, ``4 d 2 h``: two units at most."""
@@ -19,16 +23,6 @@ def span(seconds: float) -> str:
     if hours < 48:
         return f"{hours} h {minutes:02d} min"
     return f"{hours // 24} d {hours % 24} h"
-
-
-def size(count: float) -> str:
-    """Bytes in binary units: ``512 B``, ``1.5 KiB``, ``23.4 MiB``."""
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
 
 
 def count(value: int | None) -> str:

@@ -23,10 +23,11 @@ TABLE_COLUMNS = (
     Column("table", "table", 20),
     Column("state", "state", 13),
     Column("chunks", "chunks done/total", 22),
-    Column("rows", "rows read", 11),
-    Column("events", "events", 9),
-    Column("rate", "events/s", 9),
-    Column("lag", "lag", 8),
+    Column("rows", "rows read", 10),
+    Column("events", "events", 8),
+    Column("rate", "events/s", 8),
+    Column("lag", "lag", 7),
+    Column("mirror", "mirror files", 13),
     Column("note", "note"),
 )
 
@@ -50,6 +51,7 @@ def table_row(table: TableView) -> tuple[str, list[Text]]:
         fmt.number(table.events_applied),
         fmt.rate(table.events_per_second),
         fmt.lag(table.lag),
+        fmt.files(table.lake_files, table.lake_bytes),
         fmt.plain(table.note, "dim"),
     ]
 
