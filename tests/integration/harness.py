@@ -224,6 +224,38 @@ def changelog_replay(
     return state_rows, binlog, duplicates
 
 
+_CDF_RANK = {"delete": 0, "update_preimage": 0, "insert": 1, "update_postimage": 1}
+
+
+def change_feed_replay(
+    config: PipelineConfig, database: str, table: str, key: str
+) -> tuple[dict[Any, dict[str, Any]], int]:
+    """Fold the mirror's Delta change data feed in commit order, as a downstream consumer of
+    ``readChangeFeed`` would; return (final rows, changes that contradict the state).
+
+    A contradiction is an insert or post-image of a key already present, or a delete or
+    pre-image of a key absent or holding another row: what a change delivered twice, or lost,
+    looks like in a feed.
+    """
+    path = config.sink.path / database / table
+    feed = pa.table(DeltaTable(str(path)).load_cdf(starting_version=0))
+    meta = {"_change_type", "_commit_version", "_commit_timestamp"}
+    rows = [
+        ({k: v for k, v in r.items() if k not in meta}, r["_change_type"], r["_commit_version"])
+        for r in feed.to_pylist()
+    ]
+    rows.sort(key=lambda item: (item[2], _CDF_RANK[item[1]]))
+    state_rows: dict[Any, dict[str, Any]] = {}
+    contradictions = 0
+    for image, kind, _ in rows:
+        if kind in ("delete", "update_preimage"):
+            contradictions += state_rows.pop(image[key], None) != image
+        else:
+            contradictions += image[key] in state_rows
+            state_rows[image[key]] = image
+    return state_rows, contradictions
+
+
 class Writer(threading.Thread):
     """A background writer mixing inserts, updates, deletes and key moves on one table."""
 
