@@ -20,6 +20,7 @@ from cdc_console.errors import ConfigError, register_secret
 
 STARTUP_MODES = ("initial", "latest-offset", "snapshot-only")
 SINK_KINDS = ("delta", "changelog-json")
+DATETIME_TYPES = ("timestamp_ntz", "timestamp")
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,9 @@ class LakeConfig:
     log_retention_hours: float = 1.0
     checkpoint_interval: int = 100
     change_data_feed: bool = True
+    #: how DATETIME is stored: "timestamp_ntz" (exact; reader 3 / writer 7) or "timestamp"
+    #: (the wall clock as UTC, for readers that only open protocol 1)
+    datetime: str = "timestamp_ntz"
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,7 @@ _KNOWN = {
         "log_retention_hours",
         "checkpoint_interval",
         "change_data_feed",
+        "datetime",
     },
     "state": {"path"},
     "spark": {"master", "trigger_seconds", "checkpoint", "ui_port", "conf"},
@@ -518,7 +523,14 @@ def _lake(section: dict[str, Any]) -> LakeConfig:
         raise ConfigError(
             "lake.checkpoint_interval must be at least 1", "set lake.checkpoint_interval = 100"
         )
+    datetime = _typed(section, "lake", "datetime", str, defaults.datetime)
+    if datetime not in DATETIME_TYPES:
+        raise ConfigError(
+            f"lake.datetime {datetime!r} is not one of {', '.join(DATETIME_TYPES)}",
+            'set datetime = "timestamp_ntz" (exact) or "timestamp" (for older Delta readers)',
+        )
     return LakeConfig(
+        datetime=datetime,
         target_file_size=size,
         optimize_every=every["optimize_every"],
         vacuum_every=every["vacuum_every"],

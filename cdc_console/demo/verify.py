@@ -25,7 +25,8 @@ from deltalake import DeltaTable
 from cdc_console.config import PipelineConfig
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.schema import TableSchema, schema_from_dict
-from cdc_console.sinks.types import table_to_rows
+from cdc_console.sinks.delta_tables import from_lake
+from cdc_console.sinks.types import arrow_schema, table_to_rows
 from cdc_console.source.normalize import RowNormalizer
 from cdc_console.state.store import REMOVED, StateStore
 
@@ -161,7 +162,9 @@ def compare_table(
 def read_mirror(config: PipelineConfig, schema: TableSchema) -> list[dict[str, Any]]:
     """The mirror of ``schema``'s table as canonical rows (raises if the mirror does not exist)."""
     path = config.sink.path / schema.table_id.database / schema.table_id.table
-    return table_to_rows(schema, DeltaTable(str(path)).to_pyarrow_table())
+    # [lake] datetime = "timestamp" stores DATETIME as UTC: back to the pipeline's types first
+    data = from_lake(DeltaTable(str(path)).to_pyarrow_table(), arrow_schema(schema))
+    return table_to_rows(schema, data)
 
 
 def verify_mirrors(

@@ -53,7 +53,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -76,10 +76,13 @@ from cdc_console.sinks.base import (
 )
 from cdc_console.sinks.delta_tables import (
     check_schema,
+    from_lake,
+    lake_schema,
     open_or_create,
     open_table,
     same_schema,
     table_properties,
+    to_lake,
 )
 from cdc_console.sinks.types import arrow_schema, codec_for, columns_to_table, table_to_rows
 from cdc_console.source.records import OP_DELETE, UPSERT_OPS, ChangeRecord
@@ -188,12 +191,13 @@ class DeltaSink(TableBatchSink):
         if not DeltaTable.is_deltatable(str(path)):
             return 0
         table = DeltaTable(str(path))
-        check_schema(table, arrow_schema(schema), path)
+        lake = lake_schema(arrow_schema(schema), self.lake)
+        check_schema(table, lake, path)
         (absent,) = _mirror_absent(table, schema, [(in_range, present_keys)], full_rows=False)
         if not absent:
             return 0
         nets: dict[Key, dict[str, Any] | None] = dict.fromkeys(absent)
-        metrics = _merge(table, schema, nets, commit_properties=None)
+        metrics = _merge(table, schema, lake, nets, commit_properties=None)
         return int(metrics.get("num_target_rows_deleted", 0))
 
     # --- internals ------------------------------------------------------------------------
@@ -255,7 +259,8 @@ class DeltaSink(TableBatchSink):
         _check_table(schema)
         table_id = schema.table_id
         typed = arrow_schema(schema)
-        changelog_schema = pa.schema([*typed, *CHANGELOG_FIELDS])
+        lake = lake_schema(typed, self.lake)
+        changelog_schema = pa.schema([*lake, *CHANGELOG_FIELDS])
         stats = _empty_stats()
         for chunk in chunks:
             if chunk.rows.schema != typed:
@@ -266,17 +271,17 @@ class DeltaSink(TableBatchSink):
         # In key order (the chunks' order), cut at the target size: files with narrow,
         # disjoint key ranges, which later MERGEs prune by their statistics. One record batch:
         # delta-rs deals several batches round robin to parallel writers, interleaving keys.
-        ordered = sorted(chunks, key=_chunk_order)
+        ordered = [replace(c, rows=to_lake(c.rows, lake)) for c in sorted(chunks, key=_chunk_order)]
         data = (
             pa.concat_tables([c.rows for c in ordered]).combine_chunks()
             if chunks
-            else typed.empty_table()
+            else lake.empty_table()
         )
-        mirror = self._mirror(table_id, typed)
+        mirror = self._mirror(table_id, lake)
         if self.changelog:
             log = self._changelog(table_id, changelog_schema)
             if not _already(log, self.app_id, batch_id):
-                rows = _snapshot_changelog(changelog_schema, batch_id, chunks)
+                rows = _snapshot_changelog(changelog_schema, batch_id, ordered)
                 write_deltalake(
                     log,
                     rows,
@@ -308,12 +313,12 @@ class DeltaSink(TableBatchSink):
     ) -> dict[str, Any]:
         _check_table(schema)
         table_id = schema.table_id
-        typed = arrow_schema(schema)
+        lake = lake_schema(arrow_schema(schema), self.lake)
         stats = _empty_stats()
-        changelog_schema = pa.schema([*typed, *CHANGELOG_FIELDS])
+        changelog_schema = pa.schema([*lake, *CHANGELOG_FIELDS])
         if replaces:
-            self._migrate(table_id, typed, changelog_schema)
-        mirror = self._mirror(table_id, typed)
+            self._migrate(table_id, lake, changelog_schema)
+        mirror = self._mirror(table_id, lake)
         mirror_done = _already(mirror, self.app_id, batch_id)
         log: DeltaTable | None = None
         if self.changelog:
@@ -347,7 +352,9 @@ class DeltaSink(TableBatchSink):
         committed = False
         if plan.nets:
             version = mirror.version()
-            metrics = _merge(mirror, schema, plan.nets, self._commit(batch_id, table_id, "merge"))
+            metrics = _merge(
+                mirror, schema, lake, plan.nets, self._commit(batch_id, table_id, "merge")
+            )
             stats["inserted"] = int(metrics.get("num_target_rows_inserted", 0))
             stats["updated"] = int(metrics.get("num_target_rows_updated", 0))
             stats["deleted"] = int(metrics.get("num_target_rows_deleted", 0))
@@ -363,7 +370,7 @@ class DeltaSink(TableBatchSink):
             # the batch anyway with an empty append so that a retry sees it as applied.
             write_deltalake(
                 mirror,
-                typed.empty_table(),
+                lake.empty_table(),
                 mode="append",
                 commit_properties=self._commit(batch_id, table_id, "noop"),
             )
@@ -446,6 +453,7 @@ def _quote(name: str) -> str:
 def _merge(
     table: DeltaTable,
     schema: TableSchema,
+    lake: pa.Schema,
     nets: Mapping[Key, dict[str, Any] | None],
     commit_properties: CommitProperties | None,
 ) -> dict[str, Any]:
@@ -465,7 +473,7 @@ def _merge(
             source_rows.append(dict(zip(key_columns, key, strict=True)))
             ops.append("D")
     columns = {name: [row.get(name) for row in source_rows] for name in schema.column_names}
-    source = columns_to_table(schema, columns).append_column(
+    source = to_lake(columns_to_table(schema, columns), lake).append_column(
         pa.field(_MERGE_OP, pa.string()), pa.array(ops, type=pa.string())
     )
     conditions = []
@@ -499,7 +507,9 @@ def _mirror_absent(
     """Per check: mirror keys in its range and not in its present set, with the canonical row
     when ``full_rows`` (the changelog's before image), else None. One scan for all checks."""
     key_columns = list(schema.key_columns)
-    data = table.to_pyarrow_table(columns=None if full_rows else key_columns)
+    data = from_lake(
+        table.to_pyarrow_table(columns=None if full_rows else key_columns), arrow_schema(schema)
+    )
     result: list[dict[Key, dict[str, Any] | None]] = [{} for _ in checks]
     if data.num_rows == 0:
         return result
@@ -734,7 +744,10 @@ def _changelog_table(
 ) -> pa.Table:
     """Typed changelog rows: the row image plus op, position, seq, event time and batch id."""
     names = schema.column_names
-    typed = columns_to_table(schema, {n: [c.row.get(n) for c in changes] for n in names})
+    lake = pa.schema(list(changelog_schema)[: len(names)])
+    typed = to_lake(
+        columns_to_table(schema, {n: [c.row.get(n) for c in changes] for n in names}), lake
+    )
     meta = [
         pa.array([c.op for c in changes], type=pa.string()),
         *(pa.array([c.position[i] for c in changes], type=pa.int64()) for i in range(4)),

@@ -36,6 +36,41 @@ _SAFE_DECIMAL = 18  # decimals up to this precision get correct statistics from 
 _DEFAULT_INDEXED_COLUMNS = 32  # Delta's default delta.dataSkippingNumIndexedCols
 
 
+_WALL_CLOCK = pa.timestamp("us")
+_WALL_CLOCK_AS_UTC = pa.timestamp("us", tz="UTC")
+
+
+def lake_schema(typed: pa.Schema, lake: LakeConfig) -> pa.Schema:
+    """The Delta schema of a table whose pipeline (canonical) Arrow schema is ``typed``.
+
+    With ``[lake] datetime = "timestamp"`` a DATETIME column (``timestamp[us]``, Delta
+    ``timestamp_ntz``, which needs reader 3 / writer 7) is stored as ``timestamp[us, tz=UTC]``
+    holding the same wall-clock digits, which readers of protocol 1 open; they show it as UTC.
+    """
+    if lake.datetime == "timestamp_ntz":
+        return typed
+    return pa.schema(
+        [f.with_type(_WALL_CLOCK_AS_UTC) if f.type == _WALL_CLOCK else f for f in typed],
+        metadata=typed.metadata,
+    )
+
+
+def to_lake(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Rows in the pipeline's types, cast to the lake's: naive -> UTC keeps the digits."""
+    return data if data.schema == schema else data.cast(schema)
+
+
+def from_lake(data: pa.Table, typed: pa.Schema) -> pa.Table:
+    """Rows read from the lake, their wall-clock columns back in the pipeline's types."""
+    columns = []
+    for name in data.column_names:
+        column = data.column(name)
+        if typed.get_field_index(name) >= 0 and typed.field(name).type == _WALL_CLOCK:
+            column = column.cast(_WALL_CLOCK)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=data.column_names)
+
+
 def open_table(path: Path) -> DeltaTable:
     if not DeltaTable.is_deltatable(str(path)):
         raise FileNotFoundError(f"no Delta table at {path}")

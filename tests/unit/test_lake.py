@@ -18,8 +18,9 @@ from cdc_console.cli import main
 from cdc_console.config import LakeConfig, config_from_dict
 from cdc_console.errors import ConfigError
 from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
-from cdc_console.sinks.base import TypedChunk
+from cdc_console.sinks.base import ReplaceRange, SinkSchemaError, TypedChunk
 from cdc_console.sinks.delta import DeltaSink
+from cdc_console.sinks.delta_tables import from_lake
 from cdc_console.sinks.maintenance import (
     LakeTable,
     compaction_target,
@@ -474,3 +475,33 @@ def test_compaction_packs_only_below_half_a_full_file_so_rows_per_file_never_gro
     # a young table of nothing but small files is packed to a quarter target
     assert compaction_target([1_500] * 30, [8] * 30, target) == target // 4
     assert compaction_target([], [], target) == target // 4
+
+
+def test_datetime_as_utc_keeps_older_readers_and_the_wall_clock(tmp_path: Path) -> None:
+    """``[lake] datetime = "timestamp"``: protocol 1/4, same digits, same pipeline values."""
+    lake = LakeConfig(target_file_size=SMALL.target_file_size, datetime="timestamp")
+    sink = DeltaSink(tmp_path, lake=lake)
+    feed = Feed()
+    updated = "2024-02-29 23:59:59.123456"
+    sink.apply_batch(1, SCHEMAS, [], appends={ORDERS: [typed_chunk(0, range(10))]})
+    sink.apply_batch(2, SCHEMAS, feed.update(order(7), order(7, "seven", updated=updated)))
+    replaces = [ReplaceRange(ORDERS, "shop.orders:0", lambda key: key["id"] < 5, (1, 1, 0, 0))]
+    sink.apply_batch(3, SCHEMAS, [feed.rec("+I", order(1), split_id="shop.orders:0")], replaces)
+
+    path = sink.mirror_path(ORDERS)
+    protocol = DeltaTable(str(path)).protocol()
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 4)
+    stored = DeltaTable(str(path)).to_pyarrow_table()
+    assert stored.schema.field("updated").type == pa.timestamp("us", tz="UTC")
+    seven = stored.filter(pa.compute.equal(stored["id"], 7)).column("updated")[0].as_py()
+    assert seven.isoformat() == "2024-02-29T23:59:59.123456+00:00"  # the digits, read as UTC
+    canonical = table_to_rows(SCHEMAS[ORDERS], from_lake(stored, arrow_schema(SCHEMAS[ORDERS])))
+    by_key = {r["id"]: r for r in canonical}
+    assert sorted(by_key) == [1, *range(5, 10)]  # the replace deleted 0, 2, 3, 4
+    assert by_key[1] == order(1)
+    assert by_key[7] == order(7, "seven", updated=updated)
+
+    with pytest.raises(SinkSchemaError, match="re-dump"):
+        DeltaSink(tmp_path).apply_batch(4, SCHEMAS, [feed.rec("+I", order(99))])
+    with pytest.raises(ConfigError, match="timestamp_ntz"):
+        config_from_dict({"source": {"tables": ["a.b"]}, "lake": {"datetime": "date"}})
