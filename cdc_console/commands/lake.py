@@ -160,8 +160,9 @@ def _recorded(config: PipelineConfig) -> dict[tuple[str, str], Any]:
 def _run_here(
     config: PipelineConfig, tables: list[Any], action: str, dry_run: bool, as_json: bool
 ) -> int:
-    from cdc_console.sinks.maintenance import footprint, optimize, vacuum
-    from cdc_console.state.lake import record_footprint, record_maintenance
+    from cdc_console.sinks.maintenance import optimize, vacuum
+    from cdc_console.spark.lake_upkeep import measure
+    from cdc_console.state.lake import record_maintenance
     from cdc_console.state.store import StateStore
 
     operation = optimize if action == "optimize" else vacuum
@@ -177,19 +178,7 @@ def _run_here(
                 record_maintenance(
                     store, table.name, table.kind, str(table.path), action, result.describe()
                 )
-                found = footprint(table, config.lake.target_file_size)
-                record_footprint(
-                    store,
-                    table.name,
-                    table.kind,
-                    str(table.path),
-                    version=found.version,
-                    files=found.files,
-                    live_bytes=found.live_bytes,
-                    disk_bytes=found.disk_bytes,
-                    small_files=found.small_files,
-                    rows=found.rows,
-                )
+                measure(store, table, config.lake.target_file_size)
     finally:
         if store is not None:
             store.close()

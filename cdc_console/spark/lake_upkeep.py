@@ -134,21 +134,9 @@ class LakeUpkeep:
     def _measure(self, table: LakeTable) -> None:
         self._measured[table.name, table.kind] = self.clock()
         try:
-            found = footprint(table, self.lake.target_file_size)
+            measure(self.store, table, self.lake.target_file_size)
         except FileNotFoundError:
             return
-        record_footprint(
-            self.store,
-            table.name,
-            table.kind,
-            str(table.path),
-            version=found.version,
-            files=found.files,
-            live_bytes=found.live_bytes,
-            disk_bytes=found.disk_bytes,
-            small_files=found.small_files,
-            rows=found.rows,
-        )
 
     def _take_commands(self) -> None:
         taken = {r.command_id for r in self._requests}
@@ -185,3 +173,20 @@ class LakeUpkeep:
                 + "; ".join(r.describe() for r in request.results),
             )
         return result
+
+
+def measure(store: StateStore, table: LakeTable, target_file_size: int) -> None:
+    """Measure one Delta table and record what it holds for the console and ``status``."""
+    found = footprint(table, target_file_size)
+    record_footprint(
+        store,
+        table.name,
+        table.kind,
+        str(table.path),
+        version=found.version,
+        files=found.files,
+        live_bytes=found.live_bytes,
+        disk_bytes=found.disk_bytes,
+        small_files=found.small_files,
+        rows=found.rows,
+    )
