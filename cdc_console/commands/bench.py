@@ -1,4 +1,4 @@
-"""``cdc-console bench snapshot|binlog``: throughput and peak memory against the obvious peers.
+"""``cdc-console bench snapshot|binlog|lake``: throughput, memory and lake cost against the obvious peers.
 
 Both sub-commands start their own private MariaDB (nothing to configure, nothing of the user's
 touched) and print one side-by-side table per run; see ``cdc_console.bench`` for what each line
@@ -130,6 +130,32 @@ def register(subparsers: Any) -> None:
     )
     _common(binlog, BINLOG_CONTENDERS)
     binlog.set_defaults(handler=handle_binlog)
+    lake = sub.add_parser(
+        "lake",
+        help="what the Delta mirror costs under steady writes: disk, files, rows copied",
+        description="Seed a table, snapshot it, then stream --rate statements/s for --minutes "
+        "with the job's lake maintenance; print disk against live data, files, rows copied "
+        "per changed row and MERGE time, at the end of the load and after maintenance.",
+    )
+    lake.add_argument("--rows", type=_count, default=1_000_000, help="seeded rows (default 1M)")
+    lake.add_argument("--minutes", type=float, default=3.0, help="minutes of writes (default 3)")
+    lake.add_argument("--rate", type=float, default=200.0, help="statements/s (default 200)")
+    lake.add_argument(
+        "--optimize-every", default="1m", help="the job's compaction and vacuum interval"
+    )
+    lake.add_argument(
+        "--retention-hours",
+        type=float,
+        default=0.0,
+        help="vacuum retention (default 0: the floor within minutes; the job's default is 1)",
+    )
+    lake.add_argument("--target-file-size", help='e.g. "256KiB" (default: the job\'s)')
+    lake.add_argument("--master", default="local[2]", help="Spark master")
+    lake.add_argument("--workdir", type=Path, help="parent of the throw-away run folder")
+    lake.add_argument("--keep", action="store_true", help="keep the run folder")
+    lake.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    lake.add_argument("--timeout", type=float, default=3600.0, help="seconds per job run")
+    lake.set_defaults(handler=handle_lake)
 
 
 def handle_snapshot(args: argparse.Namespace) -> int:
@@ -179,4 +205,29 @@ def handle_binlog(args: argparse.Namespace) -> int:
         raise CdcError(f"benchmark failed: {exc}", "see the contender's log above") from None
     if args.json:
         dump_json(args.json, {"bench": "binlog", "options": vars(args), "result": result})
+    return 0
+
+
+def handle_lake(args: argparse.Namespace) -> int:
+    from cdc_console.bench.common import BenchError, dump_json
+    from cdc_console.bench.lake import LakeOptions, run_lake_bench
+
+    options = LakeOptions(
+        rows=args.rows,
+        minutes=args.minutes,
+        rate=args.rate,
+        optimize_every=args.optimize_every,
+        retention_hours=args.retention_hours,
+        target_file_size=args.target_file_size,
+        master=args.master,
+        workdir=args.workdir,
+        keep=args.keep,
+        timeout=args.timeout,
+    )
+    try:
+        result = run_lake_bench(options)
+    except BenchError as exc:
+        raise CdcError(f"benchmark failed: {exc}", "see the job's log above") from None
+    if args.json:
+        dump_json(args.json, {"bench": "lake", "options": vars(args), "result": result})
     return 0

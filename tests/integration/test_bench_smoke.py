@@ -91,3 +91,37 @@ def test_binlog_bench_prints_every_contender(tmp_path: Path) -> None:
     result = document["result"]
     assert isinstance(result, dict)
     assert {m["rows"] for m in result["measurements"]} == {5000}
+
+
+def test_lake_bench_prints_the_lake_before_and_after_maintenance(tmp_path: Path) -> None:
+    stdout, document = _bench(
+        tmp_path,
+        "lake",
+        "--rows",
+        "20000",
+        "--minutes",
+        "0.25",
+        "--rate",
+        "40",
+        "--optimize-every",
+        "5s",
+    )
+    for label in (
+        "lake benchmark: 20,000 rows, 40 statements/s for 0.25 min",
+        "after the snapshot",
+        "end of load",
+        "after maintenance",
+        "rows copied per changed row: mean",
+        "MERGE time per batch: p50",
+        "bar disk <= 2.0x live data after maintenance:",
+    ):
+        assert label in stdout, stdout
+    result = document["result"]
+    assert isinstance(result, dict)
+    assert result["statements"] > 0 and result["merges"] > 0
+    assert [p["name"] for p in result["phases"]] == [
+        "after the snapshot",
+        "end of load",
+        "after maintenance",
+    ]
+    assert not list(tmp_path.glob("cdc-bench-*"))
