@@ -7,14 +7,12 @@ print a traceback or a secret.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import logging
 import sys
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from cdc_console.errors import CdcError, redact
+from cdc_console.logs import setup_logging
 
 COMMAND_MODULES = (
     "check",
@@ -40,44 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"cdc_console.commands.{name}")
         module.register(subparsers)
     return parser
-
-
-class RedactingFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
-
-
-LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s: %(message)s"
-
-
-@contextlib.contextmanager
-def logging_to(path: Path) -> Iterator[None]:
-    """Send all logging to ``path`` while a full-screen app owns the terminal (stderr output
-    would tear the screen); a path that cannot be written silences logging instead."""
-    root = logging.getLogger()
-    previous = root.handlers[:]
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError:
-        handler = logging.NullHandler()
-    handler.setFormatter(RedactingFormatter(LOG_FORMAT, "%H:%M:%S"))
-    root.handlers[:] = [handler]
-    try:
-        yield
-    finally:
-        root.handlers[:] = previous
-        handler.close()
-
-
-def setup_logging(verbose: bool = False) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(RedactingFormatter(LOG_FORMAT, "%H:%M:%S"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
-    for noisy in ("py4j", "pymysqlreplication", "deltalake"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

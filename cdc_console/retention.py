@@ -7,8 +7,8 @@ the oldest binlog the server keeps vs the oldest one this pipeline will read).
 from __future__ import annotations
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.errors import BinlogPurgedError, SourceError
-from cdc_console.source.offset import BinlogOffset, binlog_file_index
 from cdc_console.state.store import (
     CATCHING_UP,
     PAUSED,

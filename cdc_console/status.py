@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.errors import redact
 from cdc_console.mysql.lag import binlog_distance
-from cdc_console.source.offset import BinlogOffset
 from cdc_console.state.store import StateStore
 
 

@@ -47,8 +47,8 @@ from cdc_console.bench.common import (
     worker_command,
     write_pipeline_config,
 )
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.mysql.position import current_position
-from cdc_console.source.offset import BinlogOffset
 
 RAW = "raw BinLogStreamReader decode"
 OURS_WINDOW = "ours binlog -> delta (window)"

@@ -114,7 +114,7 @@ def binlog_decode(params: dict[str, Any]) -> dict[str, Any]:
     from pymysqlreplication.event import RotateEvent
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-    from cdc_console.source.offset import binlog_file_index
+    from cdc_console.core.offset import binlog_file_index
 
     start, end = params["start"], params["end"]
     end_key = (binlog_file_index(end["file"]), int(end["pos"]))

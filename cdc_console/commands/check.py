@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from cdc_console.config import PipelineConfig, load_config
+from cdc_console.core.schema import TableSchema
 from cdc_console.errors import ConfigError, redact
 from cdc_console.mysql.checks import CheckResult, run_checks
 from cdc_console.mysql.probe import ServerInfo
-from cdc_console.mysql.schema import TableSchema
 
 MARKS = {"ok": "✓", "error": "✗", "warning": "⚠"}
 

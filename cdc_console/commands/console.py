@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cdc_console.cli import logging_to
 from cdc_console.errors import CdcError
+from cdc_console.logs import logging_to
 
 CONFIG_ENV = "CDC_CONSOLE_CONFIG"
 DEMO_CONFIG = Path(".demo") / "pipeline.toml"

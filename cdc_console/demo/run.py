@@ -34,7 +34,6 @@ from types import FrameType
 from typing import Any
 
 from cdc_console import launcher
-from cdc_console.cli import logging_to
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.demo import (
     ADMIN_PASSWORD_ENV,
@@ -47,6 +46,7 @@ from cdc_console.demo import (
 from cdc_console.demo.server import DemoSandbox, DemoServer, external_server
 from cdc_console.demo.workload import Workload, WorkloadCounts, WorkloadMix
 from cdc_console.errors import CdcError, redact, register_secret
+from cdc_console.logs import logging_to
 from cdc_console.state.store import REMOVED, STREAMING, StateStore
 
 log = logging.getLogger("cdc_console.demo")

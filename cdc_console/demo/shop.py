@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_console.mysql.schema import quote_ident
+from cdc_console.core.schema import quote_ident
 
 log = logging.getLogger("cdc_console.demo")
 

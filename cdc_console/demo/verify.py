@@ -23,8 +23,8 @@ from typing import Any
 from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.schema import TableSchema, schema_from_dict
 from cdc_console.mysql.connection import connect
-from cdc_console.mysql.schema import TableSchema, schema_from_dict
 from cdc_console.sinks.delta_tables import from_lake
 from cdc_console.sinks.types import arrow_schema, table_to_rows
 from cdc_console.source.normalize import RowNormalizer

@@ -27,9 +27,9 @@ from typing import Any
 
 import pymysql
 
+from cdc_console.core.schema import quote_ident
 from cdc_console.demo import DEFAULT_DATABASE, DEFAULT_RATE, shop
 from cdc_console.errors import CdcError, redact
-from cdc_console.mysql.schema import quote_ident
 
 log = logging.getLogger("cdc_console.demo")
 

@@ -1,4 +1,5 @@
 """I/O against a MySQL-protocol server: connections, probes, schemas, binlog windows.
 
-Imports neither Textual nor PySpark.
+Describes what it reads with `cdc_console.core`'s value types (offsets, table schemas); imports
+neither `cdc_console.state` nor the algorithm, nor Textual or PySpark.
 """

@@ -22,10 +22,10 @@ from pymysqlreplication.event import QueryEvent, RotateEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from cdc_console.config import SourceConfig
+from cdc_console.core.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.schema import TableId
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError, redact
 from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
-from cdc_console.mysql.schema import TableId
-from cdc_console.source.offset import BinlogOffset, binlog_file_index
 
 log = logging.getLogger(__name__)
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import pymysql
 
 from cdc_console.config import PipelineConfig, SourceConfig, TablePattern
+from cdc_console.core.schema import TableId, TableSchema, quote_ident
 from cdc_console.errors import CdcError, ConfigError, SourceError, redact
 from cdc_console.mysql.connection import connect, translate_error
 from cdc_console.mysql.position import binary_logs, current_position
@@ -36,7 +37,7 @@ from cdc_console.mysql.probe import (
     expand_pattern,
     probe_server,
 )
-from cdc_console.mysql.schema import TableId, TableSchema, load_table_schema, quote_ident
+from cdc_console.mysql.schema import load_table_schema
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cdc_console.source.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.offset import BinlogOffset, binlog_file_index
 
 
 def binlog_distance(

@@ -12,8 +12,8 @@ from typing import Any
 
 import pymysql
 
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.errors import SourceError
-from cdc_console.source.offset import BinlogOffset
 
 _STATEMENTS = ("SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS", "SHOW MASTER STATUS")
 _ER_PARSE = 1064

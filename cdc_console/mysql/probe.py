@@ -19,14 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_console.config import TablePattern
+from cdc_console.core.schema import TableId, TableSchema, quote_ident
 from cdc_console.errors import ConfigError
-from cdc_console.mysql.schema import (
-    TableId,
-    TableSchema,
-    list_tables,
-    load_table_schema,
-    quote_ident,
-)
+from cdc_console.mysql.schema import list_tables, load_table_schema
 
 #: Global variables the pipeline depends on or shows; any of them may be missing on a given server.
 PROBED_VARIABLES = (

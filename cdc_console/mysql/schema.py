@@ -1,4 +1,4 @@
-"""Table identity and column metadata, read from ``information_schema``.
+"""Table metadata read from ``information_schema``: the I/O half of ``cdc_console.core.schema``.
 
 Both the snapshot path (pymysql result sets) and the binlog path (decoded row events) normalise
 values through the same column metadata, so it is probed once per table and shared.
@@ -6,178 +6,21 @@ values through the same column metadata, so it is probed once per table and shar
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pymysql
 
-
-@dataclass(frozen=True, order=True)
-class TableId:
-    """``database.table``; ordered so plans and listings are deterministic."""
-
-    database: str
-    table: str
-
-    @classmethod
-    def parse(cls, text: str) -> TableId:
-        database, sep, table = text.partition(".")
-        if not sep or not database or not table:
-            raise ValueError(f"table name {text!r} must be 'database.table'")
-        return cls(database, table)
-
-    def quoted(self) -> str:
-        return f"{quote_ident(self.database)}.{quote_ident(self.table)}"
-
-    def __str__(self) -> str:
-        return f"{self.database}.{self.table}"
-
-
-#: Width in bits of each integer ``DATA_TYPE`` (``bool``/``boolean`` appear in some servers' output).
-INTEGER_BITS: dict[str, int] = {
-    "tinyint": 8,
-    "bool": 8,
-    "boolean": 8,
-    "smallint": 16,
-    "mediumint": 24,
-    "int": 32,
-    "integer": 32,
-    "bigint": 64,
-}
-INTEGER_TYPES = frozenset(INTEGER_BITS)
-DECIMAL_TYPES = frozenset({"decimal", "numeric", "dec", "fixed"})
-TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
-BLOB_TYPES = frozenset({"tinyblob", "blob", "mediumblob", "longblob"})
-SPATIAL_TYPES = frozenset(
-    {
-        "geometry",
-        "point",
-        "linestring",
-        "polygon",
-        "multipoint",
-        "multilinestring",
-        "multipolygon",
-        "geometrycollection",
-        "geomcollection",
-    }
+from cdc_console.core.schema import (
+    ColumnInfo,
+    TableId,
+    TableSchema,
+    enum_values_of,
+    mark_json_columns,
 )
-BINARY_TYPES = frozenset({"binary", "varbinary"}) | BLOB_TYPES | SPATIAL_TYPES
-"""Byte-valued columns: binary strings, blobs and spatial values (WKB)."""
-
-
-def quote_ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-@dataclass(frozen=True)
-class ColumnInfo:
-    """One column as the server describes it (``information_schema.COLUMNS``)."""
-
-    name: str
-    data_type: str  # lower-case base type: int, bigint, decimal, varchar, datetime, ...
-    column_type: str  # full type text: 'bigint(20) unsigned', "enum('a','b')", ...
-    nullable: bool = True
-    numeric_precision: int | None = None
-    numeric_scale: int | None = None
-    datetime_precision: int | None = None
-    character_set: str | None = None
-    collation: str | None = None
-    enum_values: tuple[str, ...] = ()
-
-    @property
-    def unsigned(self) -> bool:
-        return "unsigned" in self.column_type.lower()
-
-
-@dataclass(frozen=True)
-class TableSchema:
-    """A captured table: its columns in ordinal order, its key, and the column chunks split on."""
-
-    table_id: TableId
-    columns: tuple[ColumnInfo, ...]
-    primary_key: tuple[str, ...]
-    chunk_key: str
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    @property
-    def column_names(self) -> list[str]:
-        return [c.name for c in self.columns]
-
-    def column(self, name: str) -> ColumnInfo:
-        for col in self.columns:
-            if col.name == name:
-                return col
-        raise KeyError(f"{self.table_id} has no column {name!r}")
-
-    @property
-    def key_columns(self) -> tuple[str, ...]:
-        """Columns that identify a row: the primary key, or the configured chunk key."""
-        return self.primary_key or (self.chunk_key,)
-
-
-def _enum_values(column_type: str) -> tuple[str, ...]:
-    """Parse ``enum('a','b''c')`` / ``set(...)`` into its member list, in definition order."""
-    inner = column_type[column_type.index("(") + 1 : column_type.rindex(")")]
-    values: list[str] = []
-    i = 0
-    while i < len(inner):
-        if inner[i] == "'":
-            j = i + 1
-            buf = []
-            while j < len(inner):
-                if inner[j] == "'" and j + 1 < len(inner) and inner[j + 1] == "'":
-                    buf.append("'")
-                    j += 2
-                    continue
-                if inner[j] == "'":
-                    break
-                if inner[j] == "\\" and j + 1 < len(inner):
-                    buf.append(inner[j + 1])
-                    j += 2
-                    continue
-                buf.append(inner[j])
-                j += 1
-            values.append("".join(buf))
-            i = j + 1
-        else:
-            i += 1
-    return tuple(values)
-
-
-_JSON_VALID = re.compile(r"\s*json_valid\s*\(\s*`((?:[^`]|``)+)`\s*\)\s*", re.IGNORECASE)
 
 # Servers whose information_schema has no CHECK_CONSTRAINTS (MySQL 5.7: unknown table) or no
 # TABLE_NAME column in it (MySQL 8.0): neither has a LONGTEXT-based JSON, so nothing to find.
 _NO_CHECK_CONSTRAINTS = frozenset({1054, 1109, 1146})
-
-
-def json_valid_column(check_clause: str) -> str | None:
-    """The column a ``json_valid(`col`)`` CHECK clause guards, or None for any other clause.
-
-    MariaDB implements ``JSON`` as ``LONGTEXT`` plus exactly this column constraint, and reports
-    only ``longtext`` in ``information_schema.COLUMNS``; the constraint is the one trace left of
-    the declared type. Anything more elaborate than the bare call is not the JSON alias.
-    """
-    match = _JSON_VALID.fullmatch(check_clause)
-    return match.group(1).replace("``", "`") if match else None
-
-
-def mark_json_columns(
-    columns: Iterable[ColumnInfo], check_clauses: Iterable[str]
-) -> tuple[ColumnInfo, ...]:
-    """Report ``longtext`` columns guarded by ``json_valid(col)`` as ``json``.
-
-    Without this a MariaDB JSON column would be copied as plain text: the snapshot and the binlog
-    agree on it, but the mirror would keep each writer's spacing and key order instead of the
-    canonical JSON that a MySQL server's JSON column gets.
-    """
-    guarded = {name for name in map(json_valid_column, check_clauses) if name is not None}
-    return tuple(
-        replace(c, data_type="json") if c.data_type == "longtext" and c.name in guarded else c
-        for c in columns
-    )
 
 
 def _check_clauses(cur: Any, table_id: TableId) -> list[str]:
@@ -239,7 +82,7 @@ def load_table_schema(conn: Any, table_id: TableId, chunk_key: str | None = None
                     datetime_precision=int(dt_prec) if dt_prec is not None else None,
                     character_set=str(charset) if charset else None,
                     collation=str(coll) if coll else None,
-                    enum_values=_enum_values(column_type) if data_type in ("enum", "set") else (),
+                    enum_values=enum_values_of(column_type) if data_type in ("enum", "set") else (),
                 )
             )
         cur.execute(
@@ -253,36 +96,3 @@ def load_table_schema(conn: Any, table_id: TableId, chunk_key: str | None = None
             columns = list(mark_json_columns(columns, _check_clauses(cur, table_id)))
     key = chunk_key or (primary_key[0] if primary_key else "")
     return TableSchema(table_id, tuple(columns), primary_key, key)
-
-
-def schema_to_dict(schema: TableSchema) -> dict[str, Any]:
-    """Plain-dict form, so the schema a snapshot was read with travels in plans and state."""
-    return {
-        "table": str(schema.table_id),
-        "columns": [
-            {
-                "name": c.name,
-                "data_type": c.data_type,
-                "column_type": c.column_type,
-                "nullable": c.nullable,
-                "numeric_precision": c.numeric_precision,
-                "numeric_scale": c.numeric_scale,
-                "datetime_precision": c.datetime_precision,
-                "character_set": c.character_set,
-                "collation": c.collation,
-                "enum_values": list(c.enum_values),
-            }
-            for c in schema.columns
-        ],
-        "primary_key": list(schema.primary_key),
-        "chunk_key": schema.chunk_key,
-    }
-
-
-def schema_from_dict(data: dict[str, Any]) -> TableSchema:
-    columns = tuple(
-        ColumnInfo(**{**c, "enum_values": tuple(c.get("enum_values", ()))}) for c in data["columns"]
-    )
-    return TableSchema(
-        TableId.parse(data["table"]), columns, tuple(data["primary_key"]), data["chunk_key"]
-    )

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from cdc_console.mysql.schema import TableId, TableSchema
+from cdc_console.core.records import ChangeRecord
+from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.sinks.base import (
     ReplaceRange,
     SinkError,
@@ -32,7 +33,6 @@ from cdc_console.sinks.base import (
 from cdc_console.sinks.changelog_json import ChangelogJsonSink, replay_changelog
 from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.types import SinkTypeError, arrow_schema, codec_for
-from cdc_console.source.records import ChangeRecord
 
 
 class Sink(Protocol):

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cdc_console.mysql.schema import TableId, TableSchema
-from cdc_console.source.records import ChangeRecord
+from cdc_console.core.records import ChangeRecord
+from cdc_console.core.schema import TableId, TableSchema
 
 if TYPE_CHECKING:
     import pyarrow as pa

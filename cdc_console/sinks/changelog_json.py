@@ -24,10 +24,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cdc_console.mysql.schema import TableId, TableSchema
+from cdc_console.core.records import OPS, UPSERT_OPS, ChangeRecord
+from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.sinks.base import Key, ReplaceRange, TableBatchSink
 from cdc_console.sinks.delta import plan_table_batch, split_keys
-from cdc_console.source.records import OPS, UPSERT_OPS, ChangeRecord
 
 _BATCH_FILE = re.compile(r"^batch-(\d+)\.jsonl$")
 

@@ -63,7 +63,8 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties, Transaction
 
 from cdc_console.config import LakeConfig
-from cdc_console.mysql.schema import TableId, TableSchema
+from cdc_console.core.records import OP_DELETE, UPSERT_OPS, ChangeRecord
+from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.sinks.base import (
     InRange,
     Key,
@@ -85,7 +86,6 @@ from cdc_console.sinks.delta_tables import (
     to_lake,
 )
 from cdc_console.sinks.types import arrow_schema, codec_for, columns_to_table, table_to_rows
-from cdc_console.source.records import OP_DELETE, UPSERT_OPS, ChangeRecord
 
 CHANGELOG_DIR = "_changelog"
 # Appended to the typed row columns in the changelog table, in this order.

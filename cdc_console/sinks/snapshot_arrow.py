@@ -28,9 +28,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_console.core.schema import INTEGER_BITS, ColumnInfo, TableSchema
 from cdc_console.mysql.connection import text_mode_decoders
 from cdc_console.mysql.rawrows import RawResult
-from cdc_console.mysql.schema import INTEGER_BITS, ColumnInfo, TableSchema
 from cdc_console.sinks.types import ColumnCodec, arrow_schema, codec_for
 from cdc_console.source.normalize import snapshot_converter
 

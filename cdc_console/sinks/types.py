@@ -70,7 +70,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_console.mysql.schema import (
+from cdc_console.core.schema import (
     BINARY_TYPES,
     DECIMAL_TYPES,
     INTEGER_BITS,

@@ -22,11 +22,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from cdc_console.mysql.schema import TableSchema, schema_from_dict
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan, PlannedSplit
+from cdc_console.core.schema import TableSchema, schema_from_dict
+from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.source.control import CommandProcessor
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.plan import BatchPlan, PlannedSplit
-from cdc_console.source.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.state.store import (
     CATCHING_UP,
     REDUMP,

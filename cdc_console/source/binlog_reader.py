@@ -19,13 +19,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cdc_console.config import SourceConfig
+from cdc_console.core.keys import KeyOrder
+from cdc_console.core.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.records import ChangeRecord
+from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.mysql.binlog import read_window_events
-from cdc_console.mysql.schema import TableId, TableSchema
-from cdc_console.source.keys import KeyOrder
 from cdc_console.source.normalize import RowNormalizer, raw_chunk_key
-from cdc_console.source.offset import BinlogOffset, binlog_file_index
-from cdc_console.source.records import ChangeRecord
-from cdc_console.source.splits import BinlogSplit, TableStreamFilter
 
 log = logging.getLogger(__name__)
 

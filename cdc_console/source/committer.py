@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.plan import BatchPlan
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan
 from cdc_console.state.store import (
     ASSIGNED,
     CATCHING_UP,

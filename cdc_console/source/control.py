@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.errors import CdcError
-from cdc_console.mysql.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.state.store import (
     ADD_TABLE,
     CATCHING_UP,

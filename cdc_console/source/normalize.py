@@ -88,7 +88,7 @@ from decimal import ROUND_HALF_EVEN, Context, Decimal
 from functools import lru_cache
 from typing import Any
 
-from cdc_console.mysql.schema import (
+from cdc_console.core.schema import (
     BINARY_TYPES,
     DECIMAL_TYPES,
     INTEGER_BITS,
@@ -557,7 +557,7 @@ def raw_chunk_key(column: ColumnInfo, value: Any, *, binlog: bool = False) -> An
     BIT, ``Decimal``, ``float``, ``str`` for character types (SET as its member text), ``bytes``
     for binary types (BINARY(n) zero-padded), ``date``/``datetime`` (TIMESTAMP as naive UTC;
     zero dates -> ``None``) and ``timedelta`` for TIME. Ordering by collation is
-    :mod:`cdc_console.source.keys`' job, not this function's.
+    :mod:`cdc_console.core.keys`' job, not this function's.
     """
     if value is None:
         return None

@@ -29,17 +29,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_console.config import SourceConfig
+from cdc_console.core.keys import KeyOrder
+from cdc_console.core.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.records import ChangeRecord
+from cdc_console.core.schema import TableSchema, quote_ident
+from cdc_console.core.splits import SnapshotSplit
 from cdc_console.mysql.binlog import read_window
 from cdc_console.mysql.connection import connect, text_mode_conversions, text_mode_decoders
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.rawrows import RawResult, select_raw
-from cdc_console.mysql.schema import TableSchema, quote_ident
 from cdc_console.source.jsonvalues import dump_json
-from cdc_console.source.keys import KeyOrder
 from cdc_console.source.normalize import RowNormalizer, raw_chunk_key
-from cdc_console.source.offset import BinlogOffset, binlog_file_index
-from cdc_console.source.records import ChangeRecord
-from cdc_console.source.splits import SnapshotSplit
 
 log = logging.getLogger(__name__)
 

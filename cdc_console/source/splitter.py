@@ -28,10 +28,10 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.schema import INTEGER_TYPES, ColumnInfo, TableSchema, quote_ident
+from cdc_console.core.splits import SnapshotSplit
 from cdc_console.errors import ConfigError
-from cdc_console.mysql.schema import INTEGER_TYPES, ColumnInfo, TableSchema, quote_ident
-from cdc_console.source.chunk import ChunkRange
-from cdc_console.source.splits import SnapshotSplit
 
 log = logging.getLogger(__name__)
 

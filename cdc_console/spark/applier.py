@@ -10,7 +10,6 @@ file, never from a fresh read.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -25,17 +24,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cdc_console.config import PipelineConfig
-from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.keys import KeyOrder
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan
+from cdc_console.core.records import ChangeRecord
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
 from cdc_console.sinks import Sink
 from cdc_console.sinks.base import InRange, ReplaceRange, TypedChunk
-from cdc_console.source.chunk import ChunkRange
-from cdc_console.source.committer import WindowResult, commit_batch
-from cdc_console.source.keys import KeyOrder
+from cdc_console.source.committer import commit_batch
 from cdc_console.source.normalize import canonical_chunk_key
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.plan import BatchPlan
-from cdc_console.source.records import ChangeRecord
-from cdc_console.spark.datasource import CONTROL_OP, ROWS_OP, rows_payload
+from cdc_console.spark.protocol import CONTROL_OP, ROWS_OP, read_controls, rows_payload
 from cdc_console.state.store import SplitResult, StateStore
 
 log = logging.getLogger(__name__)
@@ -89,7 +88,7 @@ class BatchApplier:
 
     def apply_arrow(self, table: pa.Table) -> None:
         controls = _without_payload(table.filter(pc.equal(table["op"], CONTROL_OP))).to_pylist()
-        batch_numbers = sorted({json.loads(c["row"])["batch"] for c in controls})
+        batch_numbers = list(read_controls(controls).batch_numbers)
         if len(batch_numbers) > 1:
             raise RuntimeError(
                 f"one Spark batch carried plans {batch_numbers}; the Spark checkpoint and the "
@@ -143,7 +142,8 @@ class BatchApplier:
         replaces = replace_ranges(plan, schemas)
         clock = time.monotonic()
         has_data = bool(records or replaces or appends)
-        split_results, window = self._reports(controls)
+        reports = read_controls(controls)
+        split_results, window = list(reports.splits), reports.window
         position = batch_position(plan, split_results)
         info = {"cdc_console.position": str(position)} if position is not None else None
         stats = (
@@ -177,28 +177,6 @@ class BatchApplier:
             ", ".join(f"{t}: {s}" for t, s in stats.items()) or "no data",
             (time.monotonic() - clock) * 1000,
         )
-
-    @staticmethod
-    def _reports(controls: list[dict[str, Any]]) -> tuple[list[SplitResult], WindowResult | None]:
-        results: list[SplitResult] = []
-        window: WindowResult | None = None
-        for control in controls:
-            data = json.loads(control["row"])
-            if control["key"] == "split":
-                results.append(
-                    SplitResult(
-                        split_id=data["split_id"],
-                        low_watermark=BinlogOffset.from_dict(data["lw"]),
-                        high_watermark=BinlogOffset.from_dict(data["hw"]),
-                        rows=int(data["rows"]),
-                        backfill_events=int(data["backfill"]),
-                        started_at=float(data["started_at"]),
-                        duration_ms=int(data["duration_ms"]),
-                    )
-                )
-            elif control["key"] == "window":
-                window = WindowResult(data["emitted"], int(data["skipped"]), data["last_event_ts"])
-        return results, window
 
 
 def batch_position(plan: BatchPlan, splits: list[SplitResult]) -> BinlogOffset | None:

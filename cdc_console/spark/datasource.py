@@ -11,9 +11,8 @@ Mapping of Flink CDC's roles onto Spark Structured Streaming:
   batches of change records plus one control record that reports the split's watermarks (or the
   window's counts) through the same data path, so progress is recorded exactly when the data is.
 
-A chunk of a table's first snapshot travels as one ``ROWS`` record instead of one record per
-row: its ``payload`` is the chunk as a typed Arrow table (IPC stream bytes) in the mirror's
-schema, which the Delta sink appends as is (``Planner`` decides which chunks qualify).
+What the tasks and records look like is ``protocol.py``'s business; this module only wires
+Spark's callbacks to the driver's ``Planner`` and the executors' ``tasks.run_partition``.
 
 Executors read the password from the same environment variable as the driver
 (``spark.executorEnv.<VAR>`` on a cluster).
@@ -21,10 +20,8 @@ Executors read the password from the same environment variable as the driver
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -34,124 +31,11 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
-from cdc_console.source.records import FIELD_NAMES
+from cdc_console.spark.protocol import SPARK_SCHEMA_DDL, PlanPartition, to_batches
 
 log = logging.getLogger(__name__)
 
 SOURCE_NAME = "cdc_console"
-CONTROL_OP = "CTRL"
-ROWS_OP = "ROWS"
-
-ARROW_SCHEMA = pa.schema(
-    [
-        ("database", pa.string()),
-        ("table", pa.string()),
-        ("op", pa.string()),
-        ("key", pa.string()),
-        ("row", pa.string()),
-        ("file_index", pa.int64()),
-        ("pos", pa.int64()),
-        ("event_index", pa.int32()),
-        ("row_index", pa.int32()),
-        ("seq", pa.int64()),
-        ("ts_ms", pa.int64()),
-        ("split_id", pa.string()),
-        ("payload", pa.binary()),
-    ]
-)
-assert tuple(ARROW_SCHEMA.names) == (*FIELD_NAMES, "payload")
-SPARK_SCHEMA_DDL = (
-    "database STRING, table STRING, op STRING, key STRING, row STRING, file_index BIGINT, "
-    "pos BIGINT, event_index INT, row_index INT, seq BIGINT, ts_ms BIGINT, split_id STRING, "
-    "payload BINARY"
-)
-ARROW_CHUNK_ROWS = 8192
-ARROW_CHUNK_BYTES = 16 << 20  # payload bytes per Arrow batch handed to Spark
-
-
-@dataclass
-class PlanPartition(InputPartition):
-    """One task of a batch: ``kind`` is snapshot, binlog or noop; ``payload`` its plan entry.
-
-    The source config travels inside the partition, so executors need no copy of the config
-    file; it holds no password (executors read it from the environment).
-    """
-
-    batch_no: int
-    kind: str
-    payload: dict[str, Any]
-    source: Any
-
-    def __init__(self, batch_no: int, kind: str, payload: dict[str, Any], source: Any) -> None:
-        super().__init__(value=None)
-        self.batch_no = batch_no
-        self.kind = kind
-        self.payload = payload
-        self.source = source
-
-
-def control_row(batch_no: int, kind: str, details: dict[str, Any]) -> dict[str, Any]:
-    """A record that carries a task's report (watermarks, counts) to ``foreachBatch``."""
-    return {
-        "database": "",
-        "table": "",
-        "op": CONTROL_OP,
-        "key": kind,
-        "row": json.dumps({"batch": batch_no, **details}),
-        "file_index": 0,
-        "pos": 0,
-        "event_index": 0,
-        "row_index": 0,
-        "seq": 0,
-        "ts_ms": 0,
-        "split_id": "",
-        "payload": None,
-    }
-
-
-def rows_record(
-    table_id: Any, split_id: str, position: tuple[int, int], ts_ms: int, rows: pa.Table
-) -> dict[str, Any]:
-    """A chunk's typed rows as one record: ``position`` is its high watermark (file index, pos)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, rows.schema) as writer:
-        writer.write_table(rows)
-    return {
-        "database": table_id.database,
-        "table": table_id.table,
-        "op": ROWS_OP,
-        "key": "",
-        "row": str(rows.num_rows),
-        "file_index": position[0],
-        "pos": position[1],
-        "event_index": -1,
-        "row_index": 0,
-        "seq": 0,
-        "ts_ms": ts_ms,
-        "split_id": split_id,
-        "payload": sink.getvalue().to_pybytes(),
-    }
-
-
-def rows_payload(payload: bytes) -> pa.Table:
-    """Inverse of ``rows_record``'s payload."""
-    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
-
-
-def to_batches(rows: Iterator[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
-    chunk: list[dict[str, Any]] = []
-    size = 0
-    for row in rows:
-        chunk.append(row)
-        payload = row.get("payload")
-        if payload is not None:
-            size += len(payload)
-        if len(chunk) >= ARROW_CHUNK_ROWS or size >= ARROW_CHUNK_BYTES:
-            yield pa.RecordBatch.from_pylist(chunk, schema=ARROW_SCHEMA)
-            chunk = []
-            size = 0
-    if chunk:
-        yield pa.RecordBatch.from_pylist(chunk, schema=ARROW_SCHEMA)
 
 
 class CdcStreamReader(DataSourceStreamReader):

@@ -21,15 +21,15 @@ from typing import Any
 
 from cdc_console import errors
 from cdc_console.config import PipelineConfig
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan
+from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, redact
 from cdc_console.mysql.checks import preflight
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.mysql.position import binary_logs, current_position
-from cdc_console.mysql.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.retention import binlog_needs, missing_binlog
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.plan import BatchPlan
 from cdc_console.state.store import (
     CATCHING_UP,
     CMD_APPLIED,

@@ -7,22 +7,21 @@ driver's own Python process, so it opens its own state store and source connecti
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pymysql
 
 from cdc_console.config import PipelineConfig, load_config
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan
+from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
+from cdc_console.core.splits import SnapshotSplit
 from cdc_console.mysql.checks import check_table
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.position import current_position
-from cdc_console.mysql.schema import TableId, TableSchema, schema_from_dict
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.control import CommandProcessor
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.plan import BatchPlan
-from cdc_console.source.splits import SnapshotSplit
 from cdc_console.source.splitter import ChunkSplitter
-from cdc_console.spark.datasource import PlanPartition
+from cdc_console.spark.protocol import BinlogTask, ChunkTask, NoopTask, PlanPartition, SnapshotTask
 from cdc_console.state.store import SNAPSHOTTING, StateStore
 
 log = logging.getLogger(__name__)
@@ -101,7 +100,7 @@ class Planner:
     def next_plan(self) -> BatchPlan | None:
         return self.assigner.next_plan()
 
-    def _appendable_tables(self, schemas: dict[TableId, dict[str, Any]]) -> frozenset[TableId]:
+    def _appendable_tables(self, schemas: dict[TableId, TableSchema]) -> frozenset[TableId]:
         """Tables whose plain (non-``replace``) chunks may travel as typed rows that the sink
         appends without a MERGE.
 
@@ -120,38 +119,37 @@ class Planner:
             if t.state == SNAPSHOTTING
             and t.stream_from is None
             and t.table_id in schemas
-            and schema_from_dict(schemas[t.table_id]).primary_key
+            and schemas[t.table_id].primary_key
         )
 
     def partitions(self, start: int, end: int) -> list[PlanPartition]:
         parts: list[PlanPartition] = []
-        schemas = self.store.schemas()
+        schemas = {t: schema_from_dict(d) for t, d in self.store.schemas().items()}
         appendable = self._appendable_tables(schemas)
         source = self.config.source
         for batch_no in range(start + 1, end + 1):
             found = self.store.batch(batch_no)
             if found is None or found[0] != "planned":
-                parts.append(PlanPartition(batch_no, "noop", {}, source))
+                parts.append(PlanPartition(batch_no, NoopTask(), source))
                 continue
             plan = BatchPlan.from_dict(found[1])
             for server_id, group in plan.reader_groups():
-                splits = [
-                    {
-                        **planned.to_dict(),
-                        "schema": schemas[planned.split.table_id],
-                        "typed": not planned.replace and planned.split.table_id in appendable,
-                    }
+                chunks = tuple(
+                    ChunkTask(
+                        planned.split,
+                        schemas[planned.split.table_id],
+                        typed=not planned.replace and planned.split.table_id in appendable,
+                    )
                     for planned in group
-                ]
-                payload = {"server_id": server_id, "splits": splits}
-                parts.append(PlanPartition(batch_no, "snapshot", payload, source))
+                )
+                parts.append(PlanPartition(batch_no, SnapshotTask(server_id, chunks), source))
             if plan.binlog is not None:
-                payload = {
-                    "binlog": plan.binlog.to_dict(),
-                    "server_id": plan.binlog_server_id,
-                    "schemas": [schemas[f.table_id] for f in plan.binlog.tables],
-                }
-                parts.append(PlanPartition(batch_no, "binlog", payload, source))
+                task = BinlogTask(
+                    plan.binlog,
+                    plan.binlog_server_id,
+                    tuple(schemas[f.table_id] for f in plan.binlog.tables),
+                )
+                parts.append(PlanPartition(batch_no, task, source))
         return parts
 
     def close(self) -> None:

@@ -11,15 +11,24 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from cdc_console.core.offset import binlog_file_index
+from cdc_console.core.schema import TableId
 from cdc_console.mysql.connection import connect
-from cdc_console.mysql.schema import TableId, schema_from_dict
 from cdc_console.sinks.snapshot_arrow import SnapshotArrowBuilder
 from cdc_console.sinks.types import rows_to_table
 from cdc_console.source.binlog_reader import BinlogSplitReader
-from cdc_console.source.offset import binlog_file_index
+from cdc_console.source.committer import WindowResult
 from cdc_console.source.snapshot_reader import SnapshotSplitReader, open_text_mode
-from cdc_console.source.splits import BinlogSplit, SnapshotSplit
-from cdc_console.spark.datasource import PlanPartition, control_row, rows_record
+from cdc_console.spark.protocol import (
+    BinlogTask,
+    PlanPartition,
+    SnapshotTask,
+    noop_control,
+    rows_record,
+    split_control,
+    window_control,
+)
+from cdc_console.state.store import SplitResult
 
 log = logging.getLogger(__name__)
 
@@ -40,30 +49,28 @@ def narrate() -> None:
 
 def run_partition(partition: PlanPartition) -> Iterator[dict[str, Any]]:
     narrate()
-    if partition.kind == "snapshot":
-        yield from _snapshot(partition)
-    elif partition.kind == "binlog":
-        yield from _binlog(partition)
+    task = partition.task
+    if isinstance(task, SnapshotTask):
+        yield from _snapshot(partition, task)
+    elif isinstance(task, BinlogTask):
+        yield from _binlog(partition, task)
     else:
-        yield control_row(partition.batch_no, "noop", {})
+        yield noop_control(partition.batch_no)
 
 
-def _snapshot(partition: PlanPartition) -> Iterator[dict[str, Any]]:
+def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[dict[str, Any]]:
     """Read one reader slot's splits in plan order, on one connection per value mode.
 
     The splits share the slot's server id (their backfills must not overlap) and its
     connection (one connect, one TLS handshake per task instead of per chunk). A split planned
     ``typed`` is read in text mode and leaves as one ``ROWS`` record holding its typed rows.
     """
-    payload = partition.payload
-    server_id = int(payload["server_id"])
     connections: dict[bool, Any] = {}
     readers: dict[tuple[TableId, bool], SnapshotSplitReader] = {}
     builders: dict[TableId, SnapshotArrowBuilder] = {}
     try:
-        for entry in payload["splits"]:
-            split = SnapshotSplit.from_dict(entry["split"])
-            typed = bool(entry.get("typed"))
+        for chunk in task.chunks:
+            split, typed = chunk.split, chunk.typed
             reader = readers.get((split.table_id, typed))
             if reader is None:
                 if typed not in connections:
@@ -71,8 +78,8 @@ def _snapshot(partition: PlanPartition) -> Iterator[dict[str, Any]]:
                     connections[typed] = open_text_mode(source) if typed else connect(source)
                 reader = SnapshotSplitReader(
                     partition.source,
-                    schema_from_dict(entry["schema"]),
-                    server_id,
+                    chunk.schema,
+                    task.server_id,
                     connection=connections[typed],
                     text_mode=typed,
                 )
@@ -94,38 +101,29 @@ def _snapshot(partition: PlanPartition) -> Iterator[dict[str, Any]]:
             else:
                 for record in result.records:
                     yield record.to_dict()
-            yield control_row(
+            yield split_control(
                 partition.batch_no,
-                "split",
-                {
-                    "split_id": split.split_id,
-                    "lw": result.low_watermark.to_dict(),
-                    "hw": result.high_watermark.to_dict(),
-                    "rows": result.row_count,
-                    "backfill": result.backfill_events,
-                    "started_at": result.started_at,
-                    "duration_ms": result.duration_ms,
-                },
+                SplitResult(
+                    split_id=split.split_id,
+                    low_watermark=result.low_watermark,
+                    high_watermark=result.high_watermark,
+                    rows=result.row_count,
+                    backfill_events=result.backfill_events,
+                    started_at=result.started_at,
+                    duration_ms=result.duration_ms,
+                ),
             )
     finally:
         for conn in connections.values():
             conn.close()
 
 
-def _binlog(partition: PlanPartition) -> Iterator[dict[str, Any]]:
-    payload = partition.payload
-    split = BinlogSplit.from_dict(payload["binlog"])
-    schemas = {s.table_id: s for s in (schema_from_dict(d) for d in payload["schemas"])}
-    reader = BinlogSplitReader(partition.source, schemas, int(payload["server_id"]))
+def _binlog(partition: PlanPartition, task: BinlogTask) -> Iterator[dict[str, Any]]:
+    reader = BinlogSplitReader(partition.source, task.schema_map(), task.server_id)
     # Records as dicts straight from the reader (no ChangeRecord per row); the reader counts
     # them per table, which the window's control record reports.
-    yield from reader.read_dicts(split)
-    yield control_row(
+    yield from reader.read_dicts(task.split)
+    yield window_control(
         partition.batch_no,
-        "window",
-        {
-            "emitted": dict(reader.emitted_by_table),
-            "skipped": reader.skipped,
-            "last_event_ts": dict(reader.last_ts_by_table),
-        },
+        WindowResult(dict(reader.emitted_by_table), reader.skipped, dict(reader.last_ts_by_table)),
     )

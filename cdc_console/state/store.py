@@ -21,11 +21,11 @@ from typing import Any
 
 import sqlite_utils
 
-from cdc_console.mysql.schema import TableId
-from cdc_console.source.chunk import ChunkRange
-from cdc_console.source.keycodec import decode_key, encode_key
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.splits import FinishedSnapshotSplitInfo, SnapshotSplit
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.keycodec import decode_key, encode_key
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import TableId
+from cdc_console.core.splits import FinishedSnapshotSplitInfo, SnapshotSplit
 from cdc_console.state.migrations import MIGRATIONS
 
 SNAPSHOTTING = "SNAPSHOTTING"

@@ -10,7 +10,7 @@ import time
 
 from rich.text import Text
 
-from cdc_console.source.offset import BinlogOffset
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.tui.data.units import count, size, span
 from cdc_console.tui.model import JobStatus, Lag, Level
 

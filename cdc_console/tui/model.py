@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cdc_console.source.offset import BinlogOffset
+from cdc_console.core.offset import BinlogOffset
 
 Severity = Literal["information", "warning", "error"]
 

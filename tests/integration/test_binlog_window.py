@@ -20,25 +20,26 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import QueryEvent, RotateEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError
-from cdc_console.mysql.binlog import RowChange, read_window, stream_settings
-from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
-from cdc_console.mysql.connection import connect
-from cdc_console.mysql.position import current_position
-from cdc_console.mysql.schema import TableId, load_table_schema
-from cdc_console.source.binlog_reader import BinlogSplitReader, SplitWatermarks, should_emit
-from cdc_console.source.chunk import ChunkRange
-from cdc_console.source.jsonvalues import dump_json
-from cdc_console.source.keys import KeyOrder
-from cdc_console.source.normalize import RowNormalizer, raw_chunk_key
-from cdc_console.source.offset import BinlogOffset, binlog_file_index
-from cdc_console.source.records import ChangeRecord
-from cdc_console.source.splits import (
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.keys import KeyOrder
+from cdc_console.core.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.records import ChangeRecord
+from cdc_console.core.schema import TableId
+from cdc_console.core.splits import (
     BinlogSplit,
     FinishedSnapshotSplitInfo,
     SnapshotSplit,
     TableStreamFilter,
 )
+from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError
+from cdc_console.mysql.binlog import RowChange, read_window, stream_settings
+from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
+from cdc_console.mysql.connection import connect
+from cdc_console.mysql.position import current_position
+from cdc_console.mysql.schema import load_table_schema
+from cdc_console.source.binlog_reader import BinlogSplitReader, SplitWatermarks, should_emit
+from cdc_console.source.jsonvalues import dump_json
+from cdc_console.source.normalize import RowNormalizer, raw_chunk_key
 from tests.conftest import SourceDb
 from tests.integration.test_type_fidelity import DDL as FIDELITY_DDL
 from tests.integration.test_type_fidelity import INSERTS as FIDELITY_INSERTS

@@ -26,12 +26,12 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from cdc_console.config import config_from_dict
-from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
+from cdc_console.core.records import ChangeRecord
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks.base import TypedChunk
 from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.maintenance import LakeTable, footprint, optimize, vacuum
 from cdc_console.sinks.types import arrow_schema, rows_to_table
-from cdc_console.source.records import ChangeRecord
 from cdc_console.spark.lake_upkeep import LakeUpkeep
 from cdc_console.state.store import StateStore
 

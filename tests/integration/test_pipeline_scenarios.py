@@ -25,18 +25,18 @@ import pytest
 from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan, PlannedSplit
+from cdc_console.core.records import OPS
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
+from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.errors import BinlogPurgedError, CdcError, SchemaChangedError
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.sandbox import MySQLSandbox
-from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.retention import binlog_needs, missing_binlog
 from cdc_console.sinks.changelog_json import replay_changelog
-from cdc_console.source.chunk import ChunkRange
 from cdc_console.source.committer import commit_batch
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.plan import BatchPlan, PlannedSplit
-from cdc_console.source.records import OPS
-from cdc_console.source.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.spark.job import PipelineJob, error_from_failure, narrow_pending_plan
 from cdc_console.state.store import (
     FINISHED,

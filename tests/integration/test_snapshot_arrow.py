@@ -15,14 +15,15 @@ import pyarrow as pa
 import pymysql
 import pytest
 
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.core.splits import SnapshotSplit
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.rawrows import RawResult, select_raw
-from cdc_console.mysql.schema import TableId, TableSchema, load_table_schema
+from cdc_console.mysql.schema import load_table_schema
 from cdc_console.sinks.snapshot_arrow import SnapshotArrowBuilder
 from cdc_console.sinks.types import rows_to_table
-from cdc_console.source.chunk import ChunkRange
 from cdc_console.source.snapshot_reader import SnapshotPhaseHooks, SnapshotSplitReader
-from cdc_console.source.splits import SnapshotSplit
 from tests.conftest import SourceDb
 from tests.integration.test_type_fidelity import DDL, INSERTS, ZERO_DATES
 

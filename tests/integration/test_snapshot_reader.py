@@ -11,18 +11,19 @@ from typing import Any
 
 import pytest
 
-from cdc_console.mysql.connection import connect
-from cdc_console.mysql.position import current_position
-from cdc_console.mysql.schema import TableId, load_table_schema
-from cdc_console.source.binlog_reader import BinlogSplitReader
-from cdc_console.source.chunk import ChunkRange
-from cdc_console.source.snapshot_reader import SnapshotPhaseHooks, SnapshotSplitReader
-from cdc_console.source.splits import (
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.schema import TableId
+from cdc_console.core.splits import (
     BinlogSplit,
     FinishedSnapshotSplitInfo,
     SnapshotSplit,
     TableStreamFilter,
 )
+from cdc_console.mysql.connection import connect
+from cdc_console.mysql.position import current_position
+from cdc_console.mysql.schema import load_table_schema
+from cdc_console.source.binlog_reader import BinlogSplitReader
+from cdc_console.source.snapshot_reader import SnapshotPhaseHooks, SnapshotSplitReader
 from tests.conftest import SourceDb
 
 pytestmark = pytest.mark.mysql

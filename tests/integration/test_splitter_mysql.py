@@ -17,11 +17,12 @@ from typing import Any
 import pymysql
 import pytest
 
+from cdc_console.core.keys import KeyOrder
+from cdc_console.core.schema import TableId, TableSchema, quote_ident
+from cdc_console.core.splits import SnapshotSplit
 from cdc_console.errors import ConfigError
 from cdc_console.mysql.connection import connect
-from cdc_console.mysql.schema import TableId, TableSchema, load_table_schema, quote_ident
-from cdc_console.source.keys import KeyOrder
-from cdc_console.source.splits import SnapshotSplit
+from cdc_console.mysql.schema import load_table_schema
 from cdc_console.source.splitter import ChunkSplitter
 from tests.conftest import SourceDb
 

@@ -22,11 +22,12 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
 
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import TableId
 from cdc_console.mysql.connection import connect, query
 from cdc_console.mysql.position import current_position
-from cdc_console.mysql.schema import TableId, load_table_schema
+from cdc_console.mysql.schema import load_table_schema
 from cdc_console.source.normalize import RowNormalizer
-from cdc_console.source.offset import BinlogOffset
 from tests.conftest import SourceDb
 
 pytestmark = pytest.mark.mysql

@@ -16,10 +16,10 @@ from pathlib import Path
 from unittest import mock
 
 from cdc_console.config import load_config
-from cdc_console.mysql.schema import TableId
-from cdc_console.source.chunk import ChunkRange
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.splits import SnapshotSplit
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import TableId
+from cdc_console.core.splits import SnapshotSplit
 from cdc_console.state.lake import record_footprint
 from cdc_console.state.store import (
     CATCHING_UP,

@@ -9,8 +9,8 @@ import pytest
 
 from cdc_console.commands.console import discover_configs
 from cdc_console.config import ConsoleConfig, config_from_dict
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.errors import ConfigError
-from cdc_console.source.offset import BinlogOffset
 from cdc_console.state.store import StateStore
 from cdc_console.tui.data.assess import Launch, job_view, purge_risk
 from cdc_console.tui.data.history import HeadHistory, ProgressTracker, RateTracker

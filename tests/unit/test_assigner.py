@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
+from cdc_console.core.splits import SnapshotSplit
 from cdc_console.source.assigner import HybridSplitAssigner
-from cdc_console.source.chunk import ChunkRange
 from cdc_console.source.committer import WindowResult, commit_batch
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.plan import BatchPlan
-from cdc_console.source.splits import SnapshotSplit
 from cdc_console.state.store import (
     CATCHING_UP,
     SNAPSHOTTING,

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
+from cdc_console.core.records import ChangeRecord
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks.changelog_json import (
     ChangelogJsonSink,
     ReplayError,
@@ -19,7 +20,6 @@ from cdc_console.sinks.changelog_json import (
 )
 from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError
 from cdc_console.sinks.types import table_to_rows
-from cdc_console.source.records import ChangeRecord
 
 # The seed document's demo table (001): orders with a DATETIME(3) column.
 ORDERS = TableId("mydb", "orders")

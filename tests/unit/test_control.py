@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan
+from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.errors import SourceError
-from cdc_console.mysql.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.committer import WindowResult, commit_batch
 from cdc_console.source.control import CommandProcessor, refusal
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.plan import BatchPlan
 from cdc_console.state.store import (
     CATCHING_UP,
     CMD_APPLIED,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cdc_console.core.schema import TableId
 from cdc_console.mysql.binlog import _ddl_targets
-from cdc_console.mysql.schema import TableId
 
 
 @pytest.mark.parametrize(

@@ -15,12 +15,12 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
+from cdc_console.core.records import FIELD_NAMES, ChangeRecord
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks import delta as delta_module
 from cdc_console.sinks.base import TypedChunk
 from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
 from cdc_console.sinks.types import rows_to_table, table_to_rows
-from cdc_console.source.records import FIELD_NAMES, ChangeRecord
 
 ORDERS = TableId("shop", "orders")
 ITEMS = TableId("shop", "Order Items")

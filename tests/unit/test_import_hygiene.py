@@ -8,8 +8,8 @@ import sys
 import pytest
 
 CORE = [
-    "cdc_console.source.offset",
-    "cdc_console.source.splits",
+    "cdc_console.core.offset",
+    "cdc_console.core.splits",
     "cdc_console.source.assigner",
     "cdc_console.source.committer",
     "cdc_console.source.snapshot_reader",

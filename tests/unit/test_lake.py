@@ -16,8 +16,8 @@ from deltalake import DeltaTable
 
 from cdc_console.cli import main
 from cdc_console.config import LakeConfig, config_from_dict
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.errors import ConfigError
-from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks.base import ReplaceRange, SinkSchemaError, TypedChunk
 from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.delta_tables import from_lake
@@ -156,7 +156,7 @@ def test_new_mirror_gets_layout_retention_and_change_feed_properties(tmp_path: P
 
 
 def _event_rec(key: int, op: str = "+I") -> Any:
-    from cdc_console.source.records import ChangeRecord
+    from cdc_console.core.records import ChangeRecord
 
     return ChangeRecord(
         database="shop",

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cdc_console.config import load_config
+from cdc_console.core.schema import TableId
 from cdc_console.errors import ConfigError
-from cdc_console.mysql.schema import TableId
 from cdc_console.spark.job import PipelineJob
 from cdc_console.state.store import SNAPSHOTTING, StateStore
 

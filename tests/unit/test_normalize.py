@@ -19,7 +19,7 @@ import pytest
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import RowsEvent
 
-from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.source.normalize import (
     RowNormalizer,
     UnsupportedColumnType,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_console.source.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.offset import BinlogOffset, binlog_file_index
 
 
 def test_orders_across_rotation_by_numeric_suffix() -> None:

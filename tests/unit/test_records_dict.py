@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from cdc_console.source.records import FIELD_NAMES, ChangeRecord
+from cdc_console.core.records import FIELD_NAMES, ChangeRecord
 
 
 def test_to_dict_matches_the_fields_in_order() -> None:

@@ -13,13 +13,8 @@ from typing import Any
 import pymysql
 import pytest
 
-from cdc_console.mysql.schema import (
-    ColumnInfo,
-    TableId,
-    json_valid_column,
-    load_table_schema,
-    mark_json_columns,
-)
+from cdc_console.core.schema import ColumnInfo, TableId, json_valid_column, mark_json_columns
+from cdc_console.mysql.schema import load_table_schema
 from cdc_console.source.normalize import RowNormalizer
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from cdc_console.mysql.schema import ColumnInfo, TableId
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.keys import KeyOrder
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import ColumnInfo, TableId
+from cdc_console.core.splits import FinishedSnapshotSplitInfo, SnapshotSplit, TableStreamFilter
 from cdc_console.source.binlog_reader import SplitWatermarks, should_emit
-from cdc_console.source.chunk import ChunkRange
-from cdc_console.source.keys import KeyOrder
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.splits import FinishedSnapshotSplitInfo, SnapshotSplit, TableStreamFilter
 
 T = TableId("shop", "orders")
 

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks.types import (
     SinkTypeError,
     arrow_schema,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.errors import ConfigError
-from cdc_console.mysql.schema import ColumnInfo, TableId, TableSchema
-from cdc_console.source.chunk import ChunkRange
 from cdc_console.source.splitter import (
     ChunkSplitter,
     distribution_factor,

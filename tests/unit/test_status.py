@@ -7,10 +7,10 @@ from pathlib import Path
 
 from cdc_console.cli import main
 from cdc_console.config import config_from_dict
-from cdc_console.mysql.schema import TableId
-from cdc_console.source.chunk import ChunkRange
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.splits import SnapshotSplit
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import TableId
+from cdc_console.core.splits import SnapshotSplit
 from cdc_console.state.store import SNAPSHOTTING, STREAMING, StateStore
 from cdc_console.status import collect_status, format_status
 

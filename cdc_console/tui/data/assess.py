@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_console.config import ConsoleConfig
-from cdc_console.source.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.tui.data.history import HeadHistory
 from cdc_console.tui.data.jobs import ProcessSample
 from cdc_console.tui.data.server import ServerStatus

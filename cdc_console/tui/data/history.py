@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from cdc_console.source.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.offset import BinlogOffset, binlog_file_index
 
 HISTORY_LIMIT = 20_000
 RATE_WINDOW_SECONDS = 10.0

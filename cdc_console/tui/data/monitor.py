@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.errors import CdcError
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.retention import binlog_needs
 from cdc_console.source.control import refusal
-from cdc_console.source.offset import BinlogOffset
 from cdc_console.state.lake import LakeTableState, lake_tables
 from cdc_console.state.store import (
     CATCHING_UP,

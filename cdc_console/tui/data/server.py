@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cdc_console.config import SourceConfig
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.errors import CdcError, redact
-from cdc_console.source.offset import BinlogOffset
 
 EXPIRY_VARIABLES = (
     "binlog_expire_logs_seconds",

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cdc_console.source.chunk import ChunkRange
-from cdc_console.source.keycodec import decode_key
-from cdc_console.source.offset import BinlogOffset
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.keycodec import decode_key
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.state.store import StateStore
 from cdc_console.tui.model import SplitView
 

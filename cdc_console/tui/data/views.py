@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from cdc_console.source.offset import BinlogOffset
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.state.store import PAUSED, REDUMP, STREAMING, Command, TableState
 from cdc_console.tui.model import CommandView, EventView, TableView
 

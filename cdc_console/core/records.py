@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-from cdc_console.mysql.schema import TableId
+from cdc_console.core.schema import TableId
 
 OP_INSERT: Final = "+I"
 OP_UPDATE_BEFORE: Final = "-U"
@@ -32,21 +32,23 @@ OPS: Final = frozenset({OP_INSERT, OP_UPDATE_BEFORE, OP_UPDATE_AFTER, OP_DELETE}
 # After one of these the key holds the record's row image; after the others it is absent.
 UPSERT_OPS: Final = frozenset({OP_INSERT, OP_UPDATE_AFTER})
 
-# Field names in declaration order; the Spark schema of the change stream follows it.
-FIELD_NAMES: Final = (
-    "database",
-    "table",
-    "op",
-    "key",
-    "row",
-    "file_index",
-    "pos",
-    "event_index",
-    "row_index",
-    "seq",
-    "ts_ms",
-    "split_id",
+# The change record's fields in declaration order, with their wire types. The Arrow schema and the
+# Spark schema of the change stream are both generated from this one list (``spark/protocol.py``).
+FIELDS: Final = (
+    ("database", "string"),
+    ("table", "string"),
+    ("op", "string"),
+    ("key", "string"),
+    ("row", "string"),
+    ("file_index", "int64"),
+    ("pos", "int64"),
+    ("event_index", "int32"),
+    ("row_index", "int32"),
+    ("seq", "int64"),
+    ("ts_ms", "int64"),
+    ("split_id", "string"),
 )
+FIELD_NAMES: Final = tuple(name for name, _ in FIELDS)
 
 _ROW_PREVIEW = 120
 

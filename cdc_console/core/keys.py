@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_console.mysql.schema import TEXT_TYPES, ColumnInfo
+from cdc_console.core.schema import TEXT_TYPES, ColumnInfo
 
 _STRING_TYPES = TEXT_TYPES | {"enum", "set"}
 

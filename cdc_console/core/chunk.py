@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_console.source.keys import NATURAL_ORDER, KeyOrder
+from cdc_console.core.keys import NATURAL_ORDER, KeyOrder
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_console.mysql.schema import TableId
-from cdc_console.source.chunk import ChunkRange
-from cdc_console.source.keycodec import decode_key, encode_key
-from cdc_console.source.offset import BinlogOffset
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.keycodec import decode_key, encode_key
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import TableId
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_console.source.offset import BinlogOffset
-from cdc_console.source.splits import BinlogSplit, SnapshotSplit
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.splits import BinlogSplit, SnapshotSplit
 
 
 @dataclass(frozen=True)

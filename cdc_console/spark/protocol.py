@@ -1,0 +1,237 @@
+"""What travels between the driver and the executors: task descriptions, records and reports.
+
+Driver -> executor: a ``PlanPartition`` carries one typed task of a planned batch (a
+``SnapshotTask``: one reader slot's chunks; a ``BinlogTask``: the batch's binlog window; or a
+``NoopTask`` for a batch that is no longer planned). Executor -> driver: Arrow batches of change
+records in one schema for all tables, which is generated here from ``core.records.FIELDS`` plus a
+``payload`` column; among them one *control* record per task that reports what the task did (a
+split's watermarks as a ``SplitResult``, a window's counts as a ``WindowResult``), so progress is
+recorded exactly when the data is; and, for a first-snapshot chunk, one ``ROWS`` record whose
+payload is the chunk as typed Arrow (IPC stream bytes).
+
+Both ends import this module and nothing else of each other: ``datasource.py`` (the Spark
+callbacks) -> ``planner.py`` (driver) and ``tasks.py`` (executors) -> here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+
+from cdc_console.config import SourceConfig
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.records import FIELDS
+from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.core.splits import BinlogSplit, SnapshotSplit
+from cdc_console.source.committer import WindowResult
+from cdc_console.state.store import SplitResult
+
+CONTROL_OP: Final = "CTRL"
+ROWS_OP: Final = "ROWS"
+
+WIRE_FIELDS: Final = (*FIELDS, ("payload", "binary"))
+_ARROW_TYPES: Final = {
+    "string": pa.string(),
+    "int64": pa.int64(),
+    "int32": pa.int32(),
+    "binary": pa.binary(),
+}
+_SPARK_TYPES: Final = {"string": "STRING", "int64": "BIGINT", "int32": "INT", "binary": "BINARY"}
+ARROW_SCHEMA: Final = pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in WIRE_FIELDS])
+SPARK_SCHEMA_DDL: Final = ", ".join(f"{name} {_SPARK_TYPES[kind]}" for name, kind in WIRE_FIELDS)
+_EMPTY_RECORD: Final[dict[str, Any]] = {
+    name: ("" if kind == "string" else None if kind == "binary" else 0)
+    for name, kind in WIRE_FIELDS
+}
+
+ARROW_CHUNK_ROWS = 8192
+ARROW_CHUNK_BYTES = 16 << 20  # payload bytes per Arrow batch handed to Spark
+
+
+# -- tasks ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChunkTask:
+    """One chunk to read: ``typed`` ships it as typed Arrow rows for the sink to append."""
+
+    split: SnapshotSplit
+    schema: TableSchema
+    typed: bool = False
+
+
+@dataclass(frozen=True)
+class SnapshotTask:
+    """One reader slot's chunks, read one after the other on one connection and server id."""
+
+    server_id: int
+    chunks: tuple[ChunkTask, ...]
+
+
+@dataclass(frozen=True)
+class BinlogTask:
+    """The batch's binlog window, filtered per table by its finished splits' high watermarks."""
+
+    split: BinlogSplit
+    server_id: int
+    schemas: tuple[TableSchema, ...]
+
+    def schema_map(self) -> dict[TableId, TableSchema]:
+        return {s.table_id: s for s in self.schemas}
+
+
+@dataclass(frozen=True)
+class NoopTask:
+    """A batch that is no longer planned (already applied): reports itself and reads nothing."""
+
+
+Task = SnapshotTask | BinlogTask | NoopTask
+
+
+@dataclass
+class PlanPartition(InputPartition):
+    """One Spark task of a batch.
+
+    The source config travels inside the partition, so executors need no copy of the config
+    file; it holds no password (executors read it from the environment).
+    """
+
+    batch_no: int
+    task: Task
+    source: SourceConfig
+
+    def __init__(self, batch_no: int, task: Task, source: SourceConfig) -> None:
+        super().__init__(value=None)
+        self.batch_no = batch_no
+        self.task = task
+        self.source = source
+
+
+# -- records ----------------------------------------------------------------------------------
+
+
+def _control(batch_no: int, kind: str, details: dict[str, Any]) -> dict[str, Any]:
+    """A record that carries a task's report to ``foreachBatch``: ``key`` names the kind."""
+    return {
+        **_EMPTY_RECORD,
+        "op": CONTROL_OP,
+        "key": kind,
+        "row": json.dumps({"batch": batch_no, **details}),
+    }
+
+
+def noop_control(batch_no: int) -> dict[str, Any]:
+    return _control(batch_no, "noop", {})
+
+
+def split_control(batch_no: int, result: SplitResult) -> dict[str, Any]:
+    """The finished split's report: its watermarks, rows and backfill (Flink CDC's
+    ``FinishedSnapshotSplitInfo``)."""
+    return _control(
+        batch_no,
+        "split",
+        {
+            "split_id": result.split_id,
+            "lw": result.low_watermark.to_dict(),
+            "hw": result.high_watermark.to_dict(),
+            "rows": result.rows,
+            "backfill": result.backfill_events,
+            "started_at": result.started_at,
+            "duration_ms": result.duration_ms,
+        },
+    )
+
+
+def window_control(batch_no: int, result: WindowResult) -> dict[str, Any]:
+    return _control(
+        batch_no,
+        "window",
+        {
+            "emitted": dict(result.emitted),
+            "skipped": result.skipped,
+            "last_event_ts": dict(result.last_event_ts),
+        },
+    )
+
+
+@dataclass(frozen=True)
+class Reports:
+    """The control records of one Spark batch, decoded."""
+
+    batch_numbers: tuple[int, ...]
+    splits: tuple[SplitResult, ...]
+    window: WindowResult | None
+
+
+def read_controls(controls: Iterable[dict[str, Any]]) -> Reports:
+    """Inverse of the ``*_control`` builders over a batch's control records."""
+    batches: set[int] = set()
+    splits: list[SplitResult] = []
+    window: WindowResult | None = None
+    for control in controls:
+        data = json.loads(control["row"])
+        batches.add(int(data["batch"]))
+        if control["key"] == "split":
+            splits.append(
+                SplitResult(
+                    split_id=data["split_id"],
+                    low_watermark=BinlogOffset.from_dict(data["lw"]),
+                    high_watermark=BinlogOffset.from_dict(data["hw"]),
+                    rows=int(data["rows"]),
+                    backfill_events=int(data["backfill"]),
+                    started_at=float(data["started_at"]),
+                    duration_ms=int(data["duration_ms"]),
+                )
+            )
+        elif control["key"] == "window":
+            window = WindowResult(data["emitted"], int(data["skipped"]), data["last_event_ts"])
+    return Reports(tuple(sorted(batches)), tuple(splits), window)
+
+
+def rows_record(
+    table_id: TableId, split_id: str, position: tuple[int, int], ts_ms: int, rows: pa.Table
+) -> dict[str, Any]:
+    """A chunk's typed rows as one record: ``position`` is its high watermark (file index, pos)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, rows.schema) as writer:
+        writer.write_table(rows)
+    return {
+        **_EMPTY_RECORD,
+        "database": table_id.database,
+        "table": table_id.table,
+        "op": ROWS_OP,
+        "row": str(rows.num_rows),
+        "file_index": position[0],
+        "pos": position[1],
+        "event_index": -1,
+        "ts_ms": ts_ms,
+        "split_id": split_id,
+        "payload": sink.getvalue().to_pybytes(),
+    }
+
+
+def rows_payload(payload: bytes) -> pa.Table:
+    """Inverse of ``rows_record``'s payload."""
+    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
+
+
+def to_batches(rows: Iterator[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
+    """Record dicts as Arrow batches of at most ``ARROW_CHUNK_ROWS`` rows / ``_BYTES`` payload."""
+    chunk: list[dict[str, Any]] = []
+    size = 0
+    for row in rows:
+        chunk.append(row)
+        payload = row.get("payload")
+        if payload is not None:
+            size += len(payload)
+        if len(chunk) >= ARROW_CHUNK_ROWS or size >= ARROW_CHUNK_BYTES:
+            yield pa.RecordBatch.from_pylist(chunk, schema=ARROW_SCHEMA)
+            chunk = []
+            size = 0
+    if chunk:
+        yield pa.RecordBatch.from_pylist(chunk, schema=ARROW_SCHEMA)
