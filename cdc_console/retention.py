@@ -7,16 +7,10 @@ the oldest binlog the server keeps vs the oldest one this pipeline will read).
 from __future__ import annotations
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.errors import BinlogPurgedError, SourceError
-from cdc_console.state.store import (
-    CATCHING_UP,
-    PAUSED,
-    REDUMP,
-    SNAPSHOTTING,
-    STREAMING,
-    StateStore,
-)
+from cdc_console.state.store import StateStore
 
 
 def binlog_needs(store: StateStore) -> list[tuple[str, BinlogOffset]]:
@@ -28,13 +22,16 @@ def binlog_needs(store: StateStore) -> list[tuple[str, BinlogOffset]]:
     """
     needs: list[tuple[str, BinlogOffset]] = []
     for table in store.tables():
-        if table.state in (STREAMING, CATCHING_UP) and table.stream_from is not None:
+        if (
+            table.state in (Lifecycle.STREAMING, Lifecycle.CATCHING_UP)
+            and table.stream_from is not None
+        ):
             needs.append((str(table.table_id), table.stream_from))
-        elif table.state == PAUSED:
+        elif table.state == Lifecycle.PAUSED:
             position = table.paused_at or table.stream_from
             if position is not None:
                 needs.append((str(table.table_id), position))
-        elif table.state in (SNAPSHOTTING, REDUMP):
+        elif table.state in (Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP):
             marks = [f.high_watermark for f in store.finished_splits(table.table_id)]
             if table.stream_from is not None:
                 marks.append(table.stream_from)

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.errors import redact
 from cdc_console.mysql.lag import binlog_distance
@@ -35,15 +36,15 @@ class TableStatus:
     @property
     def note(self) -> str:
         """What the state means for an operator: pause position, re-dump progress."""
-        if self.state == "PAUSED":
+        if self.state == Lifecycle.PAUSED:
             where = f" at {self.paused_at}" if self.paused_at else ""
             return f"paused{where}, resumes {self.resume_state or '?'}"
-        if self.state == "REDUMP":
+        if self.state == Lifecycle.REDUMP:
             if self.redump_chunk is not None:
                 return f"re-dumping chunk {self.redump_chunk} (generation {self.generation})"
             total = self.chunks_total if self.chunks_total is not None else "?"
             return f"re-dump {self.chunks_done}/{total} chunks (generation {self.generation})"
-        if self.state == "REMOVED":
+        if self.state == Lifecycle.REMOVED:
             return f"mirror kept as of {self.stream_from}" if self.stream_from else "mirror kept"
         return "added by add-table" if self.origin == "command" else ""
 

@@ -71,8 +71,9 @@ def job_running(config: PipelineConfig) -> bool:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from cdc_console.core.lifecycle import CommandKind
     from cdc_console.source.control import refusal
-    from cdc_console.state.store import STOP, StateStore
+    from cdc_console.state.store import StateStore
 
     config = load_config(args.config)
     kind: str = args.command_kind
@@ -81,7 +82,7 @@ def handle(args: argparse.Namespace) -> int:
     if getattr(args, "chunk", None) is not None:
         extra["chunk"] = args.chunk
     running = job_running(config)
-    if kind == STOP and not running:
+    if kind == CommandKind.STOP and not running:
         raise CdcError(
             f"no job is running for {config.path}",
             f"nothing to stop; 'cdc-console status --config {args.config}' shows the last run",
@@ -115,13 +116,13 @@ def _issuer() -> str:
 
 
 def _wait(store: Any, command_id: int, timeout: float) -> int:
-    from cdc_console.state.store import CMD_APPLIED, CMD_PENDING
+    from cdc_console.core.lifecycle import CommandStatus
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         command = store.command(command_id)
-        if command is not None and command.status != CMD_PENDING:
-            if command.status == CMD_APPLIED:
+        if command is not None and command.status != CommandStatus.PENDING:
+            if command.status == CommandStatus.APPLIED:
                 print(f"{command.describe()} applied: {command.reason}")
                 return 0
             raise CdcError(

@@ -35,6 +35,7 @@ from typing import Any
 
 from cdc_console import launcher
 from cdc_console.config import PipelineConfig, load_config
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.demo import (
     ADMIN_PASSWORD_ENV,
     DEFAULT_DATABASE,
@@ -47,7 +48,7 @@ from cdc_console.demo.server import DemoSandbox, DemoServer, external_server
 from cdc_console.demo.workload import Workload, WorkloadCounts, WorkloadMix
 from cdc_console.errors import CdcError, redact, register_secret
 from cdc_console.logs import logging_to
-from cdc_console.state.store import REMOVED, STREAMING, StateStore
+from cdc_console.state.store import StateStore
 
 log = logging.getLogger("cdc_console.demo")
 
@@ -451,7 +452,7 @@ job_log = "logs/job.log"
         log.info("job caught up %.1f s after the workload stopped", self.result.catch_up_seconds)
         store = StateStore(config.state_path)
         try:
-            tables = [t for t in store.tables() if t.state != REMOVED]
+            tables = [t for t in store.tables() if t.state != Lifecycle.REMOVED]
             self.result.chunks = (
                 sum(t.splits_done for t in tables),
                 sum(t.splits_total or 0 for t in tables),
@@ -497,14 +498,14 @@ job_log = "logs/job.log"
                 if config.state_path.exists():
                     store = StateStore(config.state_path)
                     try:
-                        tables = [t for t in store.tables() if t.state != REMOVED]
+                        tables = [t for t in store.tables() if t.state != Lifecycle.REMOVED]
                         committed = store.committed_offset()
                     finally:
                         store.close()
                     head = current_position(conn)
                     if (
                         len(tables) >= len(shop.TABLES)
-                        and all(t.state == STREAMING for t in tables)
+                        and all(t.state == Lifecycle.STREAMING for t in tables)
                         and committed is not None
                         and committed >= head
                     ):
@@ -595,13 +596,13 @@ def _progress(config: PipelineConfig) -> str:
         return "job starting (no state yet)"
     store = StateStore(config.state_path)
     try:
-        tables = [t for t in store.tables() if t.state != REMOVED]
+        tables = [t for t in store.tables() if t.state != Lifecycle.REMOVED]
         committed = store.committed_offset()
     finally:
         store.close()
     if not tables:
         return "job starting (preflight)"
-    streaming = sum(t.state == STREAMING for t in tables)
+    streaming = sum(t.state == Lifecycle.STREAMING for t in tables)
     done = sum(t.splits_done for t in tables)
     total = sum(t.splits_total or 0 for t in tables)
     events = sum(t.events_applied for t in tables)

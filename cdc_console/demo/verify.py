@@ -23,12 +23,13 @@ from typing import Any
 from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.schema import TableSchema, schema_from_dict
 from cdc_console.mysql.connection import connect
 from cdc_console.sinks.delta_tables import from_lake
 from cdc_console.sinks.types import arrow_schema, table_to_rows
 from cdc_console.source.normalize import RowNormalizer
-from cdc_console.state.store import REMOVED, StateStore
+from cdc_console.state.store import StateStore
 
 #: How many differing keys a report names per kind and table.
 SAMPLE_KEYS = 5
@@ -178,7 +179,7 @@ def verify_mirrors(
     if config.sink.kind != "delta":
         raise ValueError(f"only Delta mirrors can be verified, not sink.kind={config.sink.kind!r}")
     schemas = store.schemas()
-    captured = [t.table_id for t in store.tables() if t.state != REMOVED]
+    captured = [t.table_id for t in store.tables() if t.state != Lifecycle.REMOVED]
     results: list[TableComparison] = []
     conn = connect(config.source, unbuffered=True)
     try:

@@ -22,19 +22,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, PlannedSplit
 from cdc_console.core.schema import TableSchema, schema_from_dict
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.source.control import CommandProcessor
-from cdc_console.state.store import (
-    CATCHING_UP,
-    REDUMP,
-    SNAPSHOTTING,
-    STREAMING,
-    StateStore,
-    TableState,
-)
+from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +99,12 @@ class HybridSplitAssigner:
             return None
         tables = self.store.tables()
         schemas = {t: schema_from_dict(d) for t, d in self.store.schemas().items()}
-        snapshotting = [schemas[t.table_id] for t in tables if t.state in (SNAPSHOTTING, REDUMP)]
-        redumping = {t.table_id for t in tables if t.state == REDUMP}
+        snapshotting = [
+            schemas[t.table_id]
+            for t in tables
+            if t.state in (Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP)
+        ]
+        redumping = {t.table_id for t in tables if t.state == Lifecycle.REDUMP}
         splits = self.snapshot.next_splits(snapshotting, self.splits_per_batch)
         planned = tuple(
             PlannedSplit(
@@ -130,9 +128,9 @@ class HybridSplitAssigner:
         for table in tables:
             if table.stream_from is None:
                 continue
-            if table.state == STREAMING:
+            if table.state == Lifecycle.STREAMING:
                 filters.append(TableStreamFilter(table.table_id, table.stream_from))
-            elif table.state == CATCHING_UP:
+            elif table.state == Lifecycle.CATCHING_UP:
                 finished = tuple(self.store.finished_splits(table.table_id))
                 filters.append(TableStreamFilter(table.table_id, table.stream_from, finished))
         if not filters:

@@ -14,20 +14,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
-from cdc_console.state.store import (
-    ASSIGNED,
-    CATCHING_UP,
-    FINISHED,
-    PENDING,
-    REDUMP,
-    SNAPSHOT_DONE,
-    SNAPSHOTTING,
-    STREAMING,
-    SplitResult,
-    StateStore,
-)
+from cdc_console.state.store import SplitResult, StateStore
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +57,7 @@ def commit_batch(
                 "UPDATE splits SET status=?, low_watermark=?, high_watermark=?, rows=?, "
                 "backfill_events=?, started_at=?, finished_at=?, duration_ms=? WHERE split_id=?",
                 (
-                    FINISHED,
+                    SplitStatus.FINISHED,
                     json.dumps(result.low_watermark.to_dict()),
                     json.dumps(result.high_watermark.to_dict()),
                     result.rows,
@@ -87,7 +77,7 @@ def commit_batch(
         for table_id in sorted(touched):
             left = conn.execute(
                 "SELECT COUNT(*) FROM splits WHERE table_id=? AND status IN (?, ?)",
-                (table_id, PENDING, ASSIGNED),
+                (table_id, SplitStatus.PENDING, SplitStatus.ASSIGNED),
             ).fetchone()[0]
             if left:
                 continue
@@ -95,26 +85,22 @@ def commit_batch(
                 json.loads(r[0])
                 for r in conn.execute(
                     "SELECT high_watermark FROM splits WHERE table_id=? AND status=?",
-                    (table_id, FINISHED),
+                    (table_id, SplitStatus.FINISHED),
                 ).fetchall()
             ]
             row = conn.execute(
                 "SELECT state, stream_from FROM tables WHERE table_id=?", (table_id,)
             ).fetchone()
-            if row is None or row[0] not in (SNAPSHOTTING, REDUMP):
+            if row is None or row[0] not in (Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP):
                 continue
             low = min(BinlogOffset.from_dict(h) for h in hws)
-            if row[0] == REDUMP and row[1]:
+            if row[0] == Lifecycle.REDUMP and row[1]:
                 # The stream position before the re-dump: chunks not re-read were current up to
                 # it, so the catch-up starts there at the earliest (never re-emits).
                 low = max(low, BinlogOffset.from_dict(json.loads(row[1])))
-            state = SNAPSHOT_DONE if snapshot_only else CATCHING_UP
-            conn.execute(
-                "UPDATE tables SET state=?, stream_from=?, redump_chunk=NULL, updated_at=? "
-                "WHERE table_id=?",
-                (state, json.dumps(low.to_dict()), now, table_id),
-            )
-            what = "re-dump" if row[0] == REDUMP else "snapshot"
+            state = Lifecycle.SNAPSHOT_DONE if snapshot_only else Lifecycle.CATCHING_UP
+            store.move_table(table_id, conn, state, stream_from=low, redump_chunk=None)
+            what = "re-dump" if row[0] == Lifecycle.REDUMP else "snapshot"
             message = f"{table_id}: {what} finished, {state} from {low}"
             store.log_event("phase", message, table_id=table_id, conn=conn)
             changes.append(message)
@@ -129,18 +115,13 @@ def commit_batch(
                 if row is None:
                     continue
                 state = row[0]
-                new_state = STREAMING if state == CATCHING_UP else state
-                conn.execute(
-                    "UPDATE tables SET state=?, stream_from=?, events_applied = events_applied + ?, "
-                    "last_event_ts = COALESCE(?, last_event_ts), updated_at=? WHERE table_id=?",
-                    (
-                        new_state,
-                        json.dumps(end.to_dict()),
-                        window.emitted.get(table_id, 0),
-                        window.last_event_ts.get(table_id),
-                        now,
-                        table_id,
-                    ),
+                new_state = Lifecycle.STREAMING if state == Lifecycle.CATCHING_UP else state
+                store.move_table(table_id, conn, new_state, stream_from=end)
+                store.add_events(
+                    table_id,
+                    conn,
+                    window.emitted.get(table_id, 0),
+                    window.last_event_ts.get(table_id),
                 )
                 if new_state != state:
                     message = f"{table_id}: caught up at {end}, now {new_state}"

@@ -26,47 +26,28 @@ the CLI calls it before queueing (a clear error at once) and the processor again
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_console.core.lifecycle import (
+    DRIVER_KINDS,
+    CommandKind,
+    CommandStatus,
+    Lifecycle,
+    SplitStatus,
+)
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.errors import CdcError
-from cdc_console.state.store import (
-    ADD_TABLE,
-    CATCHING_UP,
-    CMD_APPLIED,
-    CMD_FAILED,
-    DRIVER_KINDS,
-    FINISHED,
-    OPTIMIZE,
-    PAUSE,
-    PAUSED,
-    PIPELINE_PAUSED_META,
-    REDUMP,
-    REDUMP_CMD,
-    REMOVE_TABLE,
-    REMOVED,
-    RESUME,
-    SNAPSHOT_DONE,
-    SNAPSHOTTING,
-    STOP,
-    STREAMING,
-    VACUUM,
-    Command,
-    StateStore,
-    TableState,
-)
+from cdc_console.state.store import PIPELINE_PAUSED_META, Command, StateStore, TableState
 
 log = logging.getLogger(__name__)
 
 DescribeTable = Callable[[TableId], TableSchema]
 
 #: states in which every chunk is finished, so one chunk can be re-read on its own
-_ALL_CHUNKS_DONE = (STREAMING, CATCHING_UP, SNAPSHOT_DONE)
+_ALL_CHUNKS_DONE = (Lifecycle.STREAMING, Lifecycle.CATCHING_UP, Lifecycle.SNAPSHOT_DONE)
 
 
 @dataclass(frozen=True)
@@ -77,7 +58,7 @@ class Outcome:
 
 
 def _captured(tables: Sequence[TableState]) -> str:
-    names = [str(t.table_id) for t in tables if t.state != REMOVED]
+    names = [str(t.table_id) for t in tables if t.state != Lifecycle.REMOVED]
     return ", ".join(names) if names else "none"
 
 
@@ -101,11 +82,11 @@ def refusal(
     do instead.
     """
     if target is None:
-        if kind == PAUSE:
+        if kind == CommandKind.PAUSE:
             return "the pipeline is already paused" if pipeline_paused else None
-        if kind == RESUME:
+        if kind == CommandKind.RESUME:
             return None if pipeline_paused else "the pipeline is not paused"
-        if kind in (STOP, OPTIMIZE, VACUUM):
+        if kind in (CommandKind.STOP, CommandKind.OPTIMIZE, CommandKind.VACUUM):
             return None
         return f"{kind} needs a table (--table db.table)"
     try:
@@ -113,16 +94,16 @@ def refusal(
     except ValueError as exc:
         return str(exc)
     table = _find(tables, target)
-    if kind == ADD_TABLE:
-        if table is not None and table.state != REMOVED:
+    if kind == CommandKind.ADD_TABLE:
+        if table is not None and table.state != Lifecycle.REMOVED:
             return f"{target} is already captured (state {table.state})"
         return None
     if table is None:
         return f"unknown table {target}: the captured tables are {_captured(tables)}"
-    if kind in (OPTIMIZE, VACUUM):
+    if kind in (CommandKind.OPTIMIZE, CommandKind.VACUUM):
         return None  # a removed table's mirror stays, and may be kept too
-    if table.state == REMOVED:
-        if kind == REDUMP_CMD:
+    if table.state == Lifecycle.REMOVED:
+        if kind == CommandKind.REDUMP:
             return (
                 f"{target} was removed, so it cannot be re-dumped: add it back first with "
                 f"'cdc-console add-table {target}' (it resumes where it stopped), then re-dump"
@@ -130,25 +111,25 @@ def refusal(
         return (
             f"{target} is not captured (removed); add it back with 'cdc-console add-table {target}'"
         )
-    if kind == PAUSE:
-        if table.state == PAUSED:
+    if kind == CommandKind.PAUSE:
+        if table.state == Lifecycle.PAUSED:
             where = f" at {table.paused_at}" if table.paused_at else ""
             return f"{target} is already paused{where}"
-        if table.state == SNAPSHOT_DONE:
+        if table.state == Lifecycle.SNAPSHOT_DONE:
             return f"{target} finished its snapshot (snapshot-only): nothing of it runs to pause"
         return None
-    if kind == RESUME:
-        if table.state != PAUSED:
+    if kind == CommandKind.RESUME:
+        if table.state != Lifecycle.PAUSED:
             return (
                 f"{target} is not paused (it is {table.state}); only a paused table can be resumed"
             )
         return None
-    if kind == REDUMP_CMD:
+    if kind == CommandKind.REDUMP:
         chunk = args.get("chunk")
         if chunk is None:
             return None
-        effective = table.resume_state if table.state == PAUSED else table.state
-        repairing = effective == REDUMP and table.redump_chunk is not None
+        effective = table.resume_state if table.state == Lifecycle.PAUSED else table.state
+        repairing = effective == Lifecycle.REDUMP and table.redump_chunk is not None
         if effective not in _ALL_CHUNKS_DONE and not repairing:
             return (
                 f"{target} is {effective}: its chunks are still being read, so chunk {chunk} "
@@ -157,7 +138,7 @@ def refusal(
         if table.splits_total is not None and not 0 <= int(chunk) < table.splits_total:
             return f"{target} has chunks 0 to {table.splits_total - 1}, not {chunk}"
         return None
-    if kind == REMOVE_TABLE:
+    if kind == CommandKind.REMOVE_TABLE:
         return None
     return f"unknown command {kind!r}"
 
@@ -195,7 +176,7 @@ class CommandProcessor:
             self.store.tables(),
             self.store.pipeline_paused(),
         )
-        if reason is None and command.kind == ADD_TABLE and command.target is not None:
+        if reason is None and command.kind == CommandKind.ADD_TABLE and command.target is not None:
             try:
                 schema = self.describe_table(TableId.parse(command.target))
             except CdcError as exc:
@@ -210,7 +191,7 @@ class CommandProcessor:
                 result = None
                 reason = str(exc)
             if result is not None:
-                self.store.finish_command(command.id, CMD_APPLIED, result, conn)
+                self.store.finish_command(command.id, CommandStatus.APPLIED, result, conn)
                 self.store.log_event(
                     "command",
                     f"{command.describe()} applied: {result}",
@@ -225,7 +206,7 @@ class CommandProcessor:
     def _finish(self, command: Command, applied: bool, reason: str) -> Outcome:
         with self.store.transaction() as conn:
             self.store.finish_command(
-                command.id, CMD_APPLIED if applied else CMD_FAILED, reason, conn
+                command.id, CommandStatus.APPLIED if applied else CommandStatus.FAILED, reason, conn
             )
             self.store.log_event(
                 "command",
@@ -241,8 +222,8 @@ class CommandProcessor:
         self, command: Command, table: TableState | None, schema: TableSchema | None, conn: Any
     ) -> str:
         kind = command.kind
-        if table is None and kind in (PAUSE, RESUME):
-            paused = kind == PAUSE
+        if table is None and kind in (CommandKind.PAUSE, CommandKind.RESUME):
+            paused = kind == CommandKind.PAUSE
             conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                 (PIPELINE_PAUSED_META, "1" if paused else "0"),
@@ -250,49 +231,55 @@ class CommandProcessor:
             if paused:
                 return "pipeline paused: no new batches until 'cdc-console resume'"
             return "pipeline resumed"
-        if kind == ADD_TABLE:
+        if kind == CommandKind.ADD_TABLE:
             assert schema is not None
             return self._add(schema, table, conn)
         assert table is not None
-        if kind == PAUSE:
+        if kind == CommandKind.PAUSE:
             return self._pause(table, conn)
-        if kind == RESUME:
+        if kind == CommandKind.RESUME:
             return self._resume(table, conn)
-        if kind == REDUMP_CMD:
+        if kind == CommandKind.REDUMP:
             chunk = command.args.get("chunk")
             if chunk is None:
                 return self._redump(table, conn)
             return self._redump_chunk(table, int(chunk), conn)
-        if kind == REMOVE_TABLE:
+        if kind == CommandKind.REMOVE_TABLE:
             return self._remove(table, conn)
         raise _Refused(f"unknown command {kind!r}")
 
     def _pause(self, table: TableState, conn: Any) -> str:
-        at = table.stream_from if table.state in (STREAMING, CATCHING_UP) else None
-        self.store.update_table(
-            table.table_id, conn, state=PAUSED, resume_state=table.state, paused_at=at
+        at = (
+            table.stream_from
+            if table.state in (Lifecycle.STREAMING, Lifecycle.CATCHING_UP)
+            else None
+        )
+        self.store.move_table(
+            table.table_id, conn, Lifecycle.PAUSED, resume_state=table.state, paused_at=at
         )
         if at is None:
             return f"{table.table_id} paused while {table.state}: no more chunks until resumed"
         return f"{table.table_id} paused at {at} (was {table.state})"
 
     def _resume(self, table: TableState, conn: Any) -> str:
-        before = table.resume_state or SNAPSHOTTING
-        state = CATCHING_UP if before in (STREAMING, CATCHING_UP) else before
-        self.store.update_table(
-            table.table_id, conn, state=state, resume_state=None, paused_at=None
+        before = table.resume_state or Lifecycle.SNAPSHOTTING
+        state = (
+            Lifecycle.CATCHING_UP
+            if before in (Lifecycle.STREAMING, Lifecycle.CATCHING_UP)
+            else before
         )
-        if state == CATCHING_UP:
+        self.store.move_table(table.table_id, conn, state, resume_state=None, paused_at=None)
+        if state == Lifecycle.CATCHING_UP:
             return f"{table.table_id} resumed: catching up from {table.stream_from}, then streaming"
         return f"{table.table_id} resumed: {state}"
 
     def _redump(self, table: TableState, conn: Any) -> str:
         generation = table.generation + 1
         dropped = self.store.drop_splits(table.table_id, conn)
-        self.store.update_table(
+        self.store.move_table(
             table.table_id,
             conn,
-            state=REDUMP,
+            Lifecycle.REDUMP,
             generation=generation,
             splits_total=None,
             splits_done=0,
@@ -313,12 +300,12 @@ class CommandProcessor:
             raise _Refused(f"{table.table_id} has no chunk {chunk}")
         done = conn.execute(
             "SELECT COUNT(*) FROM splits WHERE table_id=? AND status=?",
-            (str(table.table_id), FINISHED),
+            (str(table.table_id), SplitStatus.FINISHED),
         ).fetchone()[0]
-        self.store.update_table(
+        self.store.move_table(
             table.table_id,
             conn,
-            state=REDUMP,
+            Lifecycle.REDUMP,
             generation=generation,
             splits_done=done,
             resume_state=None,
@@ -331,10 +318,10 @@ class CommandProcessor:
         )
 
     def _remove(self, table: TableState, conn: Any) -> str:
-        self.store.update_table(
+        self.store.move_table(
             table.table_id,
             conn,
-            state=REMOVED,
+            Lifecycle.REMOVED,
             removed_by="command",
             resume_state=None,
             redump_chunk=None,
@@ -346,11 +333,13 @@ class CommandProcessor:
         table_id = schema.table_id
         current = schema_to_dict(schema)
         if table is None:
-            now = time.time()
-            conn.execute(
-                "INSERT INTO tables (table_id, state, chunk_key, schema, origin, added_at, "
-                "updated_at) VALUES (?, ?, ?, ?, 'command', ?, ?)",
-                (str(table_id), SNAPSHOTTING, schema.chunk_key, json.dumps(current), now, now),
+            self.store.ensure_table(
+                table_id,
+                schema.chunk_key,
+                Lifecycle.SNAPSHOTTING,
+                origin="command",
+                schema=current,
+                conn=conn,
             )
             return f"{table_id} added: snapshotting on {schema.chunk_key} while the others stream"
         stored = self.store.schemas().get(table_id)
@@ -359,14 +348,14 @@ class CommandProcessor:
                 f"{table_id} changed shape since it was removed, and its mirror has the old "
                 "columns; move its mirror folder away, then add it again to snapshot it afresh"
             )
-        splits_done = all(s.status == FINISHED for s in self.store.splits(table_id))
+        splits_done = all(s.status == SplitStatus.FINISHED for s in self.store.splits(table_id))
         if table.stream_from is None or not splits_done:
-            state = SNAPSHOTTING
+            state = Lifecycle.SNAPSHOTTING
         elif self.snapshot_only:
-            state = SNAPSHOT_DONE
+            state = Lifecycle.SNAPSHOT_DONE
         else:
-            state = CATCHING_UP
-        self.store.update_table(table_id, conn, state=state, removed_by=None, origin="command")
+            state = Lifecycle.CATCHING_UP
+        self.store.move_table(table_id, conn, state, removed_by=None, origin="command")
         where = f" from {table.stream_from}" if table.stream_from else ""
         return f"{table_id} captured again: {state}{where}"
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from cdc_console import errors
 from cdc_console.config import PipelineConfig
+from cdc_console.core.lifecycle import CommandKind, CommandStatus, Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
@@ -30,23 +31,7 @@ from cdc_console.mysql.connection import connect
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.retention import binlog_needs, missing_binlog
-from cdc_console.state.store import (
-    CATCHING_UP,
-    CMD_APPLIED,
-    CMD_FAILED,
-    FINISHED,
-    PAUSED,
-    PENDING,
-    REDUMP,
-    REDUMP_CMD,
-    REMOVED,
-    SNAPSHOT_DONE,
-    SNAPSHOTTING,
-    STOP,
-    STREAMING,
-    StateStore,
-    TableState,
-)
+from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
 
@@ -80,13 +65,13 @@ class PipelineJob:
         configured = {s.table_id for s in schemas}
         states = {t.table_id: t for t in store.tables()}
         for table in states.values():
-            if table.table_id in configured or table.state == REMOVED:
+            if table.table_id in configured or table.state == Lifecycle.REMOVED:
                 continue
             if table.origin == "command":
                 log.info("%s: captured by add-table, though not in source.tables", table.table_id)
                 continue
             with store.transaction() as conn:
-                store.update_table(table.table_id, conn, state=REMOVED, removed_by="config")
+                store.move_table(table.table_id, conn, Lifecycle.REMOVED, removed_by="config")
             store.log_event(
                 "table",
                 f"{table.table_id} is no longer in source.tables: not captured any more, "
@@ -98,7 +83,7 @@ class PipelineJob:
             previous_state = states.get(schema.table_id)
             if (
                 previous_state is not None
-                and previous_state.state == REMOVED
+                and previous_state.state == Lifecycle.REMOVED
                 and previous_state.removed_by == "command"
             ):
                 log.warning(
@@ -129,11 +114,15 @@ class PipelineJob:
                     conn = connect(self.config.source)
                     head = current_position(conn)
                     conn.close()
-                added = store.ensure_table(schema.table_id, schema.chunk_key, STREAMING, head)
+                added = store.ensure_table(
+                    schema.table_id, schema.chunk_key, Lifecycle.STREAMING, head
+                )
             else:
-                added = store.ensure_table(schema.table_id, schema.chunk_key, SNAPSHOTTING)
+                added = store.ensure_table(
+                    schema.table_id, schema.chunk_key, Lifecycle.SNAPSHOTTING
+                )
             store.set_schema(schema.table_id, current)
-            if previous_state is not None and previous_state.state == REMOVED:
+            if previous_state is not None and previous_state.state == Lifecycle.REMOVED:
                 self._restore(store, previous_state)
             if added:
                 store.log_event(
@@ -148,15 +137,15 @@ class PipelineJob:
         that. Its schema was compared with the stored one just before, and the binlog it needs
         is checked before the stream starts.
         """
-        finished = all(s.status == FINISHED for s in store.splits(table.table_id))
+        finished = all(s.status == SplitStatus.FINISHED for s in store.splits(table.table_id))
         if table.stream_from is None or not finished:
-            state = SNAPSHOTTING
+            state = Lifecycle.SNAPSHOTTING
         elif self.config.snapshot.startup_mode == "snapshot-only":
-            state = SNAPSHOT_DONE
+            state = Lifecycle.SNAPSHOT_DONE
         else:
-            state = CATCHING_UP
+            state = Lifecycle.CATCHING_UP
         with store.transaction() as conn:
-            store.update_table(table.table_id, conn, state=state, removed_by=None)
+            store.move_table(table.table_id, conn, state, removed_by=None)
         store.log_event(
             "table",
             f"{table.table_id} is in source.tables again: {state}"
@@ -247,8 +236,8 @@ class PipelineJob:
         """snapshot-only with every table already snapshotted: nothing to do, no Spark needed."""
         if self.config.snapshot.startup_mode != "snapshot-only":
             return False
-        active = [t for t in store.tables() if t.state != REMOVED]
-        if active and all(t.state == SNAPSHOT_DONE for t in active):
+        active = [t for t in store.tables() if t.state != Lifecycle.REMOVED]
+        if active and all(t.state == Lifecycle.SNAPSHOT_DONE for t in active):
             log.info("snapshot-only: every table was already snapshotted, nothing to do")
             return True
         return False
@@ -313,10 +302,10 @@ class PipelineJob:
 
     def _take_stop_command(self, store: StateStore) -> None:
         """Acknowledge a queued ``stop`` and stop like SIGTERM: the current batch finishes."""
-        for command in store.pending_commands([STOP]):
+        for command in store.pending_commands([CommandKind.STOP]):
             store.finish_command(
                 command.id,
-                CMD_APPLIED,
+                CommandStatus.APPLIED,
                 f"stopping run {self.run_id} (pid {os.getpid()}): the current batch finishes, "
                 "then the job exits; 'cdc-console run' resumes it",
             )
@@ -325,20 +314,20 @@ class PipelineJob:
             self.stop_requested.set()
 
     def _done(self, store: StateStore, caught_up: bool, until_caught_up: bool) -> bool:
-        tables = [t for t in store.tables() if t.state not in (REMOVED, PAUSED)]
+        tables = [t for t in store.tables() if t.state not in (Lifecycle.REMOVED, Lifecycle.PAUSED)]
         if self.config.snapshot.startup_mode == "snapshot-only":
-            if tables and all(t.state == SNAPSHOT_DONE for t in tables):
+            if tables and all(t.state == Lifecycle.SNAPSHOT_DONE for t in tables):
                 log.info("snapshot-only: every table snapshotted, exiting")
                 return True
             return False
         if (
             until_caught_up
             and tables
-            and all(t.state == STREAMING for t in tables)
+            and all(t.state == Lifecycle.STREAMING for t in tables)
             and caught_up
             # A queued command (a re-dump, say) changes the tables at the next plan; the
             # position alone can reach the head in between.
-            and not any(c.kind != STOP for c in store.pending_commands())
+            and not any(c.kind != CommandKind.STOP for c in store.pending_commands())
         ):
             log.info("caught up: every table streaming at the server's head, exiting")
             return True
@@ -382,11 +371,11 @@ class LagMonitor:
 def retire_stale_stops(store: StateStore, started: float) -> None:
     """Refuse the ``stop`` commands issued before this run started: they were meant for a job
     that is gone, and applying them now would stop the job the operator just started."""
-    for command in store.pending_commands([STOP]):
+    for command in store.pending_commands([CommandKind.STOP]):
         if command.issued_at < started:
             store.finish_command(
                 command.id,
-                CMD_FAILED,
+                CommandStatus.FAILED,
                 "no job was running when it was issued (this run started after it)",
             )
 
@@ -395,11 +384,11 @@ def rebuilding(store: StateStore, table_id: TableId) -> bool:
     """Whether a whole-table re-dump is queued or under way: the fix for a table whose shape
     changed (a DDL stop), so its new shape is accepted and its old binlog is not read again."""
     table = store.table(table_id)
-    if table is not None and table.state == REDUMP and table.redump_chunk is None:
+    if table is not None and table.state == Lifecycle.REDUMP and table.redump_chunk is None:
         return True
     return any(
         c.target == str(table_id) and c.args.get("chunk") is None
-        for c in store.pending_commands([REDUMP_CMD])
+        for c in store.pending_commands([CommandKind.REDUMP])
     )
 
 
@@ -417,7 +406,9 @@ def narrow_pending_plan(store: StateStore) -> None:
         return
     plan = BatchPlan.from_dict(last[2])
     removed = {
-        t.table_id for t in store.tables() if t.state == REMOVED or rebuilding(store, t.table_id)
+        t.table_id
+        for t in store.tables()
+        if t.state == Lifecycle.REMOVED or rebuilding(store, t.table_id)
     }
     binlog = plan.binlog
     if binlog is not None:
@@ -439,7 +430,7 @@ def narrow_pending_plan(store: StateStore) -> None:
         )
         conn.executemany(
             "UPDATE splits SET status=?, batch_no=NULL WHERE split_id=?",
-            [(PENDING, split_id) for split_id in released],
+            [(SplitStatus.PENDING, split_id) for split_id in released],
         )
     log.info("batch %d re-planned without removed tables: %s", plan.batch_no, narrowed.describe())
 

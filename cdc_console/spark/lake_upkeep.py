@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.lifecycle import CommandStatus
 from cdc_console.errors import redact
 from cdc_console.sinks.maintenance import (
     OPTIMIZE,
@@ -33,7 +34,7 @@ from cdc_console.sinks.maintenance import (
 )
 from cdc_console.state.lake import lake_tables as recorded_tables
 from cdc_console.state.lake import record_footprint, record_maintenance
-from cdc_console.state.store import CMD_APPLIED, CMD_FAILED, StateStore
+from cdc_console.state.store import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,9 @@ class LakeUpkeep:
         if not self.enabled:
             for command in self.store.pending_commands([OPTIMIZE, VACUUM]):
                 self.store.finish_command(
-                    command.id, CMD_FAILED, "the sink is changelog-json: no Delta tables to keep"
+                    command.id,
+                    CommandStatus.FAILED,
+                    "the sink is changelog-json: no Delta tables to keep",
                 )
             return None
         if not self.lock.acquire(blocking=False):
@@ -149,7 +152,7 @@ class LakeUpkeep:
             if not tables:
                 self.store.finish_command(
                     command.id,
-                    CMD_FAILED,
+                    CommandStatus.FAILED,
                     f"the lake {self.config.sink.path} has no table "
                     f"{command.target or '(it is empty)'} yet",
                 )
@@ -168,7 +171,7 @@ class LakeUpkeep:
             verb = "compacted" if request.action == OPTIMIZE else "deleted"
             self.store.finish_command(
                 request.command_id,
-                CMD_APPLIED,
+                CommandStatus.APPLIED,
                 f"{verb} {removed} file(s), {freed} bytes, over {len(request.results)} table(s): "
                 + "; ".join(r.describe() for r in request.results),
             )

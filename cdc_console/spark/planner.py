@@ -11,6 +11,7 @@ import logging
 import pymysql
 
 from cdc_console.config import PipelineConfig, load_config
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
@@ -22,7 +23,7 @@ from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.splitter import ChunkSplitter
 from cdc_console.spark.protocol import BinlogTask, ChunkTask, NoopTask, PlanPartition, SnapshotTask
-from cdc_console.state.store import SNAPSHOTTING, StateStore
+from cdc_console.state.store import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class Planner:
         return frozenset(
             t.table_id
             for t in self.store.tables()
-            if t.state == SNAPSHOTTING
+            if t.state == Lifecycle.SNAPSHOTTING
             and t.stream_from is None
             and t.table_id in schemas
             and schemas[t.table_id].primary_key

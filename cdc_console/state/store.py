@@ -23,38 +23,17 @@ import sqlite_utils
 
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keycodec import decode_key, encode_key
+from cdc_console.core.lifecycle import (
+    CommandKind,
+    CommandStatus,
+    Lifecycle,
+    SplitStatus,
+    check_move,
+)
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import FinishedSnapshotSplitInfo, SnapshotSplit
 from cdc_console.state.migrations import MIGRATIONS
-
-SNAPSHOTTING = "SNAPSHOTTING"
-CATCHING_UP = "CATCHING_UP"
-STREAMING = "STREAMING"
-PAUSED = "PAUSED"
-REDUMP = "REDUMP"
-SNAPSHOT_DONE = "SNAPSHOT_DONE"
-REMOVED = "REMOVED"
-
-PENDING = "PENDING"
-ASSIGNED = "ASSIGNED"
-FINISHED = "FINISHED"
-
-CMD_PENDING = "pending"
-CMD_APPLIED = "applied"
-CMD_FAILED = "failed"
-
-PAUSE = "pause"
-RESUME = "resume"
-REDUMP_CMD = "redump"
-ADD_TABLE = "add-table"
-REMOVE_TABLE = "remove-table"
-STOP = "stop"
-OPTIMIZE = "optimize"
-VACUUM = "vacuum"
-#: commands the job's driver applies itself between batches, not the planner
-DRIVER_KINDS = (STOP, OPTIMIZE, VACUUM)
-COMMAND_KINDS = (PAUSE, RESUME, REDUMP_CMD, ADD_TABLE, REMOVE_TABLE, STOP, OPTIMIZE, VACUUM)
 
 PIPELINE_PAUSED_META = "pipeline_paused"
 
@@ -73,7 +52,7 @@ def _offset(text: str | None) -> BinlogOffset | None:
 @dataclass(frozen=True)
 class TableState:
     table_id: TableId
-    state: str
+    state: Lifecycle
     chunk_key: str | None
     generation: int
     splits_total: int | None
@@ -84,7 +63,7 @@ class TableState:
     paused_at: BinlogOffset | None
     last_event_ts: int | None
     updated_at: float
-    resume_state: str | None = None
+    resume_state: Lifecycle | None = None
     origin: str = "config"
     removed_by: str | None = None
     redump_chunk: int | None = None
@@ -120,7 +99,7 @@ class Command:
 @dataclass(frozen=True)
 class SplitState:
     split: SnapshotSplit
-    status: str
+    status: SplitStatus
     generation: int
     batch_no: int | None
     low_watermark: BinlogOffset | None
@@ -217,17 +196,37 @@ class StateStore:
     # -- tables ---------------------------------------------------------------------------------
 
     def ensure_table(
-        self, table_id: TableId, chunk_key: str, state: str, stream_from: BinlogOffset | None = None
+        self,
+        table_id: TableId,
+        chunk_key: str,
+        state: Lifecycle,
+        stream_from: BinlogOffset | None = None,
+        *,
+        origin: str = "config",
+        schema: dict[str, Any] | None = None,
+        conn: Any = None,
     ) -> bool:
-        """Register a captured table once; return True when it was new."""
+        """Register a captured table once (in ``state``, a first move); True when it was new."""
+        check_move(table_id, None, state)
         now = time.time()
-        with self.transaction() as conn:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO tables (table_id, state, chunk_key, stream_from, added_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (str(table_id), state, chunk_key, _offset_json(stream_from), now, now),
-            )
-            return cur.rowcount > 0
+        sql = (
+            "INSERT OR IGNORE INTO tables (table_id, state, chunk_key, stream_from, origin, "
+            "schema, added_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        args = (
+            str(table_id),
+            state,
+            chunk_key,
+            _offset_json(stream_from),
+            origin,
+            json.dumps(schema) if schema is not None else None,
+            now,
+            now,
+        )
+        if conn is not None:
+            return bool(conn.execute(sql, args).rowcount > 0)
+        with self.transaction() as c:
+            return bool(c.execute(sql, args).rowcount > 0)
 
     def set_schema(self, table_id: TableId, schema: dict[str, Any]) -> None:
         with self.transaction() as conn:
@@ -252,7 +251,7 @@ class StateStore:
         return [
             TableState(
                 TableId.parse(r[0]),
-                r[1],
+                Lifecycle(r[1]),
                 r[2],
                 r[3],
                 r[4],
@@ -263,7 +262,7 @@ class StateStore:
                 _offset(r[9]),
                 r[10],
                 r[11],
-                r[12],
+                Lifecycle(r[12]) if r[12] else None,
                 r[13],
                 r[14],
                 r[15],
@@ -277,30 +276,8 @@ class StateStore:
                 return t
         return None
 
-    def set_table_state(
-        self,
-        table_id: TableId,
-        state: str,
-        *,
-        stream_from: BinlogOffset | None = None,
-        conn: Any = None,
-    ) -> None:
-        sql = "UPDATE tables SET state=?, updated_at=?"
-        args: list[Any] = [state, time.time()]
-        if stream_from is not None:
-            sql += ", stream_from=?"
-            args.append(_offset_json(stream_from))
-        sql += " WHERE table_id=?"
-        args.append(str(table_id))
-        if conn is not None:
-            conn.execute(sql, args)
-            return
-        with self.transaction() as c:
-            c.execute(sql, args)
-
     _TABLE_FIELDS = frozenset(
         {
-            "state",
             "generation",
             "splits_total",
             "splits_done",
@@ -315,19 +292,52 @@ class StateStore:
     )
 
     def update_table(self, table_id: TableId, conn: Any, **fields: Any) -> None:
-        """Set lifecycle columns of one table inside the caller's transaction.
+        """Set columns of one table inside the caller's transaction; not its lifecycle state,
+        which only ``move_table`` changes.
 
         Offsets are given as ``BinlogOffset`` (or None) and stored in their canonical JSON form.
         """
         unknown = set(fields) - self._TABLE_FIELDS
         if unknown:
-            raise ValueError(f"not table fields: {sorted(unknown)}")
+            raise ValueError(
+                f"not table fields (a state change is move_table's): {sorted(unknown)}"
+            )
         values = [_offset_json(v) if isinstance(v, BinlogOffset) else v for v in fields.values()]
-        cols = ", ".join(f"{k}=?" for k in fields)
+        cols = "".join(f"{k}=?, " for k in fields)
         conn.execute(
-            f"UPDATE tables SET {cols}, updated_at=? WHERE table_id=?",
+            f"UPDATE tables SET {cols}updated_at=? WHERE table_id=?",
             (*values, time.time(), str(table_id)),
         )
+
+    def add_events(
+        self, table_id: TableId | str, conn: Any, count: int, last_event_ts: int | None
+    ) -> None:
+        """Count a window's applied events for one table and keep its newest event time."""
+        conn.execute(
+            "UPDATE tables SET events_applied = events_applied + ?, "
+            "last_event_ts = COALESCE(?, last_event_ts) WHERE table_id=?",
+            (count, last_event_ts, str(table_id)),
+        )
+
+    def move_table(
+        self, table_id: TableId | str, conn: Any, target: Lifecycle, **fields: Any
+    ) -> Lifecycle:
+        """Move one table to ``target`` (and set ``fields``) inside the caller's transaction.
+
+        Every lifecycle change goes through here, checked against ``core.lifecycle``'s table of
+        moves: a move it does not list raises ``IllegalTransition`` before anything is written.
+        Returns the state the table was in.
+        """
+        row = conn.execute("SELECT state FROM tables WHERE table_id=?", (str(table_id),)).fetchone()
+        if row is None:
+            raise LookupError(f"{table_id} is not in the state database")
+        current = Lifecycle(row[0])
+        check_move(table_id, current, target)
+        key = table_id if isinstance(table_id, TableId) else TableId.parse(table_id)
+        self.update_table(key, conn, **fields)
+        if current != target:
+            conn.execute("UPDATE tables SET state=? WHERE table_id=?", (target, str(table_id)))
+        return current
 
     def drop_splits(self, table_id: TableId, conn: Any) -> int:
         """Forget a table's chunks (a full re-dump splits it afresh); return how many."""
@@ -340,7 +350,7 @@ class StateStore:
             "UPDATE splits SET status=?, generation=?, batch_no=NULL, low_watermark=NULL, "
             "high_watermark=NULL, rows=NULL, backfill_events=NULL, started_at=NULL, "
             "finished_at=NULL, duration_ms=NULL WHERE table_id=? AND split_no=?",
-            (PENDING, generation, str(table_id), split_no),
+            (SplitStatus.PENDING, generation, str(table_id), split_no),
         )
         return bool(cur.rowcount > 0)
 
@@ -368,7 +378,7 @@ class StateStore:
                         s.chunk_key,
                         json.dumps(encode_key(s.range.start)),
                         json.dumps(encode_key(s.range.end)),
-                        PENDING,
+                        SplitStatus.PENDING,
                     )
                     for s in splits
                 ],
@@ -399,7 +409,7 @@ class StateStore:
             "SELECT table_id, split_no, chunk_key, range_start, range_end FROM splits "
             "WHERE status=?"
         )
-        args: list[Any] = [PENDING]
+        args: list[Any] = [SplitStatus.PENDING]
         if tables is not None:
             if not tables:
                 return []
@@ -412,7 +422,7 @@ class StateStore:
     def assign_splits(self, splits: Sequence[SnapshotSplit], batch_no: int, conn: Any) -> None:
         conn.executemany(
             "UPDATE splits SET status=?, batch_no=? WHERE split_id=?",
-            [(ASSIGNED, batch_no, s.split_id) for s in splits],
+            [(SplitStatus.ASSIGNED, batch_no, s.split_id) for s in splits],
         )
 
     def splits(self, table_id: TableId) -> list[SplitState]:
@@ -425,7 +435,7 @@ class StateStore:
         return [
             SplitState(
                 self._split_from_row(r),
-                r[5],
+                SplitStatus(r[5]),
                 r[6],
                 r[7],
                 _offset(r[8]),
@@ -443,7 +453,7 @@ class StateStore:
         return [
             FinishedSnapshotSplitInfo(s.split, s.high_watermark)
             for s in self.splits(table_id)
-            if s.status == FINISHED and s.high_watermark is not None
+            if s.status == SplitStatus.FINISHED and s.high_watermark is not None
         ]
 
     def last_batch(self) -> tuple[int, str, dict[str, Any]] | None:
@@ -589,13 +599,21 @@ class StateStore:
         issued_by: str | None = None,
     ) -> int:
         """Queue a command for the job; return its id. Validation happens when it is applied."""
-        if kind not in COMMAND_KINDS:
-            raise ValueError(f"unknown command kind {kind!r}; expected one of {COMMAND_KINDS}")
+        if kind not in set(CommandKind):
+            expected = ", ".join(CommandKind)
+            raise ValueError(f"unknown command kind {kind!r}; expected one of {expected}")
         with self.transaction() as conn:
             cur = conn.execute(
                 "INSERT INTO commands (kind, target, args, issued_by, issued_at, status) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (kind, target, json.dumps(args or {}), issued_by, time.time(), CMD_PENDING),
+                (
+                    kind,
+                    target,
+                    json.dumps(args or {}),
+                    issued_by,
+                    time.time(),
+                    CommandStatus.PENDING,
+                ),
             )
             return int(cur.lastrowid or 0)
 
@@ -618,7 +636,7 @@ class StateStore:
     def pending_commands(self, kinds: Sequence[str] | None = None) -> list[Command]:
         """Pending commands oldest first, optionally only some kinds."""
         rows = self.db.execute(
-            f"SELECT {self._COMMAND_COLUMNS} WHERE status=? ORDER BY id", (CMD_PENDING,)
+            f"SELECT {self._COMMAND_COLUMNS} WHERE status=? ORDER BY id", (CommandStatus.PENDING,)
         ).fetchall()
         found = [self._command(r) for r in rows]
         return [c for c in found if kinds is None or c.kind in kinds]
@@ -633,7 +651,7 @@ class StateStore:
     def finish_command(self, command_id: int, status: str, reason: str, conn: Any = None) -> None:
         """Acknowledge a command: ``applied`` (``reason`` = outcome) or ``failed`` (why)."""
         sql = "UPDATE commands SET status=?, reason=?, applied_at=? WHERE id=? AND status=?"
-        args = (status, reason, time.time(), command_id, CMD_PENDING)
+        args = (status, reason, time.time(), command_id, CommandStatus.PENDING)
         if conn is not None:
             conn.execute(sql, args)
             return

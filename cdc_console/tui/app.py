@@ -17,8 +17,8 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 
+from cdc_console.core.lifecycle import CommandKind
 from cdc_console.errors import CdcError, redact
-from cdc_console.state.store import PAUSE, REDUMP_CMD, RESUME
 from cdc_console.tui.data.monitor import PipelineMonitor, open_monitors
 from cdc_console.tui.messages import (
     ActionFailed,
@@ -148,7 +148,7 @@ class ConsoleApp(App[None]):
         )
         self.push_screen(
             ConfirmScreen(f"Re-dump {table}", body, "Re-dump"),
-            partial(self._confirmed, REDUMP_CMD, table),
+            partial(self._confirmed, CommandKind.REDUMP, table),
         )
 
     def _confirmed(self, kind: str, table: str | None, answer: bool | None) -> None:
@@ -178,21 +178,21 @@ class ConsoleApp(App[None]):
 
     def action_pause_table(self) -> None:
         if self.selected_table:
-            self.control(PAUSE, self.selected_table)
+            self.control(CommandKind.PAUSE, self.selected_table)
 
     def action_resume_table(self) -> None:
         if self.selected_table:
-            self.control(RESUME, self.selected_table)
+            self.control(CommandKind.RESUME, self.selected_table)
 
     def action_redump_table(self) -> None:
         if self.selected_table:
             self.confirm_redump(self.selected_table)
 
     def action_pause_pipeline(self) -> None:
-        self.control(PAUSE)
+        self.control(CommandKind.PAUSE)
 
     def action_resume_pipeline(self) -> None:
-        self.control(RESUME)
+        self.control(CommandKind.RESUME)
 
     def action_start_job(self) -> None:
         self.start_job()

@@ -10,6 +10,7 @@ import time
 
 from rich.text import Text
 
+from cdc_console.core.lifecycle import CommandStatus, Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.tui.data.units import count, size, span
 from cdc_console.tui.model import JobStatus, Lag, Level
@@ -21,20 +22,20 @@ LEVEL_STYLES = {
     Level.IDLE: "dim",
 }
 
-STATE_STYLES = {
-    "STREAMING": "green",
-    "CATCHING_UP": "cyan",
-    "SNAPSHOTTING": "bright_blue",
-    "REDUMP": "magenta",
-    "PAUSED": "yellow",
-    "SNAPSHOT_DONE": "green",
-    "REMOVED": "dim",
-    "FINISHED": "green",
-    "ASSIGNED": "cyan",
-    "PENDING": "dim",
-    "applied": "green",
-    "failed": "bold red",
-    "pending": "yellow",
+STATE_STYLES: dict[str, str] = {
+    Lifecycle.STREAMING: "green",
+    Lifecycle.CATCHING_UP: "cyan",
+    Lifecycle.SNAPSHOTTING: "bright_blue",
+    Lifecycle.REDUMP: "magenta",
+    Lifecycle.PAUSED: "yellow",
+    Lifecycle.SNAPSHOT_DONE: "green",
+    Lifecycle.REMOVED: "dim",
+    SplitStatus.FINISHED: "green",
+    SplitStatus.ASSIGNED: "cyan",
+    SplitStatus.PENDING: "dim",
+    CommandStatus.APPLIED: "green",
+    CommandStatus.FAILED: "bold red",
+    CommandStatus.PENDING: "yellow",
 }
 
 JOB_STYLES = {

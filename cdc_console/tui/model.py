@@ -10,6 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Literal
 
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 
 Severity = Literal["information", "warning", "error"]
@@ -104,15 +105,15 @@ class TableView:
 
     @property
     def can_pause(self) -> bool:
-        return self.state not in ("PAUSED", "REMOVED", "SNAPSHOT_DONE")
+        return self.state not in (Lifecycle.PAUSED, Lifecycle.REMOVED, Lifecycle.SNAPSHOT_DONE)
 
     @property
     def can_resume(self) -> bool:
-        return self.state == "PAUSED"
+        return self.state == Lifecycle.PAUSED
 
     @property
     def can_redump(self) -> bool:
-        return self.state not in ("REMOVED", "REDUMP")
+        return self.state not in (Lifecycle.REMOVED, Lifecycle.REDUMP)
 
 
 @dataclass(frozen=True)

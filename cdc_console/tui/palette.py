@@ -13,7 +13,7 @@ from typing import cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from cdc_console.state.store import PAUSE, RESUME
+from cdc_console.core.lifecycle import CommandKind
 from cdc_console.tui.screens.base import Host
 from cdc_console.tui.widgets.topbar import SCREENS
 
@@ -38,7 +38,7 @@ def console_commands(host: Host) -> list[PaletteCommand]:
         PaletteCommand(
             "Resume pipeline" if paused else "Pause pipeline",
             "key R: batches start again" if paused else "key P: no new batches, state kept",
-            partial(host.control, RESUME if paused else PAUSE),
+            partial(host.control, CommandKind.RESUME if paused else CommandKind.PAUSE),
         ),
         PaletteCommand("Start job", "key s: launch it detached", host.start_job),
         PaletteCommand("Stop job", "key x: after its current batch", host.confirm_stop),
@@ -60,7 +60,7 @@ def console_commands(host: Host) -> list[PaletteCommand]:
                 PaletteCommand(
                     f"Pause {table.table}",
                     f"stop emitting its changes{key.format('p')}",
-                    partial(host.control, PAUSE, table.table),
+                    partial(host.control, CommandKind.PAUSE, table.table),
                     highlighted,
                 )
             )
@@ -69,7 +69,7 @@ def console_commands(host: Host) -> list[PaletteCommand]:
                 PaletteCommand(
                     f"Resume {table.table}",
                     f"catch up from its pause position{key.format('r')}",
-                    partial(host.control, RESUME, table.table),
+                    partial(host.control, CommandKind.RESUME, table.table),
                     highlighted,
                 )
             )

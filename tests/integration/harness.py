@@ -24,8 +24,9 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig, load_config
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.mysql.position import current_position
-from cdc_console.state.store import STREAMING, StateStore
+from cdc_console.state.store import StateStore
 from tests.conftest import CDC_PASSWORD_ENV, CDC_USER, SourceDb
 
 
@@ -153,7 +154,7 @@ def caught_up(db: SourceDb, config: PipelineConfig) -> bool:
     try:
         tables = store.tables()
         committed = store.committed_offset()
-        if not tables or any(t.state != STREAMING for t in tables) or committed is None:
+        if not tables or any(t.state != Lifecycle.STREAMING for t in tables) or committed is None:
             return False
         conn = db.connect()
         try:

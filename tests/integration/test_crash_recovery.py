@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.spark.applier import CRASH_ENV
-from cdc_console.state.store import FINISHED, STREAMING, StateStore
+from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import (
     JobProcess,
@@ -43,7 +44,7 @@ def finished(config: PipelineConfig) -> dict[str, tuple[object, object]]:
         out = {}
         for table in store.tables():
             for s in store.splits(table.table_id):
-                if s.status == FINISHED:
+                if s.status == SplitStatus.FINISHED:
                     out[s.split.split_id] = (s.high_watermark, s.finished_at)
         return out
     finally:
@@ -54,7 +55,7 @@ def streaming_batches(config: PipelineConfig) -> int:
     store = StateStore(config.state_path)
     try:
         tables = store.tables()
-        if not tables or any(t.state != STREAMING for t in tables):
+        if not tables or any(t.state != Lifecycle.STREAMING for t in tables):
             return 0
         return store.last_applied_batch()
     finally:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from cdc_console.config import PipelineConfig
-from cdc_console.state.store import FINISHED, STREAMING, StateStore
+from cdc_console.core.lifecycle import Lifecycle, SplitStatus
+from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import (
     JobProcess,
@@ -54,7 +55,7 @@ def all_streaming(config: PipelineConfig) -> bool:
     store = StateStore(config.state_path)
     try:
         tables = store.tables()
-        return bool(tables) and all(t.state == STREAMING for t in tables)
+        return bool(tables) and all(t.state == Lifecycle.STREAMING for t in tables)
     finally:
         store.close()
 
@@ -73,7 +74,7 @@ def test_snapshot_while_writing_then_stream_converges(source_db: SourceDb, tmp_p
             store = StateStore(config.state_path)
             try:
                 splits = store.splits(store.tables()[0].table_id) if store.tables() else []
-                return sum(s.status == FINISHED for s in splits) >= 2
+                return sum(s.status == SplitStatus.FINISHED for s in splits) >= 2
             finally:
                 store.close()
 
@@ -95,7 +96,7 @@ def test_snapshot_while_writing_then_stream_converges(source_db: SourceDb, tmp_p
     table_id = store.tables()[0].table_id
     splits = store.splits(table_id)
     assert len(splits) >= 10
-    assert all(s.status == FINISHED and s.high_watermark is not None for s in splits)
+    assert all(s.status == SplitStatus.FINISHED and s.high_watermark is not None for s in splits)
     assert sum(s.rows or 0 for s in splits) >= ROWS * 0.9
 
     expected = source_rows(source_db, "orders", "id")

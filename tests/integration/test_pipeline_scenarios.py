@@ -26,6 +26,7 @@ from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, PlannedSplit
 from cdc_console.core.records import OPS
@@ -38,15 +39,7 @@ from cdc_console.retention import binlog_needs, missing_binlog
 from cdc_console.sinks.changelog_json import replay_changelog
 from cdc_console.source.committer import commit_batch
 from cdc_console.spark.job import PipelineJob, error_from_failure, narrow_pending_plan
-from cdc_console.state.store import (
-    FINISHED,
-    PENDING,
-    REMOVED,
-    SNAPSHOT_DONE,
-    STREAMING,
-    SplitResult,
-    StateStore,
-)
+from cdc_console.state.store import SplitResult, StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import (
     JobProcess,
@@ -209,9 +202,9 @@ def test_table_without_primary_key_uses_the_chunk_key(streamed: Streamed) -> Non
     assert table is not None
     splits = store.splits(table.table_id)
     store.close()
-    assert table.chunk_key == "event_id" and table.state == STREAMING
+    assert table.chunk_key == "event_id" and table.state == Lifecycle.STREAMING
     assert len(splits) >= 4 and {s.split.chunk_key for s in splits} == {"event_id"}
-    assert all(s.status == FINISHED for s in splits)
+    assert all(s.status == SplitStatus.FINISHED for s in splits)
     assert len(streamed.after_snapshot["events"]) == 40
     expected = source_rows(db, "events", "event_id")
     assert mirror_rows(config, db.name, "events", "event_id") == expected
@@ -232,7 +225,9 @@ def test_latest_offset_streams_only_changes_after_start(
     config = load(config_path)
     with running(JobProcess(config_path)) as job:
         # Tables are registered at the server's head before the stream starts.
-        wait_for(lambda: table_states(config) == {"items": STREAMING}, 60, "registration", job)
+        wait_for(
+            lambda: table_states(config) == {"items": Lifecycle.STREAMING}, 60, "registration", job
+        )
         source_db.execute(
             "INSERT INTO items VALUES (4, 'new')",
             "UPDATE items SET name = 'changed' WHERE id = 2",
@@ -265,12 +260,12 @@ def test_snapshot_only_exits_after_the_snapshot(source_db: SourceDb, tmp_path: P
     config = load(config_path)
     job = JobProcess(config_path).start()
     assert job.wait(180) == 0, job.output()  # no signal, no --until-caught-up: it ends by itself
-    assert table_states(config) == {"items": SNAPSHOT_DONE}
+    assert table_states(config) == {"items": Lifecycle.SNAPSHOT_DONE}
     snapshot = source_rows(source_db, "items", "id")
     assert mirror_rows(config, source_db.name, "items", "id") == snapshot
     store = StateStore(config.state_path)
     splits = store.splits(store.tables()[0].table_id)
-    assert len(splits) >= 5 and all(s.status == FINISHED for s in splits)
+    assert len(splits) >= 5 and all(s.status == SplitStatus.FINISHED for s in splits)
     assert store.committed_offset() is None  # no binlog window was ever read
     store.close()
 
@@ -366,7 +361,7 @@ def test_ddl_on_a_captured_table_stops_the_job_with_the_fix(
     assert "no job is running: it applies when the job next starts" in redump.stdout
     fixed = JobProcess(config_path, args=["--until-caught-up"]).start()
     assert fixed.wait(180) == 0, fixed.output()
-    assert table_states(config) == {"orders": STREAMING, "other": STREAMING}
+    assert table_states(config) == {"orders": Lifecycle.STREAMING, "other": Lifecycle.STREAMING}
     for table in ("orders", "other"):
         assert mirror_rows(config, db, table, "id") == source_rows(source_db, table, "id")
         _, _, duplicates = changelog_replay(config, db, table, "id")
@@ -379,7 +374,7 @@ def test_ddl_on_a_captured_table_stops_the_job_with_the_fix(
     source_db.execute("INSERT INTO orders VALUES (7, 'not captured', 1)")
     final = JobProcess(config_path, args=["--until-caught-up"]).start()
     assert final.wait(120) == 0, final.output()
-    assert table_states(config) == {"orders": REMOVED, "other": STREAMING}
+    assert table_states(config) == {"orders": Lifecycle.REMOVED, "other": Lifecycle.STREAMING}
     assert mirror_rows(config, db, "other", "id") == source_rows(source_db, "other", "id")
     assert [r["id"] for r in mirror_rows(config, db, "orders", "id")] == [1, 2, 3, 4, 5, 6]
     assert_no_password(
@@ -526,13 +521,17 @@ def test_removed_tables_leave_the_pending_plan_and_resume_when_named_again(
 
     job.register_tables(store, [b])
     narrow_pending_plan(store)
-    assert table_states(config) == {"a": REMOVED, "b": "CATCHING_UP", "c": REMOVED}
+    assert table_states(config) == {
+        "a": Lifecycle.REMOVED,
+        "b": "CATCHING_UP",
+        "c": Lifecycle.REMOVED,
+    }
     pending = store.batch(2)
     assert pending is not None and pending[0] == "planned"
     narrowed = BatchPlan.from_dict(pending[1])
     assert narrowed.snapshot == ()
     assert narrowed.binlog == BinlogSplit(at(200), at(900), filters[1:])
-    assert [s.status for s in store.splits(TableId("shop", "c"))] == [PENDING]
+    assert [s.status for s in store.splits(TableId("shop", "c"))] == [SplitStatus.PENDING]
     assert binlog_needs(store) == [("shop.b", at(300))]
 
     job.register_tables(store, [a, b, c])

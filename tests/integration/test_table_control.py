@@ -20,7 +20,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from cdc_console.config import PipelineConfig
-from cdc_console.state.store import CATCHING_UP, PAUSED, REDUMP, STREAMING, StateStore
+from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import (
     JobProcess,
@@ -82,7 +83,7 @@ def caught_up_now(db: SourceDb, config: PipelineConfig, names: list[str]) -> boo
     """Every named table streaming and the committed position at the server's head."""
     from cdc_console.mysql.position import current_position
 
-    if not all_in(config, STREAMING, names):
+    if not all_in(config, Lifecycle.STREAMING, names):
         return False
     store = StateStore(config.state_path)
     try:
@@ -192,7 +193,9 @@ def test_pause_redump_add_and_pipeline_pause_while_writers_run(
         writer.start()
     job = JobProcess(config_path)
     with running(job):
-        wait_for(lambda: all_in(config, STREAMING, ["t1", "t2", "t3"]), 240, "streaming", job)
+        wait_for(
+            lambda: all_in(config, Lifecycle.STREAMING, ["t1", "t2", "t3"]), 240, "streaming", job
+        )
 
         # Pause T1: its mirror freezes while T2 and T3 keep applying with low lag.
         paused_at = time.time()
@@ -203,7 +206,7 @@ def test_pause_redump_add_and_pipeline_pause_while_writers_run(
         batch = applied_batches(config)
         wait_for(lambda: applied_batches(config) >= batch + 4, 60, "four more batches", job)
         after = tables_state(config)
-        assert after["t1"].state == PAUSED
+        assert after["t1"].state == Lifecycle.PAUSED
         assert after["t2"].events_applied > before["t2"]
         assert after["t3"].events_applied > before["t3"]
         assert mirror_rows(config, db.name, "t1", "id") == frozen
@@ -216,7 +219,7 @@ def test_pause_redump_add_and_pipeline_pause_while_writers_run(
 
         out = cli(config_path, "resume", "--table", f"{db.name}.t1", "--wait")
         assert f"{db.name}.t1 resumed: catching up from" in out
-        wait_for(lambda: all_in(config, STREAMING, ["t1"]), 60, "t1 streaming again", job)
+        wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["t1"]), 60, "t1 streaming again", job)
 
         # Re-dump T2 while its writer runs; the mirror never shrinks below what must remain.
         # The mirror may trail the source by the batch in flight: start from the smaller.
@@ -226,7 +229,7 @@ def test_pause_redump_add_and_pipeline_pause_while_writers_run(
         sampler.start()
         out = cli(config_path, "redump", "--table", f"{db.name}.t2", "--wait")
         assert "re-dump started, generation 1" in out
-        wait_for(lambda: all_in(config, STREAMING, ["t2"]), 180, "t2 re-dumped", job)
+        wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["t2"]), 180, "t2 re-dumped", job)
         sampler.stop_event.set()
         sampler.join(10)
         deleted_meanwhile = writers["t2"].deleted - deleted_before
@@ -238,7 +241,7 @@ def test_pause_redump_add_and_pipeline_pause_while_writers_run(
         # Add T4 to the running pipeline.
         out = cli(config_path, "add-table", f"{db.name}.t4", "--wait")
         assert f"{db.name}.t4 added: snapshotting on id" in out
-        wait_for(lambda: all_in(config, STREAMING, ["t4"]), 120, "t4 streaming", job)
+        wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["t4"]), 120, "t4 streaming", job)
 
         # Pipeline-wide pause: no new batches; resume continues.
         cli(config_path, "pause", "--wait")
@@ -289,34 +292,40 @@ def test_kill_minus_nine_mid_redump_and_mid_catch_up_converges(
 
     job = JobProcess(config_path)
     with running(job):
-        wait_for(lambda: all_in(config, STREAMING, ["t1", "t2"]), 240, "streaming", job)
+        wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["t1", "t2"]), 240, "streaming", job)
         cli(config_path, "redump", "--table", f"{db.name}.t2", "--wait")
 
         def redump_half_done() -> bool:
             t2 = tables_state(config)["t2"]
-            return t2.state == REDUMP and t2.splits_total is not None and t2.splits_done >= 4
+            return (
+                t2.state == Lifecycle.REDUMP and t2.splits_total is not None and t2.splits_done >= 4
+            )
 
         wait_for(redump_half_done, 120, "re-dump under way", job)
         job.kill()
     t2 = tables_state(config)["t2"]
-    assert t2.state == REDUMP and t2.splits_done < (t2.splits_total or 0)
+    assert t2.state == Lifecycle.REDUMP and t2.splits_done < (t2.splits_total or 0)
 
     job = JobProcess(config_path)
     with running(job):
-        wait_for(lambda: all_in(config, STREAMING, ["t1", "t2"]), 240, "re-dump completed", job)
+        wait_for(
+            lambda: all_in(config, Lifecycle.STREAMING, ["t1", "t2"]), 240, "re-dump completed", job
+        )
         cli(config_path, "pause", "--table", f"{db.name}.t1", "--wait")
         db.execute(
             "UPDATE t1 SET amount = amount + 1 WHERE id <= 15000",
             "DELETE FROM t1 WHERE id BETWEEN 15001 AND 16000",
         )
         cli(config_path, "resume", "--table", f"{db.name}.t1")
-        wait_for(lambda: states(config).get("t1") == CATCHING_UP, 60, "t1 catching up", job)
+        wait_for(
+            lambda: states(config).get("t1") == Lifecycle.CATCHING_UP, 60, "t1 catching up", job
+        )
         job.kill()
-    assert states(config)["t1"] in (CATCHING_UP, STREAMING)
+    assert states(config)["t1"] in (Lifecycle.CATCHING_UP, Lifecycle.STREAMING)
 
     job = JobProcess(config_path)
     with running(job):
-        wait_for(lambda: all_in(config, STREAMING, ["t1", "t2"]), 240, "recovered", job)
+        wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["t1", "t2"]), 240, "recovered", job)
         for writer in writers:
             writer.stop()
             assert not writer.errors, writer.errors

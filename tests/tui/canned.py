@@ -17,26 +17,12 @@ from unittest import mock
 
 from cdc_console.config import load_config
 from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.lifecycle import CommandKind, CommandStatus, Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.state.lake import record_footprint
-from cdc_console.state.store import (
-    CATCHING_UP,
-    CMD_APPLIED,
-    CMD_FAILED,
-    FINISHED,
-    PAUSE,
-    PAUSED,
-    REDUMP,
-    REDUMP_CMD,
-    REMOVED,
-    RESUME,
-    SNAPSHOT_DONE,
-    SNAPSHOTTING,
-    STREAMING,
-    StateStore,
-)
+from cdc_console.state.store import StateStore
 from cdc_console.tui.data.jobs import ProcessSample
 from cdc_console.tui.data.monitor import PipelineMonitor
 from cdc_console.tui.data.server import ServerStatus
@@ -105,16 +91,19 @@ def build_state(path: Path) -> None:
     with frozen_time(NOW - 4000) as clock:
         store = StateStore(path)
         tables = {
-            "orders": (SNAPSHOTTING, None),
-            "customers": (STREAMING, binlog(42, 8800)),
-            "products": (CATCHING_UP, binlog(41, 900)),
-            "payments": (PAUSED, binlog(40, 300)),
-            "skus": (REDUMP, binlog(42, 8800)),
-            "archive": (SNAPSHOT_DONE, None),
-            "legacy": (REMOVED, binlog(39, 120)),
+            "orders": (Lifecycle.SNAPSHOTTING, None),
+            "customers": (Lifecycle.STREAMING, binlog(42, 8800)),
+            "products": (Lifecycle.CATCHING_UP, binlog(41, 900)),
+            "payments": (Lifecycle.PAUSED, binlog(40, 300)),
+            "skus": (Lifecycle.REDUMP, binlog(42, 8800)),
+            "archive": (Lifecycle.SNAPSHOT_DONE, None),
+            "legacy": (Lifecycle.REMOVED, binlog(39, 120)),
         }
         for table, (state, position) in tables.items():
-            store.ensure_table(TableId("shop", table), "id", state, position)
+            first = Lifecycle.STREAMING if state == Lifecycle.STREAMING else Lifecycle.SNAPSHOTTING
+            store.ensure_table(TableId("shop", table), "id", first, position)
+            with store.transaction() as conn:  # one legal move to where the picture needs it
+                store.move_table(TableId("shop", table), conn, state)
         _splits(store, ORDERS, ORDERS_SPLITS, ORDERS_FINISHED, clock)
         _splits(store, TableId("shop", "customers"), 12, 12, clock)
         _splits(store, TableId("shop", "skus"), 8, 3, clock)
@@ -135,7 +124,7 @@ def build_state(path: Path) -> None:
                 )
             conn.execute(
                 "UPDATE tables SET paused_at=?, resume_state=? WHERE table_id='shop.payments'",
-                (json.dumps(binlog(40, 300).to_dict()), STREAMING),
+                (json.dumps(binlog(40, 300).to_dict()), Lifecycle.STREAMING),
             )
             conn.execute(
                 "UPDATE tables SET generation=1 WHERE table_id='shop.skus'",
@@ -201,7 +190,7 @@ def _splits(
         started = clock.now + n
         rows.append(
             (
-                FINISHED,
+                SplitStatus.FINISHED,
                 json.dumps(low.to_dict()),
                 json.dumps(high.to_dict()),
                 width,
@@ -271,16 +260,16 @@ def _events_and_commands(store: StateStore, clock: FrozenClock) -> None:
         table_id="shop.customers",
     )
     clock.now = NOW - 1_200
-    paused = store.queue_command(PAUSE, "shop.payments", issued_by="cli:ops")
-    store.finish_command(paused, CMD_APPLIED, "paused at binlog.000040:300")
+    paused = store.queue_command(CommandKind.PAUSE, "shop.payments", issued_by="cli:ops")
+    store.finish_command(paused, CommandStatus.APPLIED, "paused at binlog.000040:300")
     store.log_event("command", "command 1: pause shop.payments applied", table_id="shop.payments")
     clock.now = NOW - 900
-    redump = store.queue_command(REDUMP_CMD, "shop.skus", issued_by="console:ops")
-    store.finish_command(redump, CMD_APPLIED, "re-dumping shop.skus in 8 fresh chunks")
+    redump = store.queue_command(CommandKind.REDUMP, "shop.skus", issued_by="console:ops")
+    store.finish_command(redump, CommandStatus.APPLIED, "re-dumping shop.skus in 8 fresh chunks")
     clock.now = NOW - 600
-    refused = store.queue_command(RESUME, "shop.legacy", issued_by="cli:ops")
+    refused = store.queue_command(CommandKind.RESUME, "shop.legacy", issued_by="cli:ops")
     store.finish_command(
-        refused, CMD_FAILED, "shop.legacy is not captured (removed); add it back first"
+        refused, CommandStatus.FAILED, "shop.legacy is not captured (removed); add it back first"
     )
     clock.now = NOW - 120
     store.log_event(

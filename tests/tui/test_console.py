@@ -10,12 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc_console.state.store import (
-    CMD_APPLIED,
-    CMD_FAILED,
-    PIPELINE_PAUSED_META,
-    STOP,
-)
+from cdc_console.core.lifecycle import CommandKind, CommandStatus
+from cdc_console.state.store import PIPELINE_PAUSED_META
 from cdc_console.tui.app import ConsoleApp
 from cdc_console.tui.data.monitor import PipelineMonitor
 from cdc_console.tui.model import JobStatus
@@ -185,8 +181,8 @@ async def test_acknowledgements_arrive_as_notifications(
         await wait_queued(pilot, workdir, 2)
         store = state_store(workdir)
         ids = [c.id for c in store.commands(100)][CANNED_COMMANDS:]
-        store.finish_command(ids[0], CMD_APPLIED, "shop.orders pauses after chunk 1235")
-        store.finish_command(ids[1], CMD_FAILED, "shop.payments is not paused")
+        store.finish_command(ids[0], CommandStatus.APPLIED, "shop.orders pauses after chunk 1235")
+        store.finish_command(ids[1], CommandStatus.FAILED, "shop.payments is not paused")
         store.close()
         await until(pilot, lambda: len(notifications(app)) >= 4, "acknowledgements")
         shown = notifications(app)
@@ -259,7 +255,7 @@ async def test_stop_queues_stop_then_signals_a_job_that_ignores_it(
         assert f"Stop the job of shop (pid {JOB_PID})?" in screen_text(app)
         await pilot.press("y")
         await wait_queued(pilot, workdir)
-        assert queued(workdir) == [(STOP, None, {}, "console:test")]
+        assert queued(workdir) == [(CommandKind.STOP, None, {}, "console:test")]
         await until(pilot, lambda: jobs.stopped == [JOB_PID], "signal")
         await until(pilot, lambda: any("ignored" in n for n in notifications(app)), "notice")
         await settle(pilot)

@@ -8,19 +8,14 @@ from pathlib import Path
 import pytest
 
 from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.committer import WindowResult, commit_batch
-from cdc_console.state.store import (
-    CATCHING_UP,
-    SNAPSHOTTING,
-    STREAMING,
-    SplitResult,
-    StateStore,
-)
+from cdc_console.state.store import SplitResult, StateStore
 
 ORDERS = TableId("shop", "orders")
 USERS = TableId("shop", "users")
@@ -52,7 +47,7 @@ class Head:
 def store(tmp_path: Path) -> StateStore:
     store = StateStore(tmp_path / "state.sqlite")
     for table_id in (ORDERS, USERS):
-        store.ensure_table(table_id, "id", SNAPSHOTTING)
+        store.ensure_table(table_id, "id", Lifecycle.SNAPSHOTTING)
         store.set_schema(table_id, schema_to_dict(schema(table_id)))
     return store
 
@@ -116,7 +111,7 @@ def test_snapshot_then_catch_up_then_stream(store: StateStore) -> None:
         "shop.orders [2000, +inf) hw=binlog.000001:200",
     ]
     changes = commit_batch(store, plan3, [], WindowResult({"shop.orders": 3}, 1, {}))
-    assert [t.state for t in store.tables()] == [STREAMING, STREAMING]
+    assert [t.state for t in store.tables()] == [Lifecycle.STREAMING, Lifecycle.STREAMING]
     assert store.committed_offset() == BinlogOffset("binlog.000001", 300)
     assert store.table(ORDERS) is not None and store.table(ORDERS).events_applied == 3  # type: ignore[union-attr]
 
@@ -157,8 +152,8 @@ def test_finished_splits_survive_a_restart(store: StateStore, tmp_path: Path) ->
         "shop.orders:1": "FINISHED",
         "shop.orders:2": "ASSIGNED",
     }
-    assert reopened.table(ORDERS).state == SNAPSHOTTING  # type: ignore[union-attr]
-    assert CATCHING_UP != SNAPSHOTTING
+    assert reopened.table(ORDERS).state == Lifecycle.SNAPSHOTTING  # type: ignore[union-attr]
+    assert Lifecycle.CATCHING_UP != Lifecycle.SNAPSHOTTING
 
 
 def test_chunks_share_reader_server_ids_round_robin(store: StateStore) -> None:

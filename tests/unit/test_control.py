@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cdc_console.core.lifecycle import CommandStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
@@ -17,19 +18,7 @@ from cdc_console.errors import SourceError
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.committer import WindowResult, commit_batch
 from cdc_console.source.control import CommandProcessor, refusal
-from cdc_console.state.store import (
-    CATCHING_UP,
-    CMD_APPLIED,
-    CMD_FAILED,
-    CMD_PENDING,
-    PAUSED,
-    REDUMP,
-    REMOVED,
-    SNAPSHOTTING,
-    STREAMING,
-    SplitResult,
-    StateStore,
-)
+from cdc_console.state.store import SplitResult, StateStore
 from tests.unit.test_assigner import ORDERS, USERS, Head, fake_split, schema
 
 EVENTS = TableId("shop", "events")
@@ -49,7 +38,7 @@ def describe(table_id: TableId) -> TableSchema:
 def store(tmp_path: Path) -> StateStore:
     store = StateStore(tmp_path / "state.sqlite")
     for table_id in (ORDERS, USERS):
-        store.ensure_table(table_id, "id", SNAPSHOTTING)
+        store.ensure_table(table_id, "id", Lifecycle.SNAPSHOTTING)
         store.set_schema(table_id, schema_to_dict(schema(table_id)))
     return store
 
@@ -83,7 +72,7 @@ class Pipeline:
         self.step(hw=90)
         self.step(hw=95)
         self.step()
-        assert [t.state for t in self.store.tables()] == [STREAMING, STREAMING]
+        assert [t.state for t in self.store.tables()] == [Lifecycle.STREAMING, Lifecycle.STREAMING]
 
     def queue(self, kind: str, target: str | None = None, **args: int) -> int:
         return self.store.queue_command(kind, target, dict(args), issued_by="test")
@@ -106,20 +95,20 @@ def test_pause_stops_emitting_one_table_and_resume_catches_up_from_the_pause(
     pipe.head.pos = 300
     plan = pipe.step()
     assert outcome(store, paused) == (
-        CMD_APPLIED,
+        CommandStatus.APPLIED,
         "shop.orders paused at binlog.000001:200 (was STREAMING)",
     )
     assert plan.binlog is not None
     assert str(plan.binlog) == "binlog [binlog.000001:200, binlog.000001:300) shop.users"
     orders = store.table(ORDERS)
-    assert orders is not None and orders.state == PAUSED and orders.paused_at == at(200)
+    assert orders is not None and orders.state == Lifecycle.PAUSED and orders.paused_at == at(200)
 
     pipe.head.pos = 400
     pipe.step()
     resumed = pipe.queue("resume", "shop.orders")
     pipe.head.pos = 500
     plan = pipe.step()
-    assert outcome(store, resumed)[0] == CMD_APPLIED
+    assert outcome(store, resumed)[0] == CommandStatus.APPLIED
     assert plan.binlog is not None
     # The window starts at the pause position for orders; users keeps its own resume point.
     assert str(plan.binlog) == (
@@ -128,7 +117,7 @@ def test_pause_stops_emitting_one_table_and_resume_catches_up_from_the_pause(
     filters = {str(f.table_id): f for f in plan.binlog.tables}
     assert filters["shop.orders"].resume_from == at(200)
     assert filters["shop.users"].resume_from == at(400)
-    assert [t.state for t in store.tables()] == [STREAMING, STREAMING]
+    assert [t.state for t in store.tables()] == [Lifecycle.STREAMING, Lifecycle.STREAMING]
 
 
 def test_pipeline_pause_plans_nothing_until_resumed(store: StateStore) -> None:
@@ -137,7 +126,7 @@ def test_pipeline_pause_plans_nothing_until_resumed(store: StateStore) -> None:
     command = pipe.queue("pause")
     pipe.head.pos = 200
     assert pipe.assigner.next_plan() is None
-    assert outcome(store, command)[0] == CMD_APPLIED
+    assert outcome(store, command)[0] == CommandStatus.APPLIED
     assert store.pipeline_paused()
     pipe.queue("resume")
     plan = pipe.step()
@@ -164,7 +153,7 @@ def test_redump_replaces_ranges_then_catches_up_from_the_later_of_old_and_new_ma
         "shop.users"
     ]
     orders = store.table(ORDERS)
-    assert orders is not None and orders.state == CATCHING_UP and orders.generation == 1
+    assert orders is not None and orders.state == Lifecycle.CATCHING_UP and orders.generation == 1
     assert orders.stream_from == at(240)
     assert {s.generation for s in store.splits(ORDERS)} == {1}
 
@@ -180,7 +169,7 @@ def test_one_chunk_redump_keeps_the_other_marks_and_resumes_from_the_stream_posi
     command = pipe.queue("redump", "shop.orders", chunk=1)
     pipe.head.pos = 260
     plan = pipe.step(hw=150)  # a mark before the stream position must not rewind the table
-    assert outcome(store, command)[0] == CMD_APPLIED
+    assert outcome(store, command)[0] == CommandStatus.APPLIED
     assert [f"{p.split} replace={p.replace}" for p in plan.snapshot] == [
         "shop.orders [1000, 2000) replace=True"
     ]
@@ -188,7 +177,7 @@ def test_one_chunk_redump_keeps_the_other_marks_and_resumes_from_the_stream_posi
     assert after["shop.orders:0"] == before["shop.orders:0"]
     assert after["shop.orders:1"] == at(150)
     orders = store.table(ORDERS)
-    assert orders is not None and orders.state == CATCHING_UP
+    assert orders is not None and orders.state == Lifecycle.CATCHING_UP
     assert orders.stream_from == at(200)
 
 
@@ -201,29 +190,31 @@ def test_add_table_snapshots_while_the_others_stream_and_remove_keeps_streaming_
     pipe.head.pos = 200
     plan = pipe.step(hw=180)
     assert outcome(store, added) == (
-        CMD_APPLIED,
+        CommandStatus.APPLIED,
         "shop.events added: snapshotting on id while the others stream",
     )
     assert [str(p.split) for p in plan.snapshot] == ["shop.events (-inf, +inf)"]
     assert plan.binlog is not None
     assert [str(f.table_id) for f in plan.binlog.tables] == ["shop.orders", "shop.users"]
     events = store.table(EVENTS)
-    assert events is not None and events.origin == "command" and events.state == CATCHING_UP
+    assert (
+        events is not None and events.origin == "command" and events.state == Lifecycle.CATCHING_UP
+    )
 
     removed = pipe.queue("remove-table", "shop.users")
     pipe.head.pos = 300
     plan = pipe.step()
-    assert outcome(store, removed)[0] == CMD_APPLIED
+    assert outcome(store, removed)[0] == CommandStatus.APPLIED
     assert plan.binlog is not None
     assert [str(f.table_id) for f in plan.binlog.tables] == ["shop.events", "shop.orders"]
     users = store.table(USERS)
-    assert users is not None and users.state == REMOVED and users.removed_by == "command"
+    assert users is not None and users.state == Lifecycle.REMOVED and users.removed_by == "command"
 
     back = pipe.queue("add-table", "shop.users")
     pipe.head.pos = 400
     pipe.step()
     assert outcome(store, back) == (
-        CMD_APPLIED,
+        CommandStatus.APPLIED,
         "shop.users captured again: CATCHING_UP from binlog.000001:200",
     )
 
@@ -249,14 +240,14 @@ def test_commands_the_state_cannot_accept_fail_with_the_reason(
     pipe.head.pos = 200
     pipe.step()
     status, text = outcome(store, command)
-    assert status == CMD_FAILED
+    assert status == CommandStatus.FAILED
     assert text.startswith(reason)
-    assert [t.state for t in store.tables()] == [STREAMING, STREAMING]
+    assert [t.state for t in store.tables()] == [Lifecycle.STREAMING, Lifecycle.STREAMING]
 
 
 def test_redump_of_a_removed_table_is_refused_with_what_to_do(store: StateStore) -> None:
     with store.transaction() as conn:
-        store.update_table(USERS, conn, state=REMOVED, removed_by="command")
+        store.move_table(USERS, conn, Lifecycle.REMOVED, removed_by="command")
     reason = refusal("redump", "shop.users", {}, store.tables(), False)
     assert reason is not None
     assert (
@@ -278,7 +269,7 @@ def test_commands_wait_while_a_planned_batch_is_unapplied(store: StateStore) -> 
     command = pipe.queue("pause", "shop.orders")
     again = pipe.assigner.next_plan()
     assert again is not None and again.to_dict() == first.to_dict()
-    assert outcome(store, command)[0] == CMD_PENDING
+    assert outcome(store, command)[0] == CommandStatus.PENDING
 
 
 def test_pause_during_snapshot_holds_its_chunks(store: StateStore) -> None:
@@ -291,11 +282,15 @@ def test_pause_during_snapshot_holds_its_chunks(store: StateStore) -> None:
         "shop.orders [2000, +inf)",
     ]
     users = store.table(USERS)
-    assert users is not None and users.state == PAUSED and users.resume_state == SNAPSHOTTING
+    assert (
+        users is not None
+        and users.state == Lifecycle.PAUSED
+        and users.resume_state == Lifecycle.SNAPSHOTTING
+    )
     pipe.queue("resume", "shop.users")
     plan = pipe.step(hw=95)
     assert [str(p.split) for p in plan.snapshot] == ["shop.users (-inf, +inf)"]
-    assert REDUMP != PAUSED
+    assert Lifecycle.REDUMP != Lifecycle.PAUSED
 
 
 def test_chunk_repairs_can_be_queued_together(store: StateStore) -> None:
@@ -305,8 +300,8 @@ def test_chunk_repairs_can_be_queued_together(store: StateStore) -> None:
     second = pipe.queue("redump", "shop.orders", chunk=2)
     pipe.head.pos = 200
     plan = pipe.step()
-    assert outcome(store, first)[0] == CMD_APPLIED
-    assert outcome(store, second)[0] == CMD_APPLIED
+    assert outcome(store, first)[0] == CommandStatus.APPLIED
+    assert outcome(store, second)[0] == CommandStatus.APPLIED
     assert [str(p.split) for p in plan.snapshot] == [
         "shop.orders (-inf, 1000)",
         "shop.orders [2000, +inf)",

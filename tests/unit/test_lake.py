@@ -16,6 +16,7 @@ from deltalake import DeltaTable
 
 from cdc_console.cli import main
 from cdc_console.config import LakeConfig, config_from_dict
+from cdc_console.core.lifecycle import CommandStatus
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.errors import ConfigError
 from cdc_console.sinks.base import ReplaceRange, SinkSchemaError, TypedChunk
@@ -32,7 +33,7 @@ from cdc_console.sinks.maintenance import (
 from cdc_console.sinks.types import arrow_schema, table_to_rows
 from cdc_console.spark.lake_upkeep import LakeUpkeep
 from cdc_console.state.lake import lake_tables as recorded_tables
-from cdc_console.state.store import CMD_APPLIED, CMD_FAILED, StateStore
+from cdc_console.state.store import StateStore
 from tests.unit.test_delta_sink import ORDERS, SCHEMAS, Feed, mirror, order
 
 EVENTS = TableId("shop", "events")
@@ -393,12 +394,12 @@ def test_upkeep_applies_queued_commands_and_refuses_unknown_tables(tmp_path: Pat
     for _ in range(8):
         upkeep.tick()
     answers = {c.id: c for c in store.commands()}
-    assert answers[missing].status == CMD_FAILED and "no table shop.gone" in str(
+    assert answers[missing].status == CommandStatus.FAILED and "no table shop.gone" in str(
         answers[missing].reason
     )
-    assert answers[vacuum_all].status == CMD_APPLIED
+    assert answers[vacuum_all].status == CommandStatus.APPLIED
     assert "over 2 table(s)" in str(answers[vacuum_all].reason)
-    assert answers[compact].status == CMD_APPLIED
+    assert answers[compact].status == CommandStatus.APPLIED
     assert "compacted 3 small file(s)" in str(answers[compact].reason)
 
 
@@ -414,7 +415,7 @@ def test_changelog_json_sink_refuses_lake_commands(tmp_path: Path) -> None:
     command = store.queue_command("optimize", None, {})
     LakeUpkeep(config, store, threading.Lock()).tick()
     found = store.command(command)
-    assert found is not None and found.status == CMD_FAILED
+    assert found is not None and found.status == CommandStatus.FAILED
     assert "changelog-json" in str(found.reason)
 
 

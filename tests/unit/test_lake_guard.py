@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from cdc_console.config import load_config
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.schema import TableId
 from cdc_console.errors import ConfigError
 from cdc_console.spark.job import PipelineJob
-from cdc_console.state.store import SNAPSHOTTING, StateStore
+from cdc_console.state.store import StateStore
 
 ORDERS = TableId("shop", "orders")
 
@@ -33,7 +34,7 @@ def job(tmp_path: Path) -> PipelineJob:
 
 def test_lake_ahead_of_a_fresh_state_is_refused(job: PipelineJob, tmp_path: Path) -> None:
     store = StateStore(tmp_path / "state.sqlite")
-    store.ensure_table(ORDERS, "id", SNAPSHOTTING)
+    store.ensure_table(ORDERS, "id", Lifecycle.SNAPSHOTTING)
     with pytest.raises(ConfigError) as info:
         job.check_lake_matches_state(store, Lake({ORDERS: 7}))
     assert "already holds batch 7" in str(info.value) and "up to 0" in str(info.value)
@@ -43,7 +44,7 @@ def test_lake_ahead_of_a_fresh_state_is_refused(job: PipelineJob, tmp_path: Path
 
 def test_lake_behind_or_equal_to_the_state_is_fine(job: PipelineJob, tmp_path: Path) -> None:
     store = StateStore(tmp_path / "state.sqlite")
-    store.ensure_table(ORDERS, "id", SNAPSHOTTING)
+    store.ensure_table(ORDERS, "id", Lifecycle.SNAPSHOTTING)
     job.check_lake_matches_state(store, Lake({}))  # no mirror yet
     job.check_lake_matches_state(store, object())  # a sink without batch numbers
     store.create_batch(1, {"batch": 1, "snapshot": [], "binlog": None}, [])

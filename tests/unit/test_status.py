@@ -8,10 +8,11 @@ from pathlib import Path
 from cdc_console.cli import main
 from cdc_console.config import config_from_dict
 from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import SnapshotSplit
-from cdc_console.state.store import SNAPSHOTTING, STREAMING, StateStore
+from cdc_console.state.store import StateStore
 from cdc_console.status import collect_status, format_status
 
 ORDERS = TableId("shop", "orders")
@@ -26,8 +27,8 @@ def write_config(tmp_path: Path) -> Path:
 
 def canned_state(path: Path) -> None:
     store = StateStore(path)
-    store.ensure_table(ORDERS, "id", SNAPSHOTTING)
-    store.ensure_table(USERS, "name", STREAMING, BinlogOffset("binlog.000002", 400))
+    store.ensure_table(ORDERS, "id", Lifecycle.SNAPSHOTTING)
+    store.ensure_table(USERS, "name", Lifecycle.STREAMING, BinlogOffset("binlog.000002", 400))
     splits = [
         SnapshotSplit(ORDERS, i, "id", ChunkRange(a, b))
         for i, (a, b) in enumerate([(None, 100), (100, 200), (200, None)])

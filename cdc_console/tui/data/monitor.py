@@ -19,23 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.lifecycle import CommandKind, CommandStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.errors import CdcError
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.retention import binlog_needs
 from cdc_console.source.control import refusal
 from cdc_console.state.lake import LakeTableState, lake_tables
-from cdc_console.state.store import (
-    CATCHING_UP,
-    CMD_APPLIED,
-    CMD_PENDING,
-    LAG_SAMPLES_KEPT,
-    PAUSED,
-    STOP,
-    STREAMING,
-    StateStore,
-    TableState,
-)
+from cdc_console.state.store import LAG_SAMPLES_KEPT, StateStore, TableState
 from cdc_console.tui.data import assess
 from cdc_console.tui.data.history import HeadHistory, ProgressTracker, RateTracker
 from cdc_console.tui.data.jobs import JobControl, ProcessSample
@@ -265,9 +256,9 @@ class PipelineMonitor:
         name = str(table.table_id)
         mirror = mirrors.get(name)
         position: BinlogOffset | None = None
-        if table.state in (STREAMING, CATCHING_UP):
+        if table.state in (Lifecycle.STREAMING, Lifecycle.CATCHING_UP):
             position = table.stream_from
-        elif table.state == PAUSED:
+        elif table.state == Lifecycle.PAUSED:
             position = table.paused_at or table.stream_from
         lag = (
             assess.position_lag(position, head, self.history, now, self.config.console)
@@ -369,10 +360,10 @@ class PipelineMonitor:
     def _collect_notices(self, store: StateStore) -> tuple[Notice, ...]:
         for command_id, what in list(self._awaiting.items()):
             command = store.command(command_id)
-            if command is None or command.status == CMD_PENDING:
+            if command is None or command.status == CommandStatus.PENDING:
                 continue
             del self._awaiting[command_id]
-            if command.status == CMD_APPLIED:
+            if command.status == CommandStatus.APPLIED:
                 self._notices.append(
                     Notice("information", f"{self.name}: {what} applied", command.reason or "")
                 )
@@ -440,7 +431,7 @@ class PipelineMonitor:
             return f"job pid {pid} stopped before it started a run: signalled"
         if store is None or sample is None:
             raise CdcError(f"{self.name}: no job is running", "start one with s")
-        self.queue(STOP)
+        self.queue(CommandKind.STOP)
         self._stopping_since = self.clock()
         deadline = time.monotonic() + self.stop_grace
         while time.monotonic() < deadline:

@@ -10,8 +10,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.state.store import PAUSED, REDUMP, STREAMING, Command, TableState
+from cdc_console.state.store import Command, TableState
 from cdc_console.tui.model import CommandView, EventView, TableView
 
 
@@ -48,7 +49,10 @@ def command_view(command: Command) -> CommandView:
 
 def default_table(tables: Sequence[TableView]) -> str | None:
     """The table whose splits are worth watching first: one being read, else any captured."""
-    for wanted in (("SNAPSHOTTING", REDUMP), ("CATCHING_UP", STREAMING, PAUSED)):
+    for wanted in (
+        (Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP),
+        (Lifecycle.CATCHING_UP, Lifecycle.STREAMING, Lifecycle.PAUSED),
+    ):
         for table in tables:
             if table.state in wanted:
                 return table.table
@@ -56,13 +60,13 @@ def default_table(tables: Sequence[TableView]) -> str | None:
 
 
 def table_note(table: TableState) -> str:
-    if table.state == PAUSED:
+    if table.state == Lifecycle.PAUSED:
         where = f" at {table.paused_at}" if table.paused_at else ""
         return f"{where.strip() or 'paused'} → {table.resume_state or '?'}"
-    if table.state == REDUMP:
+    if table.state == Lifecycle.REDUMP:
         if table.redump_chunk is not None:
             return f"re-dumping chunk {table.redump_chunk} (generation {table.generation})"
         return f"re-dump, generation {table.generation}"
-    if table.state == "REMOVED":
+    if table.state == Lifecycle.REMOVED:
         return f"removed by {table.removed_by}" if table.removed_by else "removed, mirror kept"
     return "added by command" if table.origin == "command" else ""

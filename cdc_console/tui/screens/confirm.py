@@ -15,6 +15,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from cdc_console.core.lifecycle import Lifecycle
+
 
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -46,7 +48,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 def redump_body(table: str, rows: int, chunks: int | None, chunk_size: int, state: str) -> Text:
-    partial = state in ("SNAPSHOTTING", "REDUMP")
+    partial = Lifecycle(state).reads_chunks
     estimate = -(-rows // chunk_size) if rows else None
     text = Text()
     text.append("Re-dump ")

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Log
 
+from cdc_console.core.lifecycle import CommandStatus
 from cdc_console.tui import format as fmt
 from cdc_console.tui.model import CommandView, EventView, PipelineView
 from cdc_console.tui.screens.base import ConsoleScreen
@@ -41,7 +42,7 @@ def command_row(command: CommandView) -> tuple[str, list[Text]]:
         fmt.plain(command.issued_by or "-", "dim"),
         fmt.plain(command.describe()),
         fmt.state(command.status),
-        fmt.plain(command.reason or "", "red" if command.status == "failed" else ""),
+        fmt.plain(command.reason or "", "red" if command.status == CommandStatus.FAILED else ""),
     ]
 
 

@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
+from cdc_console.core.lifecycle import SplitStatus
 from cdc_console.tui import format as fmt
 from cdc_console.tui.model import PipelineView, SplitView, TableView
 from cdc_console.tui.screens.base import ConsoleScreen
@@ -77,11 +78,11 @@ def splits_title(table: str | None, splits: tuple[SplitView, ...]) -> Text:
     if not splits:
         text.append("  none yet: the job splits a table when it starts reading it", style="dim")
         return text
-    text.append(f"  {counts['FINISHED']:,}/{len(splits):,} finished", style="green")
-    if counts["ASSIGNED"]:
-        text.append(f", {counts['ASSIGNED']:,} reading", style="cyan")
-    if counts["PENDING"]:
-        text.append(f", {counts['PENDING']:,} pending", style="dim")
+    text.append(f"  {counts[SplitStatus.FINISHED]:,}/{len(splits):,} finished", style="green")
+    if counts[SplitStatus.ASSIGNED]:
+        text.append(f", {counts[SplitStatus.ASSIGNED]:,} reading", style="cyan")
+    if counts[SplitStatus.PENDING]:
+        text.append(f", {counts[SplitStatus.PENDING]:,} pending", style="dim")
     return text
 
 
