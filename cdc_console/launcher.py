@@ -32,6 +32,7 @@ from pathlib import Path
 
 import psutil
 
+from cdc_console.config import PipelineConfig
 from cdc_console.state.store import StateStore
 
 #: Allowed gap between a job's process start and its ``job_runs.started_at``: the process always
@@ -215,6 +216,18 @@ def job_process(store: StateStore, config_path: Path | None = None) -> psutil.Pr
     if config_path is not None:
         return proc if runs_config(proc, config_path) else None
     return proc if _config_of_store(proc, store) else None
+
+
+def job_alive(config: PipelineConfig) -> bool:
+    """Whether a job of this pipeline runs now: ``job_process`` over its state database, the one
+    check the CLI's commands, the console and the demo share."""
+    if not config.state_path.exists():
+        return False
+    store = StateStore(config.state_path)
+    try:
+        return job_process(store) is not None
+    finally:
+        store.close()
 
 
 def _tree(proc: psutil.Process) -> list[psutil.Process]:

@@ -332,16 +332,6 @@ class BenchEnv:
     def execute(self, *statements: str) -> None:
         self.sandbox.execute(*statements, database=BENCH_DB)
 
-    def scalar(self, sql: str) -> Any:
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql)
-                row = cur.fetchone()
-                return row[0] if row else None
-        finally:
-            conn.close()
-
     def source_params(self) -> dict[str, Any]:
         """Connection parameters for workers; the password travels in the environment only."""
         return {

@@ -13,7 +13,7 @@ import getpass
 import time
 from typing import Any
 
-from cdc_console.config import PipelineConfig, load_config
+from cdc_console.config import load_config
 from cdc_console.errors import CdcError
 
 POLL_SECONDS = 0.5
@@ -48,28 +48,6 @@ def register(subparsers: Any) -> None:
         parser.set_defaults(handler=handle, command_kind=kind)
 
 
-def job_running(config: PipelineConfig) -> bool:
-    """Whether the latest job run is alive (its pid exists and still looks like our job)."""
-    import psutil
-
-    from cdc_console.state.store import StateStore
-
-    if not config.state_path.exists():
-        return False
-    store = StateStore(config.state_path)
-    try:
-        runs = store.runs(1)
-    finally:
-        store.close()
-    if not runs or runs[0]["status"] != "running" or not runs[0]["pid"]:
-        return False
-    try:
-        process = psutil.Process(int(runs[0]["pid"]))
-        return bool(process.is_running() and process.create_time() <= runs[0]["started_at"] + 1)
-    except psutil.Error:
-        return False
-
-
 def handle(args: argparse.Namespace) -> int:
     from cdc_console.core.lifecycle import CommandKind
     from cdc_console.source.control import refusal
@@ -81,7 +59,9 @@ def handle(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {}
     if getattr(args, "chunk", None) is not None:
         extra["chunk"] = args.chunk
-    running = job_running(config)
+    from cdc_console.launcher import job_alive
+
+    running = job_alive(config)
     if kind == CommandKind.STOP and not running:
         raise CdcError(
             f"no job is running for {config.path}",

@@ -69,9 +69,9 @@ def handle(args: argparse.Namespace) -> int:
         return _status(config, tables, args.json)
     if args.dry_run:
         return _run_here(config, tables, args.action, dry_run=True, as_json=args.json)
-    from cdc_console.commands.control import job_running
+    from cdc_console.launcher import job_alive
 
-    if job_running(config):
+    if job_alive(config):
         return _queue(config, args)
     return _run_here(config, tables, args.action, dry_run=False, as_json=args.json)
 

@@ -18,10 +18,6 @@ class ChunkRange:
     start: Any = None
     end: Any = None
 
-    @property
-    def is_unbounded(self) -> bool:
-        return self.start is None and self.end is None
-
     def contains(self, key: Any, order: KeyOrder = NATURAL_ORDER) -> bool:
         """Whether ``key`` falls in ``[start, end)`` under the column's server ordering."""
         if key is None:

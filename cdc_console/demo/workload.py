@@ -256,11 +256,6 @@ class Workload:
             self.counts.stopped_at = time.monotonic()
         return self.counts
 
-    def run_for(self, seconds: float) -> WorkloadCounts:
-        self.start()
-        self._stop.wait(seconds)
-        return self.stop()
-
     @property
     def running(self) -> bool:
         return any(w.is_alive() for w in self._workers)

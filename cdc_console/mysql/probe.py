@@ -14,14 +14,14 @@ session ``time_zone`` to UTC; the server's own zone is what DATETIME values were
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_console.config import TablePattern
-from cdc_console.core.schema import TableId, TableSchema, quote_ident
+from cdc_console.core.schema import TableId, quote_ident
 from cdc_console.errors import ConfigError
-from cdc_console.mysql.schema import list_tables, load_table_schema
+from cdc_console.mysql.schema import list_tables
 
 #: Global variables the pipeline depends on or shows; any of them may be missing on a given server.
 PROBED_VARIABLES = (
@@ -213,50 +213,3 @@ def expand_pattern(
             + ")",
         )
     return matched
-
-
-def resolve_tables(
-    conn: Any,
-    patterns: Iterable[TablePattern],
-    chunk_key_overrides: Mapping[str, str],
-    account: str = "the source user",
-) -> list[TableSchema]:
-    """Expand ``source.tables`` into table schemas, in config order, each table once.
-
-    Every entry that names no table is reported in one ``ConfigError`` rather than stopping at the
-    first, so a user fixes the config in one pass. Key problems (no primary key, unknown chunk key
-    column) are not raised here: ``checks`` reports them with their fix.
-    """
-    seen: set[TableId] = set()
-    ordered: list[TableId] = []
-    problems: list[ConfigError] = []
-    for pattern in patterns:
-        try:
-            table_ids = expand_pattern(conn, pattern, account)
-        except ConfigError as exc:
-            problems.append(exc)
-            continue
-        for table_id in table_ids:
-            if table_id not in seen:
-                seen.add(table_id)
-                ordered.append(table_id)
-    if problems:
-        if len(problems) == 1:
-            raise problems[0]
-        raise ConfigError(
-            "; ".join(p.message for p in problems),
-            "; ".join(dict.fromkeys(p.hint for p in problems)),
-        )
-    schemas = []
-    for table_id in ordered:
-        try:
-            schemas.append(
-                load_table_schema(conn, table_id, chunk_key_for(table_id, chunk_key_overrides))
-            )
-        except LookupError:
-            # Dropped between listing and loading, or columns invisible to the user.
-            raise ConfigError(
-                f"table {table_id} vanished or its columns are not visible to the source user",
-                f"GRANT SELECT ON {table_id.quoted()} TO {account}; and retry",
-            ) from None
-    return schemas

@@ -12,7 +12,3 @@ from typing import Any
 
 def dump_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def load_json(text: str) -> Any:
-    return json.loads(text)
