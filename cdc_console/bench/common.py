@@ -29,6 +29,7 @@ from typing import Any
 import psutil
 import pymysql
 
+from cdc_console.config_writer import write_config
 from cdc_console.mysql.sandbox import MySQLSandbox
 
 BENCH_DB = "bench"
@@ -414,35 +415,33 @@ def write_pipeline_config(
     parallelism: int,
     changelog: bool,
     master: str,
+    extra: dict[str, Any] | None = None,
 ) -> Path:
-    """A pipeline TOML for the bench table, with its state, lake and checkpoint in ``folder``."""
-    path = folder / "pipeline.toml"
-    path.write_text(
-        f"""name = "bench"
-[source]
-host = "{env.sandbox.host}"
-port = {env.sandbox.port}
-user = "{BENCH_USER}"
-password_env = "{PASSWORD_ENV}"
-tables = ["{BENCH_DB}.{BENCH_TABLE}"]
-server_id = "{PIPELINE_SERVER_IDS}"
-[snapshot]
-chunk_size = {chunk_size}
-parallelism = {parallelism}
-startup_mode = "{startup_mode}"
-[sink]
-kind = "delta"
-path = "lake"
-changelog = {"true" if changelog else "false"}
-[state]
-path = "state/pipeline.sqlite"
-[spark]
-master = "{master}"
-trigger_seconds = 0.5
-checkpoint = "checkpoints"
-"""
+    """A pipeline TOML for the bench table, with its state, lake and checkpoint in ``folder``;
+    ``extra`` adds sections (``{"lake": {...}}``)."""
+    return write_config(
+        folder / "pipeline.toml",
+        {
+            "name": "bench",
+            "source": {
+                "host": env.sandbox.host,
+                "port": env.sandbox.port,
+                "user": BENCH_USER,
+                "password_env": PASSWORD_ENV,
+                "tables": [f"{BENCH_DB}.{BENCH_TABLE}"],
+                "server_id": PIPELINE_SERVER_IDS,
+            },
+            "snapshot": {
+                "chunk_size": chunk_size,
+                "parallelism": parallelism,
+                "startup_mode": startup_mode,
+            },
+            "sink": {"kind": "delta", "path": "lake", "changelog": changelog},
+            "state": {"path": "state/pipeline.sqlite"},
+            "spark": {"master": master, "trigger_seconds": 0.5, "checkpoint": "checkpoints"},
+            **(extra or {}),
+        },
     )
-    return path
 
 
 def machine_line() -> str:

@@ -122,9 +122,8 @@ def run_lake_bench(options: LakeOptions) -> LakeResult:
             parallelism=2,
             changelog=False,
             master=options.master,
+            extra={"lake": _lake_section(options)},
         )
-        with config_path.open("a") as config_file:
-            config_file.write(_lake_section(options))
         config = load_config(config_path)
         mirror = LakeTable(
             f"{BENCH_DB}.{BENCH_TABLE}", "mirror", config.sink.path / BENCH_DB / BENCH_TABLE
@@ -156,16 +155,13 @@ def run_lake_bench(options: LakeOptions) -> LakeResult:
     return result
 
 
-def _lake_section(options: LakeOptions) -> str:
-    lines = [
-        "[lake]",
-        f'optimize_every = "{options.optimize_every}"',
-        f'vacuum_every = "{options.optimize_every}"',
-        f"vacuum_retention_hours = {options.retention_hours}",
-    ]
-    if options.target_file_size:
-        lines.append(f'target_file_size = "{options.target_file_size}"')
-    return "\n" + "\n".join(lines) + "\n"
+def _lake_section(options: LakeOptions) -> dict[str, Any]:
+    return {
+        "optimize_every": options.optimize_every,
+        "vacuum_every": options.optimize_every,
+        "vacuum_retention_hours": options.retention_hours,
+        "target_file_size": options.target_file_size,
+    }
 
 
 def _measure(mirror: LakeTable, lake: LakeConfig) -> Footprint:

@@ -35,6 +35,7 @@ from typing import Any
 
 from cdc_console import launcher
 from cdc_console.config import PipelineConfig, load_config
+from cdc_console.config_writer import write_config
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.demo import (
     ADMIN_PASSWORD_ENV,
@@ -309,39 +310,31 @@ class Demo:
         secret.chmod(0o600)
         secret.write_text(password + "\n")
         chunk = self.options.chunk_size or default_chunk_size(self.options.rows)
-        self.config_path.write_text(
-            f"""# Written by 'cdc-console demo'; rewritten on every run.
-# The password is not here: the job reads it from ${PASSWORD_ENV} (also in cdc.secret, mode 600).
-name = "demo"
-
-[source]
-host = "{server.host}"
-port = {server.port}
-user = "{user}"
-password_env = "{PASSWORD_ENV}"
-tables = ["{self.options.database}.*"]
-server_id = "{SERVER_IDS}"
-
-[snapshot]
-chunk_size = {chunk}
-parallelism = 2
-
-[sink]
-kind = "delta"
-path = "lake"
-changelog = true
-
-[state]
-path = "state/pipeline.sqlite"
-
-[spark]
-master = "local[2]"
-trigger_seconds = 1.0
-checkpoint = "checkpoints"
-
-[console]
-job_log = "logs/job.log"
-"""
+        write_config(
+            self.config_path,
+            {
+                "name": "demo",
+                "source": {
+                    "host": server.host,
+                    "port": server.port,
+                    "user": user,
+                    "password_env": PASSWORD_ENV,
+                    "tables": [f"{self.options.database}.*"],
+                    "server_id": SERVER_IDS,
+                },
+                "snapshot": {"chunk_size": chunk, "parallelism": 2},
+                "sink": {"kind": "delta", "path": "lake", "changelog": True},
+                "state": {"path": "state/pipeline.sqlite"},
+                "spark": {
+                    "master": "local[2]",
+                    "trigger_seconds": 1.0,
+                    "checkpoint": "checkpoints",
+                },
+                "console": {"job_log": "logs/job.log"},
+            },
+            header=f"Written by 'cdc-console demo'; rewritten on every run.\n"
+            f"The password is not here: the job reads it from ${PASSWORD_ENV} (also in "
+            "cdc.secret, mode 600).",
         )
         log.info("wrote the pipeline config %s (chunk size %d)", self.config_path, chunk)
         return load_config(self.config_path)

@@ -5,7 +5,7 @@ import its own layer's package and anything in a lower rank, never a higher rank
 package of its own rank. The ranks are the architecture's layering, bottom first:
 
 0. ``core`` (value types), ``errors``, ``units``: the leaves; ``core`` imports only the stdlib;
-1. ``config``, ``logs``;
+1. ``config``, ``config_writer``, ``logs``;
 2. ``mysql`` (the server) and ``state`` (SQLite): I/O, neither needing the other;
 3. ``source``: the algorithm;
 4. ``sinks``, ``retention``, ``launcher``, ``status``: services over the algorithm and state;
@@ -30,6 +30,7 @@ RANKS: dict[str, int] = {
     "errors": 0,
     "units": 0,
     "config": 1,
+    "config_writer": 1,
     "logs": 1,
     "mysql": 2,
     "state": 2,
