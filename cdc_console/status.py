@@ -15,7 +15,25 @@ from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.errors import redact
 from cdc_console.mysql.lag import binlog_distance
-from cdc_console.state.store import StateStore
+from cdc_console.state.store import StateStore, TableState
+
+
+def table_note(table: TableState) -> str:
+    """What a table's state means for an operator, beside the state itself (pause position and
+    what it resumes to, re-dump progress, who removed or added it): the one wording that
+    ``status``, ``status --json`` and the console's Tables screen show. Short enough for the
+    console's note column at 150 columns."""
+    if table.state == Lifecycle.PAUSED:
+        where = f"at {table.paused_at} " if table.paused_at else ""
+        return f"{where}→ {table.resume_state or '?'}"
+    if table.state == Lifecycle.REDUMP:
+        if table.redump_chunk is not None:
+            return f"chunk {table.redump_chunk}, generation {table.generation}"
+        total = table.splits_total if table.splits_total is not None else "?"
+        return f"{table.splits_done}/{total} chunks, generation {table.generation}"
+    if table.state == Lifecycle.REMOVED:
+        return f"by {table.removed_by}, mirror kept" if table.removed_by else "mirror kept"
+    return "added by add-table" if table.origin == "command" else ""
 
 
 @dataclass
@@ -32,21 +50,7 @@ class TableStatus:
     generation: int = 0
     redump_chunk: int | None = None
     origin: str = "config"
-
-    @property
-    def note(self) -> str:
-        """What the state means for an operator: pause position, re-dump progress."""
-        if self.state == Lifecycle.PAUSED:
-            where = f" at {self.paused_at}" if self.paused_at else ""
-            return f"paused{where}, resumes {self.resume_state or '?'}"
-        if self.state == Lifecycle.REDUMP:
-            if self.redump_chunk is not None:
-                return f"re-dumping chunk {self.redump_chunk} (generation {self.generation})"
-            total = self.chunks_total if self.chunks_total is not None else "?"
-            return f"re-dump {self.chunks_done}/{total} chunks (generation {self.generation})"
-        if self.state == Lifecycle.REMOVED:
-            return f"mirror kept as of {self.stream_from}" if self.stream_from else "mirror kept"
-        return "added by add-table" if self.origin == "command" else ""
+    note: str = ""
 
 
 @dataclass
@@ -107,6 +111,7 @@ def collect_status(
             generation=t.generation,
             redump_chunk=t.redump_chunk,
             origin=t.origin,
+            note=table_note(t),
         )
         for t in store.tables()
     ]
@@ -133,7 +138,7 @@ def collect_status(
         head_error=head_error,
         recent_events=store.events(10),
         pipeline_paused=store.pipeline_paused(),
-        recent_commands=[asdict(c) for c in store.commands(10)],
+        recent_commands=[{**asdict(c), "what": c.what} for c in store.commands(10)],
     )
 
 
@@ -171,11 +176,8 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
     if status.recent_commands:
         lines += ["", "  recent commands:"]
         for c in status.recent_commands:
-            what = f"{c['kind']} {c['target'] or '(pipeline)'}"
-            if c["args"].get("chunk") is not None:
-                what += f" chunk {c['args']['chunk']}"
             outcome = f": {c['reason']}" if c["reason"] else ""
-            lines.append(f"    #{c['id']} {what} - {c['status']}{outcome}")
+            lines.append(f"    #{c['id']} {c['what']} - {c['status']}{outcome}")
     return "\n".join(lines)
 
 

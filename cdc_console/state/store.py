@@ -89,11 +89,16 @@ class Command:
     reason: str | None
     applied_at: float | None
 
-    def describe(self) -> str:
+    @property
+    def what(self) -> str:
+        """``redump shop.orders chunk 3``, ``pause (pipeline)``: how every screen names it."""
         what = f"{self.kind} {self.target}" if self.target else f"{self.kind} (pipeline)"
         if self.args.get("chunk") is not None:
             what += f" chunk {self.args['chunk']}"
-        return f"command {self.id}: {what}"
+        return what
+
+    def describe(self) -> str:
+        return f"command {self.id}: {self.what}"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Literal
 
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.state.store import Command
 
 Severity = Literal["information", "warning", "error"]
 
@@ -179,24 +180,6 @@ class EventView:
 
 
 @dataclass(frozen=True)
-class CommandView:
-    id: int
-    kind: str
-    target: str | None
-    args: dict[str, object]
-    issued_by: str | None
-    issued_at: float
-    status: str
-    reason: str | None
-    applied_at: float | None
-
-    def describe(self) -> str:
-        what = f"{self.kind} {self.target}" if self.target else f"{self.kind} pipeline"
-        chunk = self.args.get("chunk")
-        return f"{what} chunk {chunk}" if chunk is not None else what
-
-
-@dataclass(frozen=True)
 class Notice:
     """Something to tell the operator once: a command's acknowledgement, a job that came up."""
 
@@ -222,7 +205,7 @@ class PipelineView:
     splits: tuple[SplitView, ...]
     binlog: BinlogView
     events: tuple[EventView, ...]
-    commands: tuple[CommandView, ...]
+    commands: tuple[Command, ...]
     log_tail: tuple[str, ...]
     notices: tuple[Notice, ...] = field(default=())
 

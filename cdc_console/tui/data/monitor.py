@@ -27,6 +27,7 @@ from cdc_console.retention import binlog_needs
 from cdc_console.source.control import refusal
 from cdc_console.state.lake import LakeTableState, lake_tables
 from cdc_console.state.store import LAG_SAMPLES_KEPT, StateStore, TableState
+from cdc_console.status import table_note
 from cdc_console.tui.data import assess
 from cdc_console.tui.data.history import HeadHistory, ProgressTracker, RateTracker
 from cdc_console.tui.data.jobs import JobControl, ProcessSample
@@ -35,11 +36,9 @@ from cdc_console.tui.data.server import ServerProbe, ServerStatus
 from cdc_console.tui.data.splits import SplitReader
 from cdc_console.tui.data.units import shown_path
 from cdc_console.tui.data.views import (
-    command_view,
     default_table,
     event_view,
     offset_of,
-    table_note,
 )
 from cdc_console.tui.model import (
     BinlogView,
@@ -181,7 +180,7 @@ class PipelineMonitor:
             splits=self.splits.read(store, selected) if selected else (),
             binlog=self._binlog(store, committed, behind, tables, needs, now),
             events=tuple(events),
-            commands=tuple(command_view(c) for c in store.commands(COMMANDS_SHOWN)),
+            commands=tuple(store.commands(COMMANDS_SHOWN)),
             log_tail=log_tail,
             notices=self._collect_notices(store),
         )
@@ -399,7 +398,7 @@ class PipelineMonitor:
             raise CdcError(reason)
         command_id = store.queue_command(kind, target, extra, issued_by=self.issued_by)
         command = store.command(command_id)
-        self._awaiting[command_id] = command_view(command).describe() if command else kind
+        self._awaiting[command_id] = command.what if command else kind
         return command_id
 
     def start_job(self) -> int:

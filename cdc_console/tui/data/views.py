@@ -12,8 +12,7 @@ from typing import Any
 
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.state.store import Command, TableState
-from cdc_console.tui.model import CommandView, EventView, TableView
+from cdc_console.tui.model import EventView, TableView
 
 
 def offset_of(text: Any) -> BinlogOffset | None:
@@ -33,20 +32,6 @@ def event_view(row: dict[str, Any]) -> EventView:
     )
 
 
-def command_view(command: Command) -> CommandView:
-    return CommandView(
-        id=command.id,
-        kind=command.kind,
-        target=command.target,
-        args=dict(command.args),
-        issued_by=command.issued_by,
-        issued_at=command.issued_at,
-        status=command.status,
-        reason=command.reason,
-        applied_at=command.applied_at,
-    )
-
-
 def default_table(tables: Sequence[TableView]) -> str | None:
     """The table whose splits are worth watching first: one being read, else any captured."""
     for wanted in (
@@ -57,16 +42,3 @@ def default_table(tables: Sequence[TableView]) -> str | None:
             if table.state in wanted:
                 return table.table
     return tables[0].table if tables else None
-
-
-def table_note(table: TableState) -> str:
-    if table.state == Lifecycle.PAUSED:
-        where = f" at {table.paused_at}" if table.paused_at else ""
-        return f"{where.strip() or 'paused'} → {table.resume_state or '?'}"
-    if table.state == Lifecycle.REDUMP:
-        if table.redump_chunk is not None:
-            return f"re-dumping chunk {table.redump_chunk} (generation {table.generation})"
-        return f"re-dump, generation {table.generation}"
-    if table.state == Lifecycle.REMOVED:
-        return f"removed by {table.removed_by}" if table.removed_by else "removed, mirror kept"
-    return "added by command" if table.origin == "command" else ""

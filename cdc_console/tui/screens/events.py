@@ -12,8 +12,9 @@ from textual.containers import Vertical
 from textual.widgets import Log
 
 from cdc_console.core.lifecycle import CommandStatus
+from cdc_console.state.store import Command
 from cdc_console.tui import format as fmt
-from cdc_console.tui.model import CommandView, EventView, PipelineView
+from cdc_console.tui.model import EventView, PipelineView
 from cdc_console.tui.screens.base import ConsoleScreen
 from cdc_console.tui.widgets.keyed_table import Column, KeyedTable
 
@@ -35,12 +36,12 @@ EVENT_COLUMNS = (
 )
 
 
-def command_row(command: CommandView) -> tuple[str, list[Text]]:
+def command_row(command: Command) -> tuple[str, list[Text]]:
     return str(command.id), [
         fmt.plain(command.id),
         fmt.clock(command.issued_at),
         fmt.plain(command.issued_by or "-", "dim"),
-        fmt.plain(command.describe()),
+        fmt.plain(command.what),
         fmt.state(command.status),
         fmt.plain(command.reason or "", "red" if command.status == CommandStatus.FAILED else ""),
     ]
