@@ -1,6 +1,6 @@
 """Does every mirror equal its source, row for row? Compared in canonical values.
 
-Invariant 1 says that after a quiet period the sink equals the source. The check reads both
+The *Exactly once* invariant says that after a quiet period the sink equals the source. The check reads both
 sides into the representation the pipeline itself defines as the truth: the source through the
 snapshot path's own SELECT list and ``RowNormalizer`` (so a FLOAT or a TIMESTAMP is read exactly
 as a chunk read would), the mirror through the sink's type codecs back to canonical values

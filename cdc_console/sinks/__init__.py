@@ -2,8 +2,9 @@
 
 Every sink takes a micro-batch of ``ChangeRecord`` values for many tables through the same call,
 ``apply_batch(batch_id, schemas, records, replace_ranges=(), appends=None, commit_info=None)``,
-and must be idempotent per ``batch_id`` because Spark replays the batch whose offsets were not committed (architecture
-invariants 1-2). Records of one key are applied in ``ChangeRecord.sort_key`` order.
+and must be idempotent per ``batch_id`` because Spark replays the batch whose offsets were not
+committed (the *Exactly once* and *Crash-safe resume* invariants). Records of one key are applied
+in ``ChangeRecord.sort_key`` order.
 
 - ``DeltaSink`` (``delta.py``): a Delta Lake mirror per table, kept by MERGE on the key, plus an
   optional append-only changelog table; Delta app transactions make retries no-ops.

@@ -8,7 +8,7 @@ image, so a consumer can fold the lines into the table's state (``replay_changel
 
 Layout: ``<root>/<db>/<table>/batch-<batch id, 12 digits>.jsonl``. A batch's file is written to
 a temporary file and renamed into place, so a retried batch replaces its earlier attempt whole:
-never duplicated, never half-written (invariants 1-2). Lines are in apply order (``sort_key``).
+never duplicated, never half-written (*Exactly once*, *Crash-safe resume*). Lines are in apply order (``sort_key``).
 
 Range replaces (REDUMP) need the sink's current keys to know which to delete; this sink
 recovers them by replaying the table's earlier batch files. That is O(history) per batch with

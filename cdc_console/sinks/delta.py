@@ -5,8 +5,8 @@ Layout under ``root``::
     <root>/<db>/<table>             mirror: the source table's current rows, typed (types.py)
     <root>/_changelog/<db>/<table>  append-only: every change record, typed, plus _op and position
 
-Exactly-once (architecture invariants 1-2). A micro-batch may be applied again after a crash
-(Spark replays the batch whose offsets were not committed). Every commit this sink makes carries
+*Exactly once* and *Crash-safe resume* (README, "The invariants"). A micro-batch may be applied
+again after a crash (Spark replays the batch whose offsets were not committed). Every commit this sink makes carries
 a Delta *app transaction* ``(app_id, version=batch_id)`` in the same atomic log entry as the data,
 and ``apply_batch`` skips a table whose mirror (or changelog) already records a version >=
 ``batch_id``. Batch ids must therefore grow monotonically, which Spark's do. Per table and batch

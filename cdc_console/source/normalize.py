@@ -1,4 +1,6 @@
-"""One canonical value per stored value, whichever path read it (architecture invariant 4).
+"""One canonical value per stored value, whichever path read it.
+
+This is the *One canonical value* invariant (README, "The invariants").
 
 A row reaches the pipeline two ways: the snapshot SELECT (pymysql, default converters, session
 ``time_zone = '+00:00'``) and the binlog (pymysqlreplication 1.0.17, ``binlog_row_metadata=FULL``).

@@ -1,4 +1,4 @@
-"""Invariant 2: a crash at any point loses nothing and re-reads no finished chunk.
+"""*Crash-safe resume* (README, "The invariants"): a crash at any point loses nothing and re-reads no finished chunk.
 
 The job is killed (SIGKILL to the driver, its JVM and its Python workers) mid-snapshot, then made
 to die exactly between the sink commit and the state commit, then killed mid-stream while a writer

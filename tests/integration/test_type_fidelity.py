@@ -1,4 +1,4 @@
-"""Invariant 4 against a real server: the snapshot and the binlog yield the same canonical rows.
+"""*One canonical value* (README, "The invariants") against a real server: the snapshot and the binlog yield the same canonical rows.
 
 One table holds every type family at its edges. A writer session in ``+05:30`` inserts and updates
 rows; the same rows are then read (a) by the snapshot path — ``connect()`` (session UTC), the
