@@ -158,76 +158,47 @@ def register(subparsers: Any) -> None:
     lake.set_defaults(handler=handle_lake)
 
 
+def _run(
+    args: argparse.Namespace,
+    bench: str,
+    options_type: Any,
+    run: Any,
+    *,
+    key: str = "result",
+    **given: Any,
+) -> int:
+    """Build ``options_type`` from the parsed flags of the same names (``given`` wins), run the
+    benchmark, and save its figures under ``key`` with ``--json``."""
+    from dataclasses import fields
+
+    from cdc_console.bench.common import BenchError, dump_json
+
+    names = {f.name for f in fields(options_type)}
+    options = options_type(**{**{k: v for k, v in vars(args).items() if k in names}, **given})
+    try:
+        result = run(options)
+    except BenchError as exc:
+        raise CdcError(f"benchmark failed: {exc}", "see the job's log above") from None
+    if args.json:
+        dump_json(args.json, {"bench": bench, "options": vars(args), key: result})
+    return 0
+
+
 def handle_snapshot(args: argparse.Namespace) -> int:
-    from cdc_console.bench.common import DEFAULT_JDBC_JAR, BenchError, dump_json
+    from cdc_console.bench.common import DEFAULT_JDBC_JAR
     from cdc_console.bench.snapshot import SnapshotOptions, run_snapshot_bench
 
-    options = SnapshotOptions(
-        rows=args.rows,
-        chunk_size=args.chunk_size,
-        parallelism=args.parallelism,
-        master=args.master,
-        jdbc_jar=args.jdbc_jar or DEFAULT_JDBC_JAR,
-        skip=args.skip,
-        changelog=args.changelog,
-        workdir=args.workdir,
-        keep=args.keep,
-        timeout=args.timeout,
-    )
-    try:
-        results = run_snapshot_bench(options)
-    except BenchError as exc:
-        raise CdcError(f"benchmark failed: {exc}", "see the contender's log above") from None
-    if args.json:
-        dump_json(args.json, {"bench": "snapshot", "options": vars(args), "results": results})
-    return 0
+    jar = args.jdbc_jar or DEFAULT_JDBC_JAR
+    return _run(args, "snapshot", SnapshotOptions, run_snapshot_bench, key="results", jdbc_jar=jar)
 
 
 def handle_binlog(args: argparse.Namespace) -> int:
     from cdc_console.bench.binlog import BinlogOptions, run_binlog_bench
-    from cdc_console.bench.common import BenchError, dump_json
 
-    options = BinlogOptions(
-        changes=args.changes,
-        seed_rows=args.seed_rows,
-        chunk_size=args.chunk_size,
-        parallelism=args.parallelism,
-        master=args.master,
-        skip=args.skip,
-        changelog=args.changelog,
-        workdir=args.workdir,
-        keep=args.keep,
-        timeout=args.timeout,
-    )
-    try:
-        result = run_binlog_bench(options)
-    except BenchError as exc:
-        raise CdcError(f"benchmark failed: {exc}", "see the contender's log above") from None
-    if args.json:
-        dump_json(args.json, {"bench": "binlog", "options": vars(args), "result": result})
-    return 0
+    return _run(args, "binlog", BinlogOptions, run_binlog_bench)
 
 
 def handle_lake(args: argparse.Namespace) -> int:
-    from cdc_console.bench.common import BenchError, dump_json
     from cdc_console.bench.lake import LakeOptions, run_lake_bench
 
-    options = LakeOptions(
-        rows=args.rows,
-        minutes=args.minutes,
-        rate=args.rate,
-        optimize_every=args.optimize_every,
-        retention_hours=args.retention_hours,
-        target_file_size=args.target_file_size,
-        master=args.master,
-        workdir=args.workdir,
-        keep=args.keep,
-        timeout=args.timeout,
-    )
-    try:
-        result = run_lake_bench(options)
-    except BenchError as exc:
-        raise CdcError(f"benchmark failed: {exc}", "see the job's log above") from None
-    if args.json:
-        dump_json(args.json, {"bench": "lake", "options": vars(args), "result": result})
-    return 0
+    return _run(args, "lake", LakeOptions, run_lake_bench)
