@@ -34,7 +34,6 @@ from cdc_console.bench.common import (
     BenchError,
     Measurement,
     bar_line,
-    batch_times,
     bench_env,
     breakdown_line,
     format_table,
@@ -43,12 +42,12 @@ from cdc_console.bench.common import (
     pipeline_command,
     ratio,
     seed_rows,
-    state_query,
     worker_command,
     write_pipeline_config,
 )
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.mysql.position import current_position
+from cdc_console.state.readonly import batch_times, events_applied
 
 RAW = "raw BinLogStreamReader decode"
 OURS_WINDOW = "ours binlog -> delta (window)"
@@ -283,7 +282,7 @@ def _ours(
     options: BinlogOptions,
     result: BinlogResult,
 ) -> None:
-    before = _events_applied(state)
+    before = events_applied(state)
     job = env.run(pipeline_command(config), config.parent / "stream.log", options.timeout)
     batches = batch_times(state, since=job.started_at)
     # a batch of control records only (one per task) carried no change
@@ -292,7 +291,7 @@ def _ours(
         raise BenchError(f"no batch carried the changes; log {job.log_path}:\n{job.log_tail()}")
     first = min(b.created_at for b in carrying)
     last = max(b.applied_at for b in batches if b.applied_at is not None)
-    emitted = _events_applied(state) - before
+    emitted = events_applied(state) - before
     result.measurements.append(
         Measurement.of(
             job,
@@ -305,9 +304,3 @@ def _ours(
     result.measurements.append(Measurement.of(job, OURS_WALL, changes, job.wall))
     result.notes.append(breakdown_line(batches, job))
     result.notes.append(f"ours CPU: {job.cpu_line()}")
-
-
-def _events_applied(state: Path) -> int:
-    if not state.exists():
-        return 0
-    return int(state_query(state, "SELECT COALESCE(SUM(events_applied), 0) FROM tables")[0][0])

@@ -31,6 +31,7 @@ import pymysql
 
 from cdc_console.config_writer import write_config
 from cdc_console.mysql.sandbox import MySQLSandbox
+from cdc_console.state.readonly import BatchTimes
 
 BENCH_DB = "bench"
 BENCH_TABLE = "orders"
@@ -515,47 +516,6 @@ def dump_json(path: Path, document: dict[str, Any]) -> None:
         document = {**document, "options": {k: v for k, v in options.items() if not callable(v)}}
 
     path.write_text(json.dumps(document, indent=2, default=default))
-
-
-@dataclass
-class BatchTimes:
-    """One micro-batch's timestamps from the state database (``batches`` table)."""
-
-    batch_no: int
-    records: int
-    created_at: float
-    staged_at: float | None
-    applied_at: float | None
-
-
-def batch_times(state_path: Path, since: float = 0.0) -> list[BatchTimes]:
-    """Batches planned at or after ``since`` (epoch seconds), in order.
-
-    Read with plain ``sqlite3`` in read-only mode: the bench only looks, and must not migrate or
-    lock a state file the (finished) job owns.
-    """
-    import sqlite3
-
-    conn = sqlite3.connect(f"file:{state_path}?mode=ro", uri=True)
-    try:
-        rows = conn.execute(
-            "SELECT batch_no, COALESCE(records, 0), created_at, staged_at, applied_at "
-            "FROM batches WHERE created_at >= ? ORDER BY batch_no",
-            (since,),
-        ).fetchall()
-        return [BatchTimes(*row) for row in rows]
-    finally:
-        conn.close()
-
-
-def state_query(state_path: Path, sql: str) -> list[tuple[Any, ...]]:
-    import sqlite3
-
-    conn = sqlite3.connect(f"file:{state_path}?mode=ro", uri=True)
-    try:
-        return list(conn.execute(sql).fetchall())
-    finally:
-        conn.close()
 
 
 def breakdown_line(batches: Sequence[BatchTimes], job: ChildRun) -> str:

@@ -34,7 +34,6 @@ from cdc_console.bench.common import (
     BenchError,
     Measurement,
     bar_line,
-    batch_times,
     bench_env,
     breakdown_line,
     format_table,
@@ -43,10 +42,10 @@ from cdc_console.bench.common import (
     pipeline_command,
     ratio,
     seed_rows,
-    state_query,
     worker_command,
     write_pipeline_config,
 )
+from cdc_console.state.readonly import batch_times, split_totals
 
 PYMYSQL = "pymysql chunk scan"
 JDBC_JOB = "spark jdbc -> parquet (job)"
@@ -192,7 +191,8 @@ def _ours(env: BenchEnv, size: int, options: SnapshotOptions, result: SizeResult
     applied = [b for b in batches if b.applied_at is not None]
     if not applied:
         raise BenchError(f"the pipeline applied no batch; log {job.log_path}:\n{job.log_tail()}")
-    rows = int(state_query(state, "SELECT COALESCE(SUM(rows), 0) FROM splits")[0][0])
+    totals = split_totals(state)
+    rows = totals.rows
     if rows != size:
         result.notes.append(f"WARNING: the pipeline snapshotted {rows:,} rows, expected {size:,}")
     first = min(b.created_at for b in applied)
@@ -203,13 +203,11 @@ def _ours(env: BenchEnv, size: int, options: SnapshotOptions, result: SizeResult
     result.measurements.append(Measurement.of(job, OURS_WALL, rows, job.wall))
     result.notes.append(breakdown_line(batches, job))
     result.notes.append(f"ours CPU: {job.cpu_line()}")
-    tasks = state_query(
-        state, "SELECT COUNT(*), SUM(duration_ms), SUM(rows) FROM splits WHERE duration_ms"
-    )[0]
-    if tasks[0]:
-        per_task = tasks[2] / (tasks[1] / 1000) if tasks[1] else 0.0
+    if totals.timed_splits:
+        seconds = totals.timed_ms / 1000
+        per_task = totals.timed_rows / seconds if seconds else 0.0
         result.notes.append(
-            f"ours chunk reads: {tasks[0]} chunks, {tasks[1] / 1000:.1f} task-seconds in "
+            f"ours chunk reads: {totals.timed_splits} chunks, {seconds:.1f} task-seconds in "
             f"SnapshotSplitReader.read (LW, SELECT, HW, normalise, records): {per_task:,.0f} "
             "rows/s per task"
         )

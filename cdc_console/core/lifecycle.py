@@ -50,6 +50,14 @@ class SplitStatus(StrEnum):
     FINISHED = "FINISHED"
 
 
+class BatchStatus(StrEnum):
+    """A micro-batch: planned (its plan stored), staged (its data fixed on disk), applied."""
+
+    PLANNED = "planned"
+    STAGED = "staged"
+    APPLIED = "applied"
+
+
 class CommandKind(StrEnum):
     """What an operator can queue (``cdc-console pause|resume|redump|…``, the console's keys)."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, PlannedSplit
 from cdc_console.core.schema import TableSchema, schema_from_dict
@@ -90,9 +90,9 @@ class HybridSplitAssigner:
     def next_plan(self) -> BatchPlan | None:
         """The plan of the next batch, persisted; the pending one again if it never applied."""
         last = self.store.last_batch()
-        if last is not None and last[1] != "applied":
-            return BatchPlan.from_dict(last[2])
-        batch_no = (last[0] if last else 0) + 1
+        if last is not None and last.status != BatchStatus.APPLIED:
+            return last.plan
+        batch_no = (last.batch_no if last else 0) + 1
         if self.commands is not None:
             self.commands.apply_pending()
         if self.store.pipeline_paused():

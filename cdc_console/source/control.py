@@ -40,7 +40,7 @@ from cdc_console.core.lifecycle import (
 )
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.errors import CdcError
-from cdc_console.state.store import PIPELINE_PAUSED_META, Command, StateStore, TableState
+from cdc_console.state.store import Command, StateStore, TableState
 
 log = logging.getLogger(__name__)
 
@@ -224,10 +224,7 @@ class CommandProcessor:
         kind = command.kind
         if table is None and kind in (CommandKind.PAUSE, CommandKind.RESUME):
             paused = kind == CommandKind.PAUSE
-            conn.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                (PIPELINE_PAUSED_META, "1" if paused else "0"),
-            )
+            self.store.set_pipeline_paused(paused, conn)
             if paused:
                 return "pipeline paused: no new batches until 'cdc-console resume'"
             return "pipeline resumed"
@@ -298,10 +295,7 @@ class CommandProcessor:
         generation = table.generation + 1
         if not self.store.reopen_split(table.table_id, chunk, generation, conn):
             raise _Refused(f"{table.table_id} has no chunk {chunk}")
-        done = conn.execute(
-            "SELECT COUNT(*) FROM splits WHERE table_id=? AND status=?",
-            (str(table.table_id), SplitStatus.FINISHED),
-        ).fetchone()[0]
+        done = self.store.count_splits(table.table_id, (SplitStatus.FINISHED,), conn)
         self.store.move_table(
             table.table_id,
             conn,

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from cdc_console.config import PipelineConfig
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keys import KeyOrder
+from cdc_console.core.lifecycle import BatchStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.records import ChangeRecord
@@ -99,10 +100,10 @@ class BatchApplier:
             found = self.store.batch(batch_no)
             if found is None:
                 raise RuntimeError(f"batch {batch_no} has no plan in {self.store.path}")
-            if found[0] == "applied":
+            if found.status == BatchStatus.APPLIED:
                 log.info("batch %d already applied; replayed data ignored", batch_no)
                 continue
-            if found[0] == "planned":
+            if found.status == BatchStatus.PLANNED:
                 self.stage(batch_no, table)
                 crash_point("after-stage", table.num_rows > len(controls))
             self.apply_staged(batch_no)
@@ -117,18 +118,17 @@ class BatchApplier:
     def recover(self) -> int:
         """Apply batches a crash left staged; return how many."""
         staged = self.store.staged_batches()
-        for batch_no, _ in staged:
-            log.info("recovering staged batch %d", batch_no)
-            self.apply_staged(batch_no)
+        for batch in staged:
+            log.info("recovering staged batch %d", batch.batch_no)
+            self.apply_staged(batch.batch_no)
         return len(staged)
 
     def apply_staged(self, batch_no: int) -> None:
         found = self.store.batch(batch_no)
-        if found is None or found[2] is None:
+        if found is None or found.staged_path is None:
             raise RuntimeError(f"batch {batch_no} is not staged")
-        _, plan_dict, staged_path = found
-        plan = BatchPlan.from_dict(plan_dict)
-        table = pq.read_table(staged_path)
+        plan = found.plan
+        table = pq.read_table(found.staged_path)
         ops = table["op"]
         appends = typed_chunks(table.filter(pc.equal(ops, ROWS_OP)))
         rows = _without_payload(
@@ -166,7 +166,7 @@ class BatchApplier:
             window,
             snapshot_only=self.config.snapshot.startup_mode == "snapshot-only",
         )
-        Path(str(staged_path)).unlink(missing_ok=True)
+        Path(found.staged_path).unlink(missing_ok=True)
         self.applied_batches += 1
         self.last_applied_at = time.time()
         log.info(

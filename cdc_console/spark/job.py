@@ -7,7 +7,6 @@ the server's head (``until_caught_up``), or until the snapshot is done (``snapsh
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -21,9 +20,14 @@ from typing import Any
 
 from cdc_console import errors
 from cdc_console.config import PipelineConfig
-from cdc_console.core.lifecycle import CommandKind, CommandStatus, Lifecycle, SplitStatus
+from cdc_console.core.lifecycle import (
+    BatchStatus,
+    CommandKind,
+    CommandStatus,
+    Lifecycle,
+    SplitStatus,
+)
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, redact
 from cdc_console.mysql.checks import preflight
@@ -202,7 +206,7 @@ class PipelineJob:
         if applied is None:
             return
         last = store.last_batch()
-        known = last[0] if last is not None else 0
+        known = last.batch_no if last is not None else 0
         for table in store.tables():
             in_lake = applied(table.table_id)
             if in_lake is not None and in_lake > known:
@@ -402,9 +406,9 @@ def narrow_pending_plan(store: StateStore) -> None:
     user removed the table, and stop on the same DDL again.
     """
     last = store.last_batch()
-    if last is None or last[1] != "planned":
+    if last is None or last.status != BatchStatus.PLANNED:
         return
-    plan = BatchPlan.from_dict(last[2])
+    plan = last.plan
     removed = {
         t.table_id
         for t in store.tables()
@@ -423,15 +427,7 @@ def narrow_pending_plan(store: StateStore) -> None:
     if narrowed == plan:
         return
     released = [p.split.split_id for p in plan.snapshot if p.split.table_id in removed]
-    with store.transaction() as conn:
-        conn.execute(
-            "UPDATE batches SET plan=? WHERE batch_no=? AND status='planned'",
-            (json.dumps(narrowed.to_dict()), plan.batch_no),
-        )
-        conn.executemany(
-            "UPDATE splits SET status=?, batch_no=NULL WHERE split_id=?",
-            [(SplitStatus.PENDING, split_id) for split_id in released],
-        )
+    store.narrow_batch(narrowed, released)
     log.info("batch %d re-planned without removed tables: %s", plan.batch_no, narrowed.describe())
 
 

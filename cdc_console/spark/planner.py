@@ -11,7 +11,7 @@ import logging
 import pymysql
 
 from cdc_console.config import PipelineConfig, load_config
-from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
@@ -130,10 +130,10 @@ class Planner:
         source = self.config.source
         for batch_no in range(start + 1, end + 1):
             found = self.store.batch(batch_no)
-            if found is None or found[0] != "planned":
+            if found is None or found.status != BatchStatus.PLANNED:
                 parts.append(PlanPartition(batch_no, NoopTask(), source))
                 continue
-            plan = BatchPlan.from_dict(found[1])
+            plan = found.plan
             for server_id, group in plan.reader_groups():
                 chunks = tuple(
                     ChunkTask(

@@ -24,6 +24,7 @@ import sqlite_utils
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keycodec import decode_key, encode_key
 from cdc_console.core.lifecycle import (
+    BatchStatus,
     CommandKind,
     CommandStatus,
     Lifecycle,
@@ -31,6 +32,7 @@ from cdc_console.core.lifecycle import (
     check_move,
 )
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import FinishedSnapshotSplitInfo, SnapshotSplit
 from cdc_console.state.migrations import MIGRATIONS
@@ -114,6 +116,16 @@ class SplitState:
     started_at: float | None
     finished_at: float | None
     duration_ms: int | None
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    """One micro-batch: its persisted plan, where it stands, and its staging file once staged."""
+
+    batch_no: int
+    status: BatchStatus
+    plan: BatchPlan
+    staged_path: str | None
 
 
 @dataclass(frozen=True)
@@ -247,39 +259,42 @@ class StateStore:
             ).fetchall()
         }
 
-    def tables(self) -> list[TableState]:
-        rows = self.db.execute(
-            "SELECT table_id, state, chunk_key, generation, splits_total, splits_done, "
-            "rows_snapshotted, events_applied, stream_from, paused_at, last_event_ts, updated_at, "
-            "resume_state, origin, removed_by, redump_chunk FROM tables ORDER BY table_id"
-        ).fetchall()
-        return [
-            TableState(
-                TableId.parse(r[0]),
-                Lifecycle(r[1]),
-                r[2],
-                r[3],
-                r[4],
-                r[5],
-                r[6],
-                r[7],
-                _offset(r[8]),
-                _offset(r[9]),
-                r[10],
-                r[11],
-                Lifecycle(r[12]) if r[12] else None,
-                r[13],
-                r[14],
-                r[15],
-            )
-            for r in rows
-        ]
+    _TABLE_COLUMNS = (
+        "SELECT table_id, state, chunk_key, generation, splits_total, splits_done, "
+        "rows_snapshotted, events_applied, stream_from, paused_at, last_event_ts, updated_at, "
+        "resume_state, origin, removed_by, redump_chunk FROM tables"
+    )
 
-    def table(self, table_id: TableId) -> TableState | None:
-        for t in self.tables():
-            if t.table_id == table_id:
-                return t
-        return None
+    @staticmethod
+    def _table(r: Sequence[Any]) -> TableState:
+        return TableState(
+            TableId.parse(r[0]),
+            Lifecycle(r[1]),
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            _offset(r[8]),
+            _offset(r[9]),
+            r[10],
+            r[11],
+            Lifecycle(r[12]) if r[12] else None,
+            r[13],
+            r[14],
+            r[15],
+        )
+
+    def tables(self) -> list[TableState]:
+        rows = self.db.execute(f"{self._TABLE_COLUMNS} ORDER BY table_id").fetchall()
+        return [self._table(r) for r in rows]
+
+    def table(self, table_id: TableId | str, conn: Any = None) -> TableState | None:
+        """One table, read inside the caller's transaction when ``conn`` is given."""
+        source = conn if conn is not None else self.db
+        row = source.execute(f"{self._TABLE_COLUMNS} WHERE table_id=?", (str(table_id),)).fetchone()
+        return self._table(row) if row else None
 
     _TABLE_FIELDS = frozenset(
         {
@@ -360,6 +375,73 @@ class StateStore:
         return bool(cur.rowcount > 0)
 
     # -- splits ---------------------------------------------------------------------------------
+
+    def finish_split(self, split: SnapshotSplit, result: SplitResult, conn: Any) -> None:
+        """Record a finished split's watermarks and rows, and count it for its table."""
+        now = time.time()
+        conn.execute(
+            "UPDATE splits SET status=?, low_watermark=?, high_watermark=?, rows=?, "
+            "backfill_events=?, started_at=?, finished_at=?, duration_ms=? WHERE split_id=?",
+            (
+                SplitStatus.FINISHED,
+                _offset_json(result.low_watermark),
+                _offset_json(result.high_watermark),
+                result.rows,
+                result.backfill_events,
+                result.started_at,
+                now,
+                result.duration_ms,
+                split.split_id,
+            ),
+        )
+        conn.execute(
+            "UPDATE tables SET splits_done = splits_done + 1, "
+            "rows_snapshotted = rows_snapshotted + ?, updated_at=? WHERE table_id=?",
+            (result.rows, now, str(split.table_id)),
+        )
+
+    def count_splits(
+        self, table_id: TableId | str, statuses: Sequence[SplitStatus], conn: Any = None
+    ) -> int:
+        source = conn if conn is not None else self.db
+        marks = ",".join("?" * len(statuses))
+        row = source.execute(
+            f"SELECT COUNT(*) FROM splits WHERE table_id=? AND status IN ({marks})",
+            (str(table_id), *statuses),
+        ).fetchone()
+        return int(row[0])
+
+    def high_watermarks(self, table_id: TableId | str, conn: Any = None) -> list[BinlogOffset]:
+        """The high watermarks of a table's finished splits."""
+        source = conn if conn is not None else self.db
+        rows = source.execute(
+            "SELECT high_watermark FROM splits WHERE table_id=? AND status=?",
+            (str(table_id), SplitStatus.FINISHED),
+        ).fetchall()
+        return [BinlogOffset.from_dict(json.loads(r[0])) for r in rows if r[0]]
+
+    #: ``split_rows`` columns, in order
+    SPLIT_ROW_COLUMNS = (
+        "split_id",
+        "split_no",
+        "range_start",
+        "range_end",
+        "status",
+        "low_watermark",
+        "high_watermark",
+        "rows",
+        "duration_ms",
+    )
+
+    def split_rows(self, table_id: TableId | str) -> list[tuple[Any, ...]]:
+        """A table's splits as stored (``SPLIT_ROW_COLUMNS``), undecoded: the console compares
+        them with the last poll's and decodes only the rows that changed."""
+        rows = self.db.execute(
+            f"SELECT {', '.join(self.SPLIT_ROW_COLUMNS)} FROM splits WHERE table_id=? "
+            "ORDER BY split_no",
+            (str(table_id),),
+        ).fetchall()
+        return [tuple(r) for r in rows]
 
     def add_splits(
         self, table_id: TableId, splits: Sequence[SnapshotSplit], generation: int | None = None
@@ -461,20 +543,24 @@ class StateStore:
             if s.status == SplitStatus.FINISHED and s.high_watermark is not None
         ]
 
-    def last_batch(self) -> tuple[int, str, dict[str, Any]] | None:
-        row = self.db.execute(
-            "SELECT batch_no, status, plan FROM batches ORDER BY batch_no DESC LIMIT 1"
-        ).fetchone()
-        return (int(row[0]), str(row[1]), json.loads(row[2])) if row else None
+    _BATCH_COLUMNS = "SELECT batch_no, status, plan, staged_path FROM batches"
 
-    def batch(self, batch_no: int) -> tuple[str, dict[str, Any], str | None] | None:
-        row = self.db.execute(
-            "SELECT status, plan, staged_path FROM batches WHERE batch_no=?", (batch_no,)
-        ).fetchone()
-        return (str(row[0]), json.loads(row[1]), row[2]) if row else None
+    @staticmethod
+    def _batch(r: Sequence[Any]) -> BatchRow:
+        return BatchRow(int(r[0]), BatchStatus(r[1]), BatchPlan.from_dict(json.loads(r[2])), r[3])
+
+    def last_batch(self) -> BatchRow | None:
+        row = self.db.execute(f"{self._BATCH_COLUMNS} ORDER BY batch_no DESC LIMIT 1").fetchone()
+        return self._batch(row) if row else None
+
+    def batch(self, batch_no: int) -> BatchRow | None:
+        row = self.db.execute(f"{self._BATCH_COLUMNS} WHERE batch_no=?", (batch_no,)).fetchone()
+        return self._batch(row) if row else None
 
     def last_applied_batch(self) -> int:
-        row = self.db.execute("SELECT MAX(batch_no) FROM batches WHERE status='applied'").fetchone()
+        row = self.db.execute(
+            "SELECT MAX(batch_no) FROM batches WHERE status=?", (BatchStatus.APPLIED,)
+        ).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
     def create_batch(
@@ -483,24 +569,44 @@ class StateStore:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO batches (batch_no, plan, status, created_at) VALUES (?, ?, ?, ?)",
-                (batch_no, json.dumps(plan), "planned", time.time()),
+                (batch_no, json.dumps(plan), BatchStatus.PLANNED, time.time()),
             )
             self.assign_splits(splits, batch_no, conn)
 
-    def staged_batches(self) -> list[tuple[int, str]]:
+    def staged_batches(self) -> list[BatchRow]:
         return [
-            (int(r[0]), str(r[1]))
+            self._batch(r)
             for r in self.db.execute(
-                "SELECT batch_no, staged_path FROM batches WHERE status='staged' ORDER BY batch_no"
+                f"{self._BATCH_COLUMNS} WHERE status=? ORDER BY batch_no", (BatchStatus.STAGED,)
             ).fetchall()
         ]
 
     def mark_staged(self, batch_no: int, path: str, records: int) -> None:
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE batches SET status='staged', staged_path=?, records=?, staged_at=? "
+                "UPDATE batches SET status=?, staged_path=?, records=?, staged_at=? "
                 "WHERE batch_no=?",
-                (path, records, time.time(), batch_no),
+                (BatchStatus.STAGED, path, records, time.time(), batch_no),
+            )
+
+    def mark_applied(self, batch_no: int, conn: Any) -> None:
+        """Inside the commit transaction that records the batch's splits and offsets."""
+        conn.execute(
+            "UPDATE batches SET status=?, applied_at=? WHERE batch_no=?",
+            (BatchStatus.APPLIED, time.time(), batch_no),
+        )
+
+    def narrow_batch(self, plan: BatchPlan, released: Sequence[str]) -> None:
+        """Replace a batch that is still only planned with ``plan`` (a narrower one, same
+        number), and make the splits it no longer reads pending again."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE batches SET plan=? WHERE batch_no=? AND status=?",
+                (json.dumps(plan.to_dict()), plan.batch_no, BatchStatus.PLANNED),
+            )
+            conn.executemany(
+                "UPDATE splits SET status=?, batch_no=NULL WHERE split_id=?",
+                [(SplitStatus.PENDING, split_id) for split_id in released],
             )
 
     # -- offsets --------------------------------------------------------------------------------
@@ -662,6 +768,12 @@ class StateStore:
             return
         with self.transaction() as c:
             c.execute(sql, args)
+
+    def set_pipeline_paused(self, paused: bool, conn: Any) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            (PIPELINE_PAUSED_META, "1" if paused else "0"),
+        )
 
     def pipeline_paused(self) -> bool:
         return self.get_meta(PIPELINE_PAUSED_META) == "1"

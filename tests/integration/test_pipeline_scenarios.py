@@ -527,8 +527,8 @@ def test_removed_tables_leave_the_pending_plan_and_resume_when_named_again(
         "c": Lifecycle.REMOVED,
     }
     pending = store.batch(2)
-    assert pending is not None and pending[0] == "planned"
-    narrowed = BatchPlan.from_dict(pending[1])
+    assert pending is not None and pending.status == "planned"
+    narrowed = pending.plan
     assert narrowed.snapshot == ()
     assert narrowed.binlog == BinlogSplit(at(200), at(900), filters[1:])
     assert [s.status for s in store.splits(TableId("shop", "c"))] == [SplitStatus.PENDING]

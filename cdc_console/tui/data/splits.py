@@ -2,7 +2,7 @@
 
 A poll fetches the raw rows (cheap) and decodes only those that changed since the last poll (a
 finished chunk changes one row); unchanged rows reuse their view. The columns are the state
-schema's ``splits`` table, read the way ``StateStore.splits`` reads them.
+state's ``StateStore.split_rows``, decoded the way ``StateStore.splits`` decodes them.
 """
 
 from __future__ import annotations
@@ -16,11 +16,6 @@ from cdc_console.core.offset import BinlogOffset
 from cdc_console.state.store import StateStore
 from cdc_console.tui.model import SplitView
 
-_QUERY = (
-    "SELECT split_id, split_no, range_start, range_end, status, low_watermark, high_watermark, "
-    "rows, duration_ms FROM splits WHERE table_id=? ORDER BY split_no"
-)
-
 
 class SplitReader:
     def __init__(self) -> None:
@@ -28,7 +23,7 @@ class SplitReader:
         self.decoded = 0
 
     def read(self, store: StateStore, table: str) -> tuple[SplitView, ...]:
-        rows = store.db.execute(_QUERY, (table,)).fetchall()
+        rows = store.split_rows(table)
         memo: dict[str, tuple[tuple[Any, ...], SplitView]] = {}
         views = []
         for row in rows:
