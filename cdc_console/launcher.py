@@ -199,17 +199,17 @@ def job_process(store: StateStore, config_path: Path | None = None) -> psutil.Pr
     this pipeline: of ``config_path`` when given, else of a config whose state is ``store``.
     """
     runs = store.runs(1)
-    if not runs or not runs[0].get("pid"):
+    run = runs[0] if runs else None
+    if run is None or not run.pid:
         return None
-    run = runs[0]
-    if run.get("host") and run["host"] != socket.gethostname():
+    if run.host and run.host != socket.gethostname():
         return None
-    pid = int(run["pid"])
+    pid = run.pid
     if not is_alive(pid):
         return None
     try:
         proc = psutil.Process(pid)
-        if proc.create_time() > float(run["started_at"]) + PID_REUSE_SLACK_SECONDS:
+        if proc.create_time() > float(run.started_at) + PID_REUSE_SLACK_SECONDS:
             return None
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None

@@ -122,9 +122,9 @@ def collect_status(
     if committed is not None and head is not None and committed >= head:
         event_lag = 0
     elif samples:
-        event_lag = samples[-1]["event_lag_ms"]
-    errors = [e for e in store.events(200) if e["level"] == "error"]
-    last_error = errors[-1]["message"] if errors else (job or {}).get("error")
+        event_lag = samples[-1].event_lag_ms
+    errors = [e for e in store.events(200) if e.level == "error"]
+    last_error = errors[-1].message if errors else (job.error if job else None)
     return PipelineStatus(
         name=config.name,
         tables=tables,
@@ -133,10 +133,10 @@ def collect_status(
         bytes_behind=bytes_behind,
         files_behind=files_behind,
         event_lag_ms=event_lag,
-        job=job,
+        job=asdict(job) if job else None,
         last_error=last_error,
         head_error=head_error,
-        recent_events=store.events(10),
+        recent_events=[asdict(e) for e in store.events(10)],
         pipeline_paused=store.pipeline_paused(),
         recent_commands=[{**asdict(c), "what": c.what} for c in store.commands(10)],
     )

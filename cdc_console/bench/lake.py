@@ -189,7 +189,7 @@ def _wait_streaming(state_path: Path, timeout: float) -> None:
         store = StateStore(state_path)
         try:
             runs = store.runs(1)
-            if runs and runs[0]["status"] == "running" and runs[0]["heartbeat_at"]:
+            if runs and runs[0].status == "running" and runs[0].heartbeat_at:
                 return
         finally:
             store.close()

@@ -395,8 +395,8 @@ class Demo:
             finally:
                 store.close()
             # Only this job's own run: an earlier run of a reused state may have failed too.
-            if runs and runs[0].get("pid") == self.job_pid:
-                error = runs[0].get("error")
+            if runs and runs[0].pid == self.job_pid:
+                error = runs[0].error
         if not error:
             error = _last_error_line(self.job_log)
         if error:
@@ -467,8 +467,8 @@ class Demo:
             runs = store.runs(1)
         finally:
             store.close()
-        if runs and runs[0].get("spark_ui"):
-            log.info("job running, Spark UI %s", runs[0]["spark_ui"])
+        if runs and runs[0].spark_ui:
+            log.info("job running, Spark UI %s", runs[0].spark_ui)
             return True
         return False
 

@@ -117,7 +117,7 @@ class PlannedChange:
 
 
 @dataclass
-class BatchPlan:
+class TableBatchPlan:
     """What one batch does to one table: net change per key, and the changelog rows in order."""
 
     # key -> the row it holds after the batch, or None: absent (delete). Plain dicts, no objects:
@@ -620,7 +620,7 @@ def plan_table_batch(
     replaces: Sequence[ReplaceRange],
     absent: Sequence[Mapping[Key, dict[str, Any] | None]],
     want_changes: bool,
-) -> BatchPlan:
+) -> TableBatchPlan:
     """Net one table's batch per key, and list its changelog rows, in apply order.
 
     The walk visits the records by ``sort_key`` and each range replace at its HW, just before
@@ -640,7 +640,7 @@ def plan_table_batch(
             presents[record.split_id].add(key)
     markers = sorted(((*_marker_position(r, ordered), -1, -1), i) for i, r in enumerate(replaces))
 
-    plan = BatchPlan()
+    plan = TableBatchPlan()
     nets = plan.nets
     next_marker = 0
     for record, key, needs in zip(ordered, keys, needs_row, strict=True):
@@ -679,7 +679,7 @@ def plan_table_batch(
 
 
 def _replace(
-    plan: BatchPlan,
+    plan: TableBatchPlan,
     schema: TableSchema,
     replace: ReplaceRange,
     sort_key: tuple[int, int, int, int, int, int],

@@ -12,7 +12,7 @@ from typing import Literal
 
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.state.store import Command
+from cdc_console.state.store import Command, RunRow
 
 Severity = Literal["information", "warning", "error"]
 
@@ -38,18 +38,6 @@ class JobStatus(enum.Enum):
 
 
 @dataclass(frozen=True)
-class RunView:
-    run_id: int
-    pid: int | None
-    host: str | None
-    started_at: float
-    ended_at: float | None
-    status: str
-    exit_code: int | None
-    error: str | None
-
-
-@dataclass(frozen=True)
 class JobView:
     status: JobStatus
     level: Level
@@ -66,7 +54,7 @@ class JobView:
     heartbeat_age: float | None = None
     heartbeat_level: Level = Level.IDLE
     last_error: str | None = None
-    runs: tuple[RunView, ...] = ()
+    runs: tuple[RunRow, ...] = ()
 
     @property
     def alive(self) -> bool:

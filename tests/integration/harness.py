@@ -26,7 +26,7 @@ from deltalake import DeltaTable
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.mysql.position import current_position
-from cdc_console.state.store import StateStore
+from cdc_console.state.store import EventRow, RunRow, StateStore
 from tests.conftest import CDC_PASSWORD_ENV, CDC_USER, SourceDb
 
 
@@ -369,7 +369,7 @@ def assert_no_password(*texts: str, files: tuple[Path, ...] = ()) -> None:
                 assert password.encode() not in candidate.read_bytes(), f"password in {candidate}"
 
 
-def last_run(config: PipelineConfig) -> dict[str, Any]:
+def last_run(config: PipelineConfig) -> RunRow:
     store = StateStore(config.state_path)
     try:
         return store.runs(1)[0]
@@ -377,10 +377,10 @@ def last_run(config: PipelineConfig) -> dict[str, Any]:
         store.close()
 
 
-def events(config: PipelineConfig, level: str | None = None) -> list[dict[str, Any]]:
+def events(config: PipelineConfig, level: str | None = None) -> list[EventRow]:
     store = StateStore(config.state_path)
     try:
-        return [e for e in store.events(1000) if level is None or e["level"] == level]
+        return [e for e in store.events(1000) if level is None or e.level == level]
     finally:
         store.close()
 

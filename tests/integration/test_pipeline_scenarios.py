@@ -277,7 +277,7 @@ def test_snapshot_only_exits_after_the_snapshot(source_db: SourceDb, tmp_path: P
     again = JobProcess(config_path).start()
     assert again.wait(60) == 0, again.output()
     assert "already snapshotted, nothing to do" in again.output()
-    assert last_run(config)["spark_ui"] is None  # decided before starting Spark
+    assert last_run(config).spark_ui is None  # decided before starting Spark
     assert mirror_rows(config, source_db.name, "items", "id") == snapshot
 
 
@@ -333,12 +333,10 @@ def test_ddl_on_a_captured_table_stops_the_job_with_the_fix(
     assert "remove it from source.tables" in match.group(2)
 
     run = last_run(config)
-    assert run["status"] == "failed" and run["exit_code"] == 2
-    assert run["error"].startswith(f"DDL on captured table {db}.orders at {file}:{pos}")
-    assert "\n  fix: " in run["error"]
-    assert any(
-        f"DDL on captured table {db}.orders" in e["message"] for e in events(config, "error")
-    )
+    assert run.status == "failed" and run.exit_code == 2
+    assert run.error.startswith(f"DDL on captured table {db}.orders at {file}:{pos}")
+    assert "\n  fix: " in run.error
+    assert any(f"DDL on captured table {db}.orders" in e.message for e in events(config, "error"))
     status = run_cli("status", "--config", str(config_path))
     assert status.returncode == 0, status.stderr
     assert f"last error: job failed: DDL on captured table {db}.orders" in status.stdout
@@ -459,9 +457,9 @@ def test_purged_binlog_fails_fast_before_spark(streamed: Streamed) -> None:
     assert "Traceback" not in output
 
     run = last_run(config)
-    assert run["status"] == "failed" and run["exit_code"] == 2
-    assert run["spark_ui"] is None, run  # decided before Spark started
-    assert "no longer has binlog" in run["error"]
+    assert run.status == "failed" and run.exit_code == 2
+    assert run.spark_ui is None, run  # decided before Spark started
+    assert "no longer has binlog" in run.error
     assert elapsed < 30, f"took {elapsed:.1f}s: the check should come before Spark starts"
     assert {t: mirror_version(config, db, t) for t in ("docs", "events")} == versions
     assert_no_password(output, streamed.output, files=(config.state_path,))

@@ -129,12 +129,10 @@ def recent_event_lag_ms(config: PipelineConfig, since: float = 0.0) -> int | Non
     now), or None when there is none yet."""
     store = StateStore(config.state_path)
     try:
-        samples = [
-            s for s in store.lag_samples(5) if s["event_lag_ms"] is not None and s["ts"] > since
-        ]
+        samples = [s for s in store.lag_samples(5) if s.event_lag_ms is not None and s.ts > since]
     finally:
         store.close()
-    return int(samples[-1]["event_lag_ms"]) if samples else None
+    return samples[-1].event_lag_ms if samples else None
 
 
 def applied_batches(config: PipelineConfig) -> int:

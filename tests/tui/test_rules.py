@@ -4,6 +4,7 @@ position ages, rates, the ``[console]`` config section, config discovery, log ta
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from cdc_console.commands.console import discover_configs
 from cdc_console.config import ConsoleConfig, config_from_dict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.errors import ConfigError
-from cdc_console.state.store import StateStore
+from cdc_console.state.store import RunRow, StateStore
 from cdc_console.tui.data.assess import Launch, job_view, purge_risk
 from cdc_console.tui.data.history import HeadHistory, ProgressTracker, RateTracker
 from cdc_console.tui.data.jobs import ProcessSample
@@ -103,8 +104,8 @@ def test_purge_risk_when_purged_open_or_never_expiring() -> None:
     assert down.level is Level.IDLE and down.summary == "unknown: the server cannot be asked"
 
 
-def run(status: str = "running", **fields: object) -> dict[str, object]:
-    row: dict[str, object] = {
+def run(status: str = "running", **fields: Any) -> RunRow:
+    row: dict[str, Any] = {
         "run_id": 4,
         "pid": JOB_PID,
         "host": HOST,
@@ -118,13 +119,13 @@ def run(status: str = "running", **fields: object) -> dict[str, object]:
         "error": None,
     }
     row.update(fields)
-    return row
+    return RunRow(**row)
 
 
 SAMPLE = ProcessSample(JOB_PID, 50.0, 10**9, 7)
 
 
-def judge(runs: list[dict[str, object]], sample: ProcessSample | None, **kwargs: object):  # type: ignore[no-untyped-def]
+def judge(runs: list[RunRow], sample: ProcessSample | None, **kwargs: object):  # type: ignore[no-untyped-def]
     defaults: dict[str, object] = {
         "launch": None,
         "stopping": False,

@@ -378,7 +378,7 @@ def test_upkeep_measures_optimizes_on_schedule_and_never_waits_for_a_batch(
     assert state["shop.orders", "mirror"].files == 1
     assert "compacted 7 small file(s)" in (state["shop.orders", "mirror"].last_result or "")
     assert upkeep.tick() is None  # both done: nothing due until the next minute
-    events = [e["message"] for e in store.events()]
+    events = [e.message for e in store.events()]
     assert any("compacted" in e for e in events)
 
 

@@ -6,17 +6,18 @@ the pipeline's ``[console]`` section.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cdc_console.config import ConsoleConfig
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
+from cdc_console.state.store import RunRow
 from cdc_console.tui.data.history import HeadHistory
 from cdc_console.tui.data.jobs import ProcessSample
 from cdc_console.tui.data.server import ServerStatus
 from cdc_console.tui.data.units import span
-from cdc_console.tui.model import JobStatus, JobView, Lag, Level, PurgeRisk, RunView
+from cdc_console.tui.model import JobStatus, JobView, Lag, Level, PurgeRisk
 
 #: A job's run row is written after preflight; a run that started this long before a launch is
 #: an older one, not the launched job's.
@@ -91,24 +92,8 @@ class Launch:
     exit_code: int | None
 
 
-def run_views(runs: Sequence[Mapping[str, Any]]) -> tuple[RunView, ...]:
-    return tuple(
-        RunView(
-            run_id=int(r["run_id"]),
-            pid=r.get("pid"),
-            host=r.get("host"),
-            started_at=float(r["started_at"]),
-            ended_at=r.get("ended_at"),
-            status=str(r["status"]),
-            exit_code=r.get("exit_code"),
-            error=r.get("error"),
-        )
-        for r in runs
-    )
-
-
 def job_view(
-    runs: Sequence[Mapping[str, Any]],
+    runs: Sequence[RunRow],
     total_runs: int,
     sample: ProcessSample | None,
     *,
@@ -122,16 +107,15 @@ def job_view(
     config: ConsoleConfig,
 ) -> JobView:
     """The job's state from its run rows, its live process (if any) and the console's own acts."""
-    history = run_views(runs)
+    history = tuple(runs)
     run = history[0] if history else None
-    latest = runs[0] if runs else {}
-    heartbeat = latest.get("heartbeat_at") if run is not None and run.status == "running" else None
+    heartbeat = run.heartbeat_at if run is not None and run.status == "running" else None
     heartbeat_age = max(0.0, now - float(heartbeat)) if heartbeat is not None else None
     common: dict[str, Any] = {
         "host": run.host if run else None,
-        "master": latest.get("master"),
+        "master": run.master if run else None,
         "restarts": max(0, total_runs - 1),
-        "spark_ui": latest.get("spark_ui"),
+        "spark_ui": run.spark_ui if run else None,
         "heartbeat_age": heartbeat_age,
         "heartbeat_level": stale_level(heartbeat_age, config),
         "last_error": last_error,

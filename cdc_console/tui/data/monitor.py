@@ -26,7 +26,7 @@ from cdc_console.mysql.lag import binlog_distance
 from cdc_console.retention import binlog_needs
 from cdc_console.source.control import refusal
 from cdc_console.state.lake import LakeTableState, lake_tables
-from cdc_console.state.store import LAG_SAMPLES_KEPT, StateStore, TableState
+from cdc_console.state.store import LAG_SAMPLES_KEPT, RunRow, StateStore, TableState
 from cdc_console.status import table_note
 from cdc_console.tui.data import assess
 from cdc_console.tui.data.history import HeadHistory, ProgressTracker, RateTracker
@@ -38,7 +38,6 @@ from cdc_console.tui.data.units import shown_path
 from cdc_console.tui.data.views import (
     default_table,
     event_view,
-    offset_of,
 )
 from cdc_console.tui.model import (
     BinlogView,
@@ -145,7 +144,7 @@ class PipelineMonitor:
         )
         paused = store.pipeline_paused()
         self.progress.observe(
-            all_runs[0]["run_id"] if all_runs else None,
+            all_runs[0].run_id if all_runs else None,
             (
                 committed.sort_key if committed else None,
                 sum(t.splits_done for t in tables),
@@ -195,17 +194,16 @@ class PipelineMonitor:
     def _merge_lag_samples(self, store: StateStore) -> None:
         limit = LAG_SAMPLES_KEPT if not self._lag_seen else 50
         for sample in store.lag_samples(limit):
-            if sample["ts"] <= self._lag_seen:
+            if sample.ts <= self._lag_seen:
                 continue
-            self._lag_seen = sample["ts"]
-            head = offset_of(sample.get("head"))
-            if head is not None:
-                self.history.add(float(sample["ts"]), head)
+            self._lag_seen = sample.ts
+            if sample.head is not None:
+                self.history.add(sample.ts, sample.head)
 
     def _job(
         self,
         sample: ProcessSample | None,
-        runs: list[dict[str, Any]],
+        runs: list[RunRow],
         paused: bool,
         behind: int | None,
         errors: list[EventView],
@@ -231,15 +229,15 @@ class PipelineMonitor:
             config=console,
         )
 
-    def _launch_state(self, runs: list[dict[str, Any]]) -> assess.Launch | None:
+    def _launch_state(self, runs: list[RunRow]) -> assess.Launch | None:
         """The job this console launched, until its run row shows up (then announced once)."""
         if self._launch is None:
             return None
         pid, at = self._launch
-        if runs and float(runs[0]["started_at"]) >= at - assess.LAUNCH_SLACK_SECONDS:
+        if runs and runs[0].started_at >= at - assess.LAUNCH_SLACK_SECONDS:
             self._launch = None
             self._notices.append(
-                Notice("information", self.name, f"job up: run {runs[0]['run_id']}, pid {pid}")
+                Notice("information", self.name, f"job up: run {runs[0].run_id}, pid {pid}")
             )
             return None
         alive = self.jobs.is_alive(pid)
@@ -310,7 +308,7 @@ class PipelineMonitor:
                 committed, head, max(stamps) if stamps else None, self.history, now, console
             ),
             lag_history=tuple(
-                s["event_lag_ms"] / 1000.0 for s in samples if s["event_lag_ms"] is not None
+                s.event_lag_ms / 1000.0 for s in samples if s.event_lag_ms is not None
             ),
             binlog_files=len(server.logs) if server else 0,
             binlog_bytes=sum(size for _, size in server.logs) if server else 0,

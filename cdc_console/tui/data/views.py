@@ -6,29 +6,21 @@ them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 
 from cdc_console.core.lifecycle import Lifecycle
-from cdc_console.core.offset import BinlogOffset
+from cdc_console.state.store import EventRow
 from cdc_console.tui.model import EventView, TableView
 
 
-def offset_of(text: Any) -> BinlogOffset | None:
-    if not text:
-        return None
-    return BinlogOffset.from_dict(json.loads(text) if isinstance(text, str) else text)
-
-
-def event_view(row: dict[str, Any]) -> EventView:
+def event_view(row: EventRow) -> EventView:
     return EventView(
-        id=int(row["id"]),
-        ts=float(row["ts"]),
-        level=str(row["level"]),
-        kind=str(row["kind"]),
-        table=row.get("table_id"),
-        message=str(row["message"]),
+        id=row.id,
+        ts=row.ts,
+        level=row.level,
+        kind=row.kind,
+        table=row.table_id,
+        message=row.message,
     )
 
 

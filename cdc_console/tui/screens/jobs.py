@@ -12,8 +12,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
+from cdc_console.state.store import RunRow
 from cdc_console.tui import format as fmt
-from cdc_console.tui.model import JobView, PipelineView, RunView
+from cdc_console.tui.model import JobView, PipelineView
 from cdc_console.tui.screens.base import ConsoleScreen
 from cdc_console.tui.widgets.keyed_table import Column, KeyedTable
 
@@ -60,7 +61,7 @@ def job_row(name: str, view: PipelineView | None) -> tuple[str, list[Text]]:
     ]
 
 
-def run_row(run: RunView) -> tuple[str, list[Text]]:
+def run_row(run: RunRow) -> tuple[str, list[Text]]:
     return str(run.run_id), [
         fmt.plain(run.run_id),
         fmt.DASH if run.pid is None else fmt.plain(run.pid),

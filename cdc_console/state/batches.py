@@ -1,0 +1,100 @@
+"""Micro-batches (plan, staging, applied) and the committed binlog offset."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from cdc_console.core.lifecycle import (
+    BatchStatus,
+    SplitStatus,
+)
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan
+from cdc_console.core.splits import SnapshotSplit
+from cdc_console.state.rows import (
+    BatchRow,
+    offset_json,
+    offset_of,
+)
+from cdc_console.state.splits import SplitsRepo
+
+
+class BatchesRepo(SplitsRepo):
+    _BATCH_COLUMNS = "SELECT batch_no, status, plan, staged_path FROM batches"
+
+    @staticmethod
+    def _batch(r: Sequence[Any]) -> BatchRow:
+        return BatchRow(int(r[0]), BatchStatus(r[1]), BatchPlan.from_dict(json.loads(r[2])), r[3])
+
+    def last_batch(self) -> BatchRow | None:
+        row = self.db.execute(f"{self._BATCH_COLUMNS} ORDER BY batch_no DESC LIMIT 1").fetchone()
+        return self._batch(row) if row else None
+
+    def batch(self, batch_no: int) -> BatchRow | None:
+        row = self.db.execute(f"{self._BATCH_COLUMNS} WHERE batch_no=?", (batch_no,)).fetchone()
+        return self._batch(row) if row else None
+
+    def last_applied_batch(self) -> int:
+        row = self.db.execute(
+            "SELECT MAX(batch_no) FROM batches WHERE status=?", (BatchStatus.APPLIED,)
+        ).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def create_batch(
+        self, batch_no: int, plan: dict[str, Any], splits: Sequence[SnapshotSplit]
+    ) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO batches (batch_no, plan, status, created_at) VALUES (?, ?, ?, ?)",
+                (batch_no, json.dumps(plan), BatchStatus.PLANNED, time.time()),
+            )
+            self.assign_splits(splits, batch_no, conn)
+
+    def staged_batches(self) -> list[BatchRow]:
+        return [
+            self._batch(r)
+            for r in self.db.execute(
+                f"{self._BATCH_COLUMNS} WHERE status=? ORDER BY batch_no", (BatchStatus.STAGED,)
+            ).fetchall()
+        ]
+
+    def mark_staged(self, batch_no: int, path: str, records: int) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE batches SET status=?, staged_path=?, records=?, staged_at=? "
+                "WHERE batch_no=?",
+                (BatchStatus.STAGED, path, records, time.time(), batch_no),
+            )
+
+    def mark_applied(self, batch_no: int, conn: Any) -> None:
+        """Inside the commit transaction that records the batch's splits and offsets."""
+        conn.execute(
+            "UPDATE batches SET status=?, applied_at=? WHERE batch_no=?",
+            (BatchStatus.APPLIED, time.time(), batch_no),
+        )
+
+    def narrow_batch(self, plan: BatchPlan, released: Sequence[str]) -> None:
+        """Replace a batch that is still only planned with ``plan`` (a narrower one, same
+        number), and make the splits it no longer reads pending again."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE batches SET plan=? WHERE batch_no=? AND status=?",
+                (json.dumps(plan.to_dict()), plan.batch_no, BatchStatus.PLANNED),
+            )
+            conn.executemany(
+                "UPDATE splits SET status=?, batch_no=NULL WHERE split_id=?",
+                [(SplitStatus.PENDING, split_id) for split_id in released],
+            )
+
+    def committed_offset(self) -> BinlogOffset | None:
+        row = self.db.execute("SELECT offset FROM offsets WHERE name='committed'").fetchone()
+        return offset_of(row[0]) if row else None
+
+    def set_offset(self, name: str, offset: BinlogOffset, conn: Any) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO offsets (name, offset, updated_at) VALUES (?, ?, ?)",
+            (name, offset_json(offset), time.time()),
+        )

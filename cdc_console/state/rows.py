@@ -1,0 +1,157 @@
+"""The state database's rows as typed values: what every reader of the state gets back.
+
+Offsets are ``BinlogOffset`` values, states and statuses ``core.lifecycle`` enums; nothing here
+touches SQLite (the repositories beside it read and write the rows).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_console.core.lifecycle import BatchStatus, Lifecycle, SplitStatus
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan
+from cdc_console.core.schema import TableId
+from cdc_console.core.splits import SnapshotSplit
+
+
+def offset_json(offset: BinlogOffset | None) -> str | None:
+    """An offset's stored form: its canonical dict as JSON."""
+    return json.dumps(offset.to_dict()) if offset is not None else None
+
+
+def offset_of(text: str | None) -> BinlogOffset | None:
+    return BinlogOffset.from_dict(json.loads(text)) if text else None
+
+
+@dataclass(frozen=True)
+class TableState:
+    table_id: TableId
+    state: Lifecycle
+    chunk_key: str | None
+    generation: int
+    splits_total: int | None
+    splits_done: int
+    rows_snapshotted: int
+    events_applied: int
+    stream_from: BinlogOffset | None
+    paused_at: BinlogOffset | None
+    last_event_ts: int | None
+    updated_at: float
+    resume_state: Lifecycle | None = None
+    origin: str = "config"
+    removed_by: str | None = None
+    redump_chunk: int | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    """One operator command in the queue: issued by the CLI or the console, applied by the job.
+
+    ``target`` is a table id (``db.t``) or None for the whole pipeline; ``args`` holds extras
+    such as the chunk number of a one-chunk re-dump. ``status`` is pending, applied or failed,
+    with ``reason`` saying what happened (the outcome of an applied one, why a failed one was
+    refused).
+    """
+
+    id: int
+    kind: str
+    target: str | None
+    args: dict[str, Any]
+    issued_by: str | None
+    issued_at: float
+    status: str
+    reason: str | None
+    applied_at: float | None
+
+    @property
+    def what(self) -> str:
+        """``redump shop.orders chunk 3``, ``pause (pipeline)``: how every screen names it."""
+        what = f"{self.kind} {self.target}" if self.target else f"{self.kind} (pipeline)"
+        if self.args.get("chunk") is not None:
+            what += f" chunk {self.args['chunk']}"
+        return what
+
+    def describe(self) -> str:
+        return f"command {self.id}: {self.what}"
+
+
+@dataclass(frozen=True)
+class SplitState:
+    split: SnapshotSplit
+    status: SplitStatus
+    generation: int
+    batch_no: int | None
+    low_watermark: BinlogOffset | None
+    high_watermark: BinlogOffset | None
+    rows: int | None
+    backfill_events: int | None
+    started_at: float | None
+    finished_at: float | None
+    duration_ms: int | None
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    """One micro-batch: its persisted plan, where it stands, and its staging file once staged."""
+
+    batch_no: int
+    status: BatchStatus
+    plan: BatchPlan
+    staged_path: str | None
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    """What a finished snapshot split reports through the batch that carried its rows."""
+
+    split_id: str
+    low_watermark: BinlogOffset
+    high_watermark: BinlogOffset
+    rows: int
+    backfill_events: int
+    started_at: float
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One start of the job (``job_runs``): its process, heartbeat and how it ended."""
+
+    run_id: int
+    pid: int | None
+    host: str | None
+    master: str | None
+    spark_ui: str | None
+    started_at: float
+    heartbeat_at: float | None
+    ended_at: float | None
+    status: str
+    exit_code: int | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class LagSample:
+    """The committed position against the server's head at one moment, as the job saw it."""
+
+    ts: float
+    committed: BinlogOffset | None
+    head: BinlogOffset | None
+    bytes_behind: int | None
+    files_behind: int | None
+    event_lag_ms: int | None
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One line of the pipeline's own history: a phase change, a command, an error."""
+
+    id: int
+    ts: float
+    level: str
+    kind: str
+    table_id: str | None
+    message: str

@@ -1,0 +1,171 @@
+"""Captured tables and their lifecycle: registration, schemas, counters, and the one
+gate for state changes (``move_table``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from cdc_console.core.lifecycle import (
+    Lifecycle,
+    check_move,
+)
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import TableId
+from cdc_console.state.database import StateDatabase
+from cdc_console.state.rows import (
+    TableState,
+    offset_json,
+    offset_of,
+)
+
+
+class TablesRepo(StateDatabase):
+    def ensure_table(
+        self,
+        table_id: TableId,
+        chunk_key: str,
+        state: Lifecycle,
+        stream_from: BinlogOffset | None = None,
+        *,
+        origin: str = "config",
+        schema: dict[str, Any] | None = None,
+        conn: Any = None,
+    ) -> bool:
+        """Register a captured table once (in ``state``, a first move); True when it was new."""
+        check_move(table_id, None, state)
+        now = time.time()
+        sql = (
+            "INSERT OR IGNORE INTO tables (table_id, state, chunk_key, stream_from, origin, "
+            "schema, added_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        args = (
+            str(table_id),
+            state,
+            chunk_key,
+            offset_json(stream_from),
+            origin,
+            json.dumps(schema) if schema is not None else None,
+            now,
+            now,
+        )
+        if conn is not None:
+            return bool(conn.execute(sql, args).rowcount > 0)
+        with self.transaction() as c:
+            return bool(c.execute(sql, args).rowcount > 0)
+
+    def set_schema(self, table_id: TableId, schema: dict[str, Any]) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE tables SET schema=? WHERE table_id=?", (json.dumps(schema), str(table_id))
+            )
+
+    def schemas(self) -> dict[TableId, dict[str, Any]]:
+        return {
+            TableId.parse(r[0]): json.loads(r[1])
+            for r in self.db.execute(
+                "SELECT table_id, schema FROM tables WHERE schema IS NOT NULL"
+            ).fetchall()
+        }
+
+    _TABLE_COLUMNS = (
+        "SELECT table_id, state, chunk_key, generation, splits_total, splits_done, "
+        "rows_snapshotted, events_applied, stream_from, paused_at, last_event_ts, updated_at, "
+        "resume_state, origin, removed_by, redump_chunk FROM tables"
+    )
+
+    @staticmethod
+    def _table(r: Sequence[Any]) -> TableState:
+        return TableState(
+            TableId.parse(r[0]),
+            Lifecycle(r[1]),
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            offset_of(r[8]),
+            offset_of(r[9]),
+            r[10],
+            r[11],
+            Lifecycle(r[12]) if r[12] else None,
+            r[13],
+            r[14],
+            r[15],
+        )
+
+    def tables(self) -> list[TableState]:
+        rows = self.db.execute(f"{self._TABLE_COLUMNS} ORDER BY table_id").fetchall()
+        return [self._table(r) for r in rows]
+
+    def table(self, table_id: TableId | str, conn: Any = None) -> TableState | None:
+        """One table, read inside the caller's transaction when ``conn`` is given."""
+        source = conn if conn is not None else self.db
+        row = source.execute(f"{self._TABLE_COLUMNS} WHERE table_id=?", (str(table_id),)).fetchone()
+        return self._table(row) if row else None
+
+    _TABLE_FIELDS = frozenset(
+        {
+            "generation",
+            "splits_total",
+            "splits_done",
+            "rows_snapshotted",
+            "stream_from",
+            "paused_at",
+            "resume_state",
+            "origin",
+            "removed_by",
+            "redump_chunk",
+        }
+    )
+
+    def update_table(self, table_id: TableId, conn: Any, **fields: Any) -> None:
+        """Set columns of one table inside the caller's transaction; not its lifecycle state,
+        which only ``move_table`` changes.
+
+        Offsets are given as ``BinlogOffset`` (or None) and stored in their canonical JSON form.
+        """
+        unknown = set(fields) - self._TABLE_FIELDS
+        if unknown:
+            raise ValueError(
+                f"not table fields (a state change is move_table's): {sorted(unknown)}"
+            )
+        values = [offset_json(v) if isinstance(v, BinlogOffset) else v for v in fields.values()]
+        cols = "".join(f"{k}=?, " for k in fields)
+        conn.execute(
+            f"UPDATE tables SET {cols}updated_at=? WHERE table_id=?",
+            (*values, time.time(), str(table_id)),
+        )
+
+    def add_events(
+        self, table_id: TableId | str, conn: Any, count: int, last_event_ts: int | None
+    ) -> None:
+        """Count a window's applied events for one table and keep its newest event time."""
+        conn.execute(
+            "UPDATE tables SET events_applied = events_applied + ?, "
+            "last_event_ts = COALESCE(?, last_event_ts) WHERE table_id=?",
+            (count, last_event_ts, str(table_id)),
+        )
+
+    def move_table(
+        self, table_id: TableId | str, conn: Any, target: Lifecycle, **fields: Any
+    ) -> Lifecycle:
+        """Move one table to ``target`` (and set ``fields``) inside the caller's transaction.
+
+        Every lifecycle change goes through here, checked against ``core.lifecycle``'s table of
+        moves: a move it does not list raises ``IllegalTransition`` before anything is written.
+        Returns the state the table was in.
+        """
+        row = conn.execute("SELECT state FROM tables WHERE table_id=?", (str(table_id),)).fetchone()
+        if row is None:
+            raise LookupError(f"{table_id} is not in the state database")
+        current = Lifecycle(row[0])
+        check_move(table_id, current, target)
+        key = table_id if isinstance(table_id, TableId) else TableId.parse(table_id)
+        self.update_table(key, conn, **fields)
+        if current != target:
+            conn.execute("UPDATE tables SET state=? WHERE table_id=?", (target, str(table_id)))
+        return current
