@@ -27,6 +27,7 @@ the CLI calls it before queueing (a clear error at once) and the processor again
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -219,7 +220,11 @@ class CommandProcessor:
         return Outcome(command, applied, reason)
 
     def _mutate(
-        self, command: Command, table: TableState | None, schema: TableSchema | None, conn: Any
+        self,
+        command: Command,
+        table: TableState | None,
+        schema: TableSchema | None,
+        conn: sqlite3.Connection,
     ) -> str:
         kind = command.kind
         if table is None and kind in (CommandKind.PAUSE, CommandKind.RESUME):
@@ -245,7 +250,7 @@ class CommandProcessor:
             return self._remove(table, conn)
         raise _Refused(f"unknown command {kind!r}")
 
-    def _pause(self, table: TableState, conn: Any) -> str:
+    def _pause(self, table: TableState, conn: sqlite3.Connection) -> str:
         at = (
             table.stream_from
             if table.state in (Lifecycle.STREAMING, Lifecycle.CATCHING_UP)
@@ -258,7 +263,7 @@ class CommandProcessor:
             return f"{table.table_id} paused while {table.state}: no more chunks until resumed"
         return f"{table.table_id} paused at {at} (was {table.state})"
 
-    def _resume(self, table: TableState, conn: Any) -> str:
+    def _resume(self, table: TableState, conn: sqlite3.Connection) -> str:
         before = table.resume_state or Lifecycle.SNAPSHOTTING
         state = (
             Lifecycle.CATCHING_UP
@@ -270,7 +275,7 @@ class CommandProcessor:
             return f"{table.table_id} resumed: catching up from {table.stream_from}, then streaming"
         return f"{table.table_id} resumed: {state}"
 
-    def _redump(self, table: TableState, conn: Any) -> str:
+    def _redump(self, table: TableState, conn: sqlite3.Connection) -> str:
         generation = table.generation + 1
         dropped = self.store.drop_splits(table.table_id, conn)
         self.store.move_table(
@@ -291,7 +296,7 @@ class CommandProcessor:
             "replace the mirror's key ranges one by one, then it catches up"
         )
 
-    def _redump_chunk(self, table: TableState, chunk: int, conn: Any) -> str:
+    def _redump_chunk(self, table: TableState, chunk: int, conn: sqlite3.Connection) -> str:
         generation = table.generation + 1
         if not self.store.reopen_split(table.table_id, chunk, generation, conn):
             raise _Refused(f"{table.table_id} has no chunk {chunk}")
@@ -311,7 +316,7 @@ class CommandProcessor:
             f"mirror, then the table catches up from {table.stream_from}"
         )
 
-    def _remove(self, table: TableState, conn: Any) -> str:
+    def _remove(self, table: TableState, conn: sqlite3.Connection) -> str:
         self.store.move_table(
             table.table_id,
             conn,
@@ -323,7 +328,7 @@ class CommandProcessor:
         kept = f"as of {table.stream_from}" if table.stream_from else "with its snapshot so far"
         return f"{table.table_id} removed: no longer captured, its mirror stays {kept}"
 
-    def _add(self, schema: TableSchema, table: TableState | None, conn: Any) -> str:
+    def _add(self, schema: TableSchema, table: TableState | None, conn: sqlite3.Connection) -> str:
         table_id = schema.table_id
         current = schema_to_dict(schema)
         if table is None:

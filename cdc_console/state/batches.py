@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -69,7 +70,7 @@ class BatchesRepo(SplitsRepo):
                 (BatchStatus.STAGED, path, records, time.time(), batch_no),
             )
 
-    def mark_applied(self, batch_no: int, conn: Any) -> None:
+    def mark_applied(self, batch_no: int, conn: sqlite3.Connection) -> None:
         """Inside the commit transaction that records the batch's splits and offsets."""
         conn.execute(
             "UPDATE batches SET status=?, applied_at=? WHERE batch_no=?",
@@ -93,7 +94,7 @@ class BatchesRepo(SplitsRepo):
         row = self.db.execute("SELECT offset FROM offsets WHERE name='committed'").fetchone()
         return offset_of(row[0]) if row else None
 
-    def set_offset(self, name: str, offset: BinlogOffset, conn: Any) -> None:
+    def set_offset(self, name: str, offset: BinlogOffset, conn: sqlite3.Connection) -> None:
         conn.execute(
             "INSERT OR REPLACE INTO offsets (name, offset, updated_at) VALUES (?, ?, ?)",
             (name, offset_json(offset), time.time()),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -77,7 +78,9 @@ class CommandsRepo(StateDatabase):
         ).fetchall()
         return [self._command(r) for r in reversed(rows)]
 
-    def finish_command(self, command_id: int, status: str, reason: str, conn: Any = None) -> None:
+    def finish_command(
+        self, command_id: int, status: str, reason: str, conn: sqlite3.Connection | None = None
+    ) -> None:
         """Acknowledge a command: ``applied`` (``reason`` = outcome) or ``failed`` (why)."""
         sql = "UPDATE commands SET status=?, reason=?, applied_at=? WHERE id=? AND status=?"
         args = (status, reason, time.time(), command_id, CommandStatus.PENDING)
@@ -87,7 +90,7 @@ class CommandsRepo(StateDatabase):
         with self.transaction() as c:
             c.execute(sql, args)
 
-    def set_pipeline_paused(self, paused: bool, conn: Any) -> None:
+    def set_pipeline_paused(self, paused: bool, conn: sqlite3.Connection) -> None:
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
             (PIPELINE_PAUSED_META, "1" if paused else "0"),

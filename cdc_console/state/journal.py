@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from typing import Any
 
@@ -84,7 +85,7 @@ class JournalRepo(StateDatabase):
         *,
         level: str = "info",
         table_id: TableId | str | None = None,
-        conn: Any = None,
+        conn: sqlite3.Connection | None = None,
     ) -> None:
         args = (time.time(), level, kind, str(table_id) if table_id else None, message)
         sql = "INSERT INTO events (ts, level, kind, table_id, message) VALUES (?, ?, ?, ?, ?)"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -26,12 +27,14 @@ from cdc_console.state.rows import (
 
 
 class SplitsRepo(StateDatabase):
-    def drop_splits(self, table_id: TableId, conn: Any) -> int:
+    def drop_splits(self, table_id: TableId, conn: sqlite3.Connection) -> int:
         """Forget a table's chunks (a full re-dump splits it afresh); return how many."""
         cur = conn.execute("DELETE FROM splits WHERE table_id=?", (str(table_id),))
         return int(cur.rowcount)
 
-    def reopen_split(self, table_id: TableId, split_no: int, generation: int, conn: Any) -> bool:
+    def reopen_split(
+        self, table_id: TableId, split_no: int, generation: int, conn: sqlite3.Connection
+    ) -> bool:
         """Make one finished chunk pending again (a one-chunk re-dump); False if it is unknown."""
         cur = conn.execute(
             "UPDATE splits SET status=?, generation=?, batch_no=NULL, low_watermark=NULL, "
@@ -41,7 +44,9 @@ class SplitsRepo(StateDatabase):
         )
         return bool(cur.rowcount > 0)
 
-    def finish_split(self, split: SnapshotSplit, result: SplitResult, conn: Any) -> None:
+    def finish_split(
+        self, split: SnapshotSplit, result: SplitResult, conn: sqlite3.Connection
+    ) -> None:
         """Record a finished split's watermarks and rows, and count it for its table."""
         now = time.time()
         conn.execute(
@@ -66,9 +71,12 @@ class SplitsRepo(StateDatabase):
         )
 
     def count_splits(
-        self, table_id: TableId | str, statuses: Sequence[SplitStatus], conn: Any = None
+        self,
+        table_id: TableId | str,
+        statuses: Sequence[SplitStatus],
+        conn: sqlite3.Connection | None = None,
     ) -> int:
-        source = conn if conn is not None else self.db
+        source = conn if conn is not None else self.db.conn
         marks = ",".join("?" * len(statuses))
         row = source.execute(
             f"SELECT COUNT(*) FROM splits WHERE table_id=? AND status IN ({marks})",
@@ -76,9 +84,11 @@ class SplitsRepo(StateDatabase):
         ).fetchone()
         return int(row[0])
 
-    def high_watermarks(self, table_id: TableId | str, conn: Any = None) -> list[BinlogOffset]:
+    def high_watermarks(
+        self, table_id: TableId | str, conn: sqlite3.Connection | None = None
+    ) -> list[BinlogOffset]:
         """The high watermarks of a table's finished splits."""
-        source = conn if conn is not None else self.db
+        source = conn if conn is not None else self.db.conn
         rows = source.execute(
             "SELECT high_watermark FROM splits WHERE table_id=? AND status=?",
             (str(table_id), SplitStatus.FINISHED),
@@ -171,7 +181,9 @@ class SplitsRepo(StateDatabase):
         args.append(limit)
         return [self._split_from_row(r) for r in self.db.execute(sql, args).fetchall()]
 
-    def assign_splits(self, splits: Sequence[SnapshotSplit], batch_no: int, conn: Any) -> None:
+    def assign_splits(
+        self, splits: Sequence[SnapshotSplit], batch_no: int, conn: sqlite3.Connection
+    ) -> None:
         conn.executemany(
             "UPDATE splits SET status=?, batch_no=? WHERE split_id=?",
             [(SplitStatus.ASSIGNED, batch_no, s.split_id) for s in splits],

@@ -4,6 +4,7 @@ gate for state changes (``move_table``)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -32,7 +33,7 @@ class TablesRepo(StateDatabase):
         *,
         origin: str = "config",
         schema: dict[str, Any] | None = None,
-        conn: Any = None,
+        conn: sqlite3.Connection | None = None,
     ) -> bool:
         """Register a captured table once (in ``state``, a first move); True when it was new."""
         check_move(table_id, None, state)
@@ -101,9 +102,11 @@ class TablesRepo(StateDatabase):
         rows = self.db.execute(f"{self._TABLE_COLUMNS} ORDER BY table_id").fetchall()
         return [self._table(r) for r in rows]
 
-    def table(self, table_id: TableId | str, conn: Any = None) -> TableState | None:
+    def table(
+        self, table_id: TableId | str, conn: sqlite3.Connection | None = None
+    ) -> TableState | None:
         """One table, read inside the caller's transaction when ``conn`` is given."""
-        source = conn if conn is not None else self.db
+        source = conn if conn is not None else self.db.conn
         row = source.execute(f"{self._TABLE_COLUMNS} WHERE table_id=?", (str(table_id),)).fetchone()
         return self._table(row) if row else None
 
@@ -122,7 +125,7 @@ class TablesRepo(StateDatabase):
         }
     )
 
-    def update_table(self, table_id: TableId, conn: Any, **fields: Any) -> None:
+    def update_table(self, table_id: TableId, conn: sqlite3.Connection, **fields: Any) -> None:
         """Set columns of one table inside the caller's transaction; not its lifecycle state,
         which only ``move_table`` changes.
 
@@ -141,7 +144,11 @@ class TablesRepo(StateDatabase):
         )
 
     def add_events(
-        self, table_id: TableId | str, conn: Any, count: int, last_event_ts: int | None
+        self,
+        table_id: TableId | str,
+        conn: sqlite3.Connection,
+        count: int,
+        last_event_ts: int | None,
     ) -> None:
         """Count a window's applied events for one table and keep its newest event time."""
         conn.execute(
@@ -151,7 +158,7 @@ class TablesRepo(StateDatabase):
         )
 
     def move_table(
-        self, table_id: TableId | str, conn: Any, target: Lifecycle, **fields: Any
+        self, table_id: TableId | str, conn: sqlite3.Connection, target: Lifecycle, **fields: Any
     ) -> Lifecycle:
         """Move one table to ``target`` (and set ``fields``) inside the caller's transaction.
 
