@@ -3,7 +3,7 @@
 Snapshot splits and binlog ranges both produce ``ChangeRecord`` values, so a Spark micro-batch is a
 single homogeneous stream for all captured tables (the way Spark users already ingest Debezium
 topics); the sinks turn it into typed per-table tables. Values stay in their *canonical* JSON form
-(see ``cdc_console.source.normalize``) until a sink decodes them, which keeps the record schema
+(see ``cdc_console.values.canonical``) until a sink decodes them, which keeps the record schema
 independent of the captured tables' schemas.
 
 Ordering: the records of one key are applied in order of ``sort_key`` =

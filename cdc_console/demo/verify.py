@@ -27,9 +27,9 @@ from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.schema import TableSchema, schema_from_dict
 from cdc_console.mysql.connection import connect
 from cdc_console.sinks.delta_tables import from_lake
-from cdc_console.sinks.types import arrow_schema, table_to_rows
-from cdc_console.source.normalize import RowNormalizer
 from cdc_console.state.store import StateStore
+from cdc_console.values.arrow import arrow_schema, table_to_rows
+from cdc_console.values.canonical import RowNormalizer
 
 #: How many differing keys a report names per kind and table.
 SAMPLE_KEYS = 5

@@ -12,7 +12,7 @@ then decodes every value through several layers of method calls per byte read. N
   looked up by table id or name alone;
 - :class:`_RowsPlan` decodes a row event's images straight from the packet bytes with one
   precompiled reader per column, replicating the library's value decoding exactly (its quirks
-  included: see ``cdc_console.source.normalize``). Column types it does not cover, partial JSON
+  included: see ``cdc_console.values.canonical``). Column types it does not cover, partial JSON
   updates and any decoding failure go through the library's own decoder instead, so the values,
   and the errors, are the library's.
 

@@ -12,9 +12,9 @@ in ``ChangeRecord.sort_key`` order.
   table per batch, replaced atomically on retry.
 - ``delta_tables.py``: creating Delta tables with the layout and change-feed properties;
   ``maintenance.py``: compaction, vacuum and size reports of the lake.
-- ``types.py``: the MySQL -> Delta/Arrow type table and the canonical-value codecs.
-- ``snapshot_arrow.py``: typed tables straight from a snapshot chunk's SELECT, for the first
-  snapshot's appends (``TypedChunk``), which only ``DeltaSink`` takes.
+- The MySQL -> Delta/Arrow type table and the canonical-value codecs are
+  ``cdc_console.values.arrow``; typed chunks for the first snapshot's appends (``TypedChunk``,
+  which only ``DeltaSink`` takes) are built on the read side, ``mysql/snapshot_arrow.py``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from cdc_console.sinks.base import (
 )
 from cdc_console.sinks.changelog_json import ChangelogJsonSink, replay_changelog
 from cdc_console.sinks.delta import DeltaSink
-from cdc_console.sinks.types import SinkTypeError, arrow_schema, codec_for
+from cdc_console.values.arrow import SinkTypeError, arrow_schema, codec_for
 
 
 class Sink(Protocol):

@@ -2,7 +2,7 @@
 
 Layout under ``root``::
 
-    <root>/<db>/<table>             mirror: the source table's current rows, typed (types.py)
+    <root>/<db>/<table>             mirror: the source table's current rows, typed (values/arrow.py)
     <root>/_changelog/<db>/<table>  append-only: every change record, typed, plus _op and position
 
 *Exactly once* and *Crash-safe resume* (README, "The invariants"). A micro-batch may be applied
@@ -85,7 +85,7 @@ from cdc_console.sinks.delta_tables import (
     table_properties,
     to_lake,
 )
-from cdc_console.sinks.types import arrow_schema, codec_for, columns_to_table, table_to_rows
+from cdc_console.values.arrow import arrow_schema, codec_for, columns_to_table, table_to_rows
 
 CHANGELOG_DIR = "_changelog"
 # Appended to the typed row columns in the changelog table, in this order.

@@ -25,7 +25,7 @@ from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.mysql.binlog import read_window_events
-from cdc_console.source.normalize import RowNormalizer, raw_chunk_key
+from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from cdc_console.mysql.connection import connect, text_mode_conversions, text_mo
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.rawrows import RawResult, select_raw
 from cdc_console.source.jsonvalues import dump_json
-from cdc_console.source.normalize import RowNormalizer, raw_chunk_key
+from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
 
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_fro
 from cdc_console.sinks import Sink
 from cdc_console.sinks.base import InRange, ReplaceRange, TypedChunk
 from cdc_console.source.committer import commit_batch
-from cdc_console.source.normalize import canonical_chunk_key
 from cdc_console.spark.protocol import CONTROL_OP, ROWS_OP, read_controls, rows_payload
 from cdc_console.state.store import SplitResult, StateStore
+from cdc_console.values.canonical import canonical_chunk_key
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,7 @@ from typing import Any
 from cdc_console.core.offset import binlog_file_index
 from cdc_console.core.schema import TableId
 from cdc_console.mysql.connection import connect
-from cdc_console.sinks.snapshot_arrow import SnapshotArrowBuilder
-from cdc_console.sinks.types import rows_to_table
+from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
 from cdc_console.source.binlog_reader import BinlogSplitReader
 from cdc_console.source.committer import WindowResult
 from cdc_console.source.snapshot_reader import SnapshotSplitReader, open_text_mode
@@ -29,6 +28,7 @@ from cdc_console.spark.protocol import (
     window_control,
 )
 from cdc_console.state.store import SplitResult
+from cdc_console.values.arrow import rows_to_table
 
 log = logging.getLogger(__name__)
 

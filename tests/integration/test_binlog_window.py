@@ -39,7 +39,7 @@ from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import load_table_schema
 from cdc_console.source.binlog_reader import BinlogSplitReader, SplitWatermarks, should_emit
 from cdc_console.source.jsonvalues import dump_json
-from cdc_console.source.normalize import RowNormalizer, raw_chunk_key
+from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
 from tests.conftest import SourceDb
 from tests.integration.test_type_fidelity import DDL as FIDELITY_DDL
 from tests.integration.test_type_fidelity import INSERTS as FIDELITY_INSERTS

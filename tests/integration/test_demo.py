@@ -22,7 +22,7 @@ from cdc_console.demo import run as demo_run
 from cdc_console.demo import server as demo_server
 from cdc_console.demo.verify import compare_table
 from cdc_console.mysql.sandbox import SandboxError, find_server_binary
-from cdc_console.sinks.types import rows_to_table, table_to_rows
+from cdc_console.values.arrow import rows_to_table, table_to_rows
 
 DEMO_TABLES = ("shop.coupons", "shop.customers", "shop.orders", "shop.products")
 

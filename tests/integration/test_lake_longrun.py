@@ -31,9 +31,9 @@ from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks.base import TypedChunk
 from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.maintenance import LakeTable, footprint, optimize, vacuum
-from cdc_console.sinks.types import arrow_schema, rows_to_table
 from cdc_console.spark.lake_upkeep import LakeUpkeep
 from cdc_console.state.store import StateStore
+from cdc_console.values.arrow import arrow_schema, rows_to_table
 
 ROWS = 1_000_000
 CHUNK = 8096

@@ -21,9 +21,9 @@ from cdc_console.core.splits import SnapshotSplit
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.rawrows import RawResult, select_raw
 from cdc_console.mysql.schema import load_table_schema
-from cdc_console.sinks.snapshot_arrow import SnapshotArrowBuilder
-from cdc_console.sinks.types import rows_to_table
+from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
 from cdc_console.source.snapshot_reader import SnapshotPhaseHooks, SnapshotSplitReader
+from cdc_console.values.arrow import rows_to_table
 from tests.conftest import SourceDb
 from tests.integration.test_type_fidelity import DDL, INSERTS, ZERO_DATES
 

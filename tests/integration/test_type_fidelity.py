@@ -27,7 +27,7 @@ from cdc_console.core.schema import TableId
 from cdc_console.mysql.connection import connect, query
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import load_table_schema
-from cdc_console.source.normalize import RowNormalizer
+from cdc_console.values.canonical import RowNormalizer
 from tests.conftest import SourceDb
 
 pytestmark = pytest.mark.mysql

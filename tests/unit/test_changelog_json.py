@@ -19,7 +19,7 @@ from cdc_console.sinks.changelog_json import (
     replay_changelog,
 )
 from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError
-from cdc_console.sinks.types import table_to_rows
+from cdc_console.values.arrow import table_to_rows
 
 # The seed document's demo table (001): orders with a DATETIME(3) column.
 ORDERS = TableId("mydb", "orders")

@@ -20,7 +20,7 @@ from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks import delta as delta_module
 from cdc_console.sinks.base import TypedChunk
 from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
-from cdc_console.sinks.types import rows_to_table, table_to_rows
+from cdc_console.values.arrow import rows_to_table, table_to_rows
 
 ORDERS = TableId("shop", "orders")
 ITEMS = TableId("shop", "Order Items")

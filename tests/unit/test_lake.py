@@ -30,10 +30,10 @@ from cdc_console.sinks.maintenance import (
     optimize,
     vacuum,
 )
-from cdc_console.sinks.types import arrow_schema, table_to_rows
 from cdc_console.spark.lake_upkeep import LakeUpkeep
 from cdc_console.state.lake import lake_tables as recorded_tables
 from cdc_console.state.store import StateStore
+from cdc_console.values.arrow import arrow_schema, table_to_rows
 from tests.unit.test_delta_sink import ORDERS, SCHEMAS, Feed, mirror, order
 
 EVENTS = TableId("shop", "events")
@@ -57,7 +57,7 @@ SMALL = LakeConfig(target_file_size=64 * 1024)
 
 def typed_chunk(split_no: int, keys: range) -> TypedChunk:
     rows = [order(k, f"n{k}-" + "x" * 40) for k in keys]
-    from cdc_console.sinks.types import rows_to_table
+    from cdc_console.values.arrow import rows_to_table
 
     return TypedChunk(
         f"shop.orders:{split_no}",

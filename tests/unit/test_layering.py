@@ -6,11 +6,12 @@ package of its own rank. The ranks are the architecture's layering, bottom first
 
 0. ``core`` (value types), ``errors``, ``units``: the leaves; ``core`` imports only the stdlib;
 1. ``config``, ``config_writer``, ``logs``;
-2. ``mysql`` (the server) and ``state`` (SQLite): I/O, neither needing the other;
-3. ``source``: the algorithm;
-4. ``sinks``, ``retention``, ``launcher``, ``status``: services over the algorithm and state;
-5. ``spark`` (the job) and ``tui`` (the console), which never import each other;
-6. ``bench``, ``demo``; 7. ``commands``; 8. ``cli``; 9. ``__main__``.
+2. ``values``: a MySQL value's canonical form and Arrow/Delta type, for readers and sinks alike;
+3. ``mysql`` (the server) and ``state`` (SQLite): I/O, neither needing the other;
+4. ``source``: the algorithm;
+5. ``sinks``, ``retention``, ``launcher``, ``status``: services over the algorithm and state;
+6. ``spark`` (the job) and ``tui`` (the console), which never import each other;
+7. ``bench``, ``demo``; 8. ``commands``; 9. ``cli``; 10. ``__main__``.
 
 The graph is read from the source with ``ast`` and includes imports inside functions: a lazy
 import is still a dependency. The test names each offending import by file and line.
@@ -32,20 +33,21 @@ RANKS: dict[str, int] = {
     "config": 1,
     "config_writer": 1,
     "logs": 1,
-    "mysql": 2,
-    "state": 2,
-    "source": 3,
-    "sinks": 4,
-    "retention": 4,
-    "launcher": 4,
-    "status": 4,
-    "spark": 5,
-    "tui": 5,
-    "bench": 6,
-    "demo": 6,
-    "commands": 7,
-    "cli": 8,
-    "__main__": 9,
+    "values": 2,
+    "mysql": 3,
+    "state": 3,
+    "source": 4,
+    "sinks": 5,
+    "retention": 5,
+    "launcher": 5,
+    "status": 5,
+    "spark": 6,
+    "tui": 6,
+    "bench": 7,
+    "demo": 7,
+    "commands": 8,
+    "cli": 9,
+    "__main__": 10,
 }
 CORE_MAY_IMPORT = frozenset(sys.stdlib_module_names) | {"cdc_console"}
 

@@ -20,7 +20,7 @@ from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import RowsEvent
 
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
-from cdc_console.source.normalize import (
+from cdc_console.values.canonical import (
     RowNormalizer,
     UnsupportedColumnType,
     canonical_chunk_key,

@@ -15,7 +15,7 @@ import pytest
 
 from cdc_console.core.schema import ColumnInfo, TableId, json_valid_column, mark_json_columns
 from cdc_console.mysql.schema import load_table_schema
-from cdc_console.source.normalize import RowNormalizer
+from cdc_console.values.canonical import RowNormalizer
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
-from cdc_console.sinks.types import (
+from cdc_console.values.arrow import (
     SinkTypeError,
     arrow_schema,
     codec_for,

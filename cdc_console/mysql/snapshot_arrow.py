@@ -31,8 +31,8 @@ import pyarrow.compute as pc
 from cdc_console.core.schema import INTEGER_BITS, ColumnInfo, TableSchema
 from cdc_console.mysql.connection import text_mode_decoders
 from cdc_console.mysql.rawrows import RawResult
-from cdc_console.sinks.types import ColumnCodec, arrow_schema, codec_for
-from cdc_console.source.normalize import snapshot_converter
+from cdc_console.values.arrow import ColumnCodec, arrow_schema, codec_for
+from cdc_console.values.canonical import snapshot_converter
 
 _TEMPORAL = frozenset({"date", "datetime", "timestamp"})
 # Text a temporal value can start with whose canonical value is NULL (or needs a closer look):

@@ -1,6 +1,6 @@
 """MySQL column -> Delta/Arrow type, and canonical JSON values <-> Arrow arrays.
 
-Change records carry row images as canonical JSON (see ``cdc_console.source.normalize``): exact but
+Change records carry row images as canonical JSON (see ``cdc_console.values.canonical``): exact but
 untyped. The sinks that store typed tables decode them here, column by column and vectorised where
 Arrow can do it exactly, so the mirror holds faithful types a Spark or Delta user can query
 directly. The rule: a value a Delta type cannot hold exactly is stored as an exact string or a
