@@ -24,6 +24,9 @@ from cdc_console.state.splits import SplitsRepo
 
 
 class BatchesRepo(SplitsRepo):
+    """The ``batches`` and ``offsets`` parts; planning a batch assigns its splits, hence the
+    base class."""
+
     _BATCH_COLUMNS = "SELECT batch_no, status, plan, staged_path FROM batches"
 
     @staticmethod

@@ -21,6 +21,8 @@ PIPELINE_PAUSED_META = "pipeline_paused"
 
 
 class CommandsRepo(StateDatabase):
+    """The ``commands`` part, and the pipeline-wide pause flag the commands set."""
+
     def queue_command(
         self,
         kind: str,

@@ -16,6 +16,8 @@ EVENTS_KEPT = 5000
 
 
 class JournalRepo(StateDatabase):
+    """The ``job_runs``, ``lag_samples`` and ``events`` parts."""
+
     def start_run(self, pid: int, host: str, master: str) -> int:
         with self.transaction() as conn:
             cur = conn.execute(

@@ -27,6 +27,8 @@ from cdc_console.state.rows import (
 
 
 class SplitsRepo(StateDatabase):
+    """The ``splits`` part: each table's chunks, their batch and their finished report."""
+
     def drop_splits(self, table_id: TableId, conn: sqlite3.Connection) -> int:
         """Forget a table's chunks (a full re-dump splits it afresh); return how many."""
         cur = conn.execute("DELETE FROM splits WHERE table_id=?", (str(table_id),))

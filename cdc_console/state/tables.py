@@ -24,6 +24,8 @@ from cdc_console.state.rows import (
 
 
 class TablesRepo(StateDatabase):
+    """The ``tables`` part of the state: one row per captured table and its lifecycle."""
+
     def ensure_table(
         self,
         table_id: TableId,
