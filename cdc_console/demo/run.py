@@ -37,6 +37,7 @@ from cdc_console import launcher
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.config_writer import write_config
 from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.demo import (
     ADMIN_PASSWORD_ENV,
     DEFAULT_DATABASE,
@@ -45,11 +46,11 @@ from cdc_console.demo import (
     DEFAULT_ROWS,
     shop,
 )
-from cdc_console.demo.server import DemoSandbox, DemoServer, external_server
+from cdc_console.demo.server import DemoSandbox, DemoServer, external_server, read_record
 from cdc_console.demo.workload import Workload, WorkloadCounts, WorkloadMix
 from cdc_console.errors import CdcError, redact, register_secret
 from cdc_console.logs import logging_to
-from cdc_console.state.store import StateStore
+from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger("cdc_console.demo")
 
@@ -212,11 +213,7 @@ class Demo:
         self._save_record(record)
 
     def _record(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.record_path.read_text())
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        return read_record(self.record_path)
 
     def _save_record(self, record: dict[str, Any]) -> None:
         self.record_path.write_text(json.dumps(record, indent=2) + "\n")
@@ -489,12 +486,7 @@ class Demo:
                 if failure:
                     return failure
                 if config.state_path.exists():
-                    store = StateStore(config.state_path)
-                    try:
-                        tables = [t for t in store.tables() if t.state != Lifecycle.REMOVED]
-                        committed = store.committed_offset()
-                    finally:
-                        store.close()
+                    tables, committed = _captured(config)
                     head = current_position(conn)
                     if (
                         len(tables) >= len(shop.TABLES)
@@ -583,16 +575,21 @@ class Demo:
         return 0
 
 
+def _captured(config: PipelineConfig) -> tuple[list[TableState], BinlogOffset | None]:
+    """The captured (not removed) tables and the committed position, from the state database."""
+    store = StateStore(config.state_path)
+    try:
+        tables = [t for t in store.tables() if t.state != Lifecycle.REMOVED]
+        return tables, store.committed_offset()
+    finally:
+        store.close()
+
+
 def _progress(config: PipelineConfig) -> str:
     """One line on where the job is, from its state database."""
     if not config.state_path.exists():
         return "job starting (no state yet)"
-    store = StateStore(config.state_path)
-    try:
-        tables = [t for t in store.tables() if t.state != Lifecycle.REMOVED]
-        committed = store.committed_offset()
-    finally:
-        store.close()
+    tables, committed = _captured(config)
     if not tables:
         return "job starting (preflight)"
     streaming = sum(t.state == Lifecycle.STREAMING for t in tables)

@@ -185,6 +185,16 @@ def _port_free(port: int) -> bool:
     return True
 
 
+def read_record(path: Path) -> dict[str, Any]:
+    """A JSON object the demo left in ``path`` (``sandbox.json``, ``demo.json``); empty when the
+    file is missing, unreadable or not an object, so a damaged record only forgets, never fails."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 class DemoSandbox:
     """The demo's private server in ``<dir>/mysql``; started, adopted, stopped and removed here."""
 
@@ -196,11 +206,7 @@ class DemoSandbox:
         self.pid: int | None = None
 
     def _record(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.record_path.read_text())
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        return read_record(self.record_path)
 
     def _kept_process(self) -> tuple[int, int] | None:
         """``(pid, port)`` of a sandbox a ``--keep`` run left running on this datadir."""
