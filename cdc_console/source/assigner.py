@@ -93,6 +93,8 @@ class HybridSplitAssigner:
         if last is not None and last.status != BatchStatus.APPLIED:
             return last.plan
         batch_no = (last.batch_no if last else 0) + 1
+        if self.store.draining():
+            return None  # the job is stopping: the batch in flight was the last
         if self.commands is not None:
             self.commands.apply_pending()
         if self.store.pipeline_paused():

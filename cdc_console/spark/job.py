@@ -35,9 +35,13 @@ from cdc_console.mysql.connection import connect
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.retention import binlog_needs, missing_binlog
+from cdc_console.spark.shutdown import drain, stop_query
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
+
+#: how long a stop waits for the batch in flight before abandoning it (a second signal: at once)
+STOP_GRACE_SECONDS = 60.0
 
 
 class PipelineJob:
@@ -50,7 +54,17 @@ class PipelineJob:
         self.run_id = 0
 
     def request_stop(self, signum: int = 0, frame: FrameType | None = None) -> None:
-        if not self.stop_requested.is_set():
+        """First signal: stop after the batch in flight. Second: exit now (like a crash, from
+        which the next start recovers; nothing committed is lost)."""
+        if self.stop_requested.is_set() and signum:
+            log.warning(
+                "second signal (%s): exiting now; the next start resumes from the last "
+                "committed batch",
+                signum,
+            )
+            logging.shutdown()
+            os._exit(128 + signum)
+        if signum:
             log.info("stop requested (signal %s): finishing the current batch", signum)
         self.stop_requested.set()
 
@@ -162,6 +176,7 @@ class PipelineJob:
         store = StateStore(self.config.state_path)
         self.store = store
         self.register_tables(store, schemas)
+        store.set_draining(False)  # a stop that never finished (the job was killed meanwhile)
         narrow_pending_plan(store)
         started = time.time()
         self.run_id = store.start_run(os.getpid(), socket.gethostname(), self.config.spark.master)
@@ -265,6 +280,7 @@ class PipelineJob:
         from cdc_console.spark.session import spark_session
 
         spark = spark_session(self.config)
+        install_signal_handlers(self)  # the SparkContext put its own SIGINT handler in place
         ui = spark.sparkContext.uiWebUrl
         store.update_run(self.run_id, spark_ui=ui)
         log.info("spark %s on %s, UI %s", spark.version, self.config.spark.master, ui)
@@ -298,10 +314,18 @@ class PipelineJob:
                     break
                 upkeep.tick()
                 self.stop_requested.wait(0.5)
-        finally:
-            log.info("stopping the streaming query")
-            query.stop()
-            spark.stop()
+        except BaseException:
+            stop_query(query, spark)
+            raise
+        drain(
+            store,
+            query,
+            STOP_GRACE_SECONDS,
+            tick=lambda: store.update_run(self.run_id, heartbeat_at=time.time()),
+        )
+        stop_query(query, spark)
+        store.set_draining(False)
+        log.info("%s", stopped_at(store))
         return 0
 
     def _take_stop_command(self, store: StateStore) -> None:
@@ -460,6 +484,16 @@ def error_from_failure(exc: BaseException) -> CdcError:
         "see the job's log above for the full Spark trace; the next start resumes from the "
         "last committed batch",
     )
+
+
+def stopped_at(store: StateStore) -> str:
+    """Where a stopped job left the pipeline, for its last log line."""
+    committed = store.committed_offset()
+    last = store.last_batch()
+    after = f" after batch {last.batch_no}" if last is not None else ""
+    if committed is None:
+        return f"stopped{after}; no binlog window committed yet (the snapshot comes first)"
+    return f"stopped at {committed}{after}"
 
 
 def install_signal_handlers(job: PipelineJob) -> None:

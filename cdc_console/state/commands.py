@@ -18,6 +18,7 @@ from cdc_console.state.rows import (
 )
 
 PIPELINE_PAUSED_META = "pipeline_paused"
+DRAINING_META = "draining"
 
 
 class CommandsRepo(StateDatabase):
@@ -97,6 +98,13 @@ class CommandsRepo(StateDatabase):
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
             (PIPELINE_PAUSED_META, "1" if paused else "0"),
         )
+
+    def set_draining(self, draining: bool) -> None:
+        """A stopping job's flag: plan no new batch (the one in flight still completes)."""
+        self.set_meta(DRAINING_META, "1" if draining else "0")
+
+    def draining(self) -> bool:
+        return self.get_meta(DRAINING_META) == "1"
 
     def pipeline_paused(self) -> bool:
         return self.get_meta(PIPELINE_PAUSED_META) == "1"
