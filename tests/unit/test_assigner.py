@@ -170,3 +170,17 @@ def test_chunks_share_reader_server_ids_round_robin(store: StateStore) -> None:
 
 def test_state_schema_is_versioned(store: StateStore) -> None:
     assert store.schema_version >= 1
+
+
+def test_a_draining_job_gets_its_planned_batch_again_and_no_new_one(store: StateStore) -> None:
+    assigner = HybridSplitAssigner(store, fake_split, Head(), range(5400, 5403), 2)
+    plan = assigner.next_plan()
+    assert plan is not None
+    store.set_draining(True)
+    again = assigner.next_plan()
+    assert again is not None and again.to_dict() == plan.to_dict()  # the batch in flight
+    finish(store, plan, {"shop.orders:0": 150, "shop.orders:1": 120})
+    assert assigner.next_plan() is None
+    store.set_draining(False)
+    follow = assigner.next_plan()
+    assert follow is not None and follow.batch_no == 2
