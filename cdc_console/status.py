@@ -29,8 +29,7 @@ def table_note(table: TableState) -> str:
     if table.state == Lifecycle.REDUMP:
         if table.redump_chunk is not None:
             return f"chunk {table.redump_chunk}, generation {table.generation}"
-        total = table.splits_total if table.splits_total is not None else "?"
-        return f"{table.splits_done}/{total} chunks, generation {table.generation}"
+        return f"re-dump, generation {table.generation}"  # its chunks: the chunks column
     if table.state == Lifecycle.REMOVED:
         return f"by {table.removed_by}, mirror kept" if table.removed_by else "mirror kept"
     return "added by add-table" if table.origin == "command" else ""
