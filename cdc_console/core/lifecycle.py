@@ -120,6 +120,15 @@ def _moves() -> dict[tuple[Lifecycle | None, Lifecycle], str]:
 TRANSITIONS: Final = _moves()
 
 
+def readmitted_state(streamed: bool, chunks_left: bool, snapshot_only: bool) -> Lifecycle:
+    """Where a REMOVED table captured again resumes (``add-table``, or named in the config
+    again): its snapshot if it never streamed or has chunks left, else a catch-up from where it
+    stopped (the per-chunk filter passes everything after its largest high watermark)."""
+    if not streamed or chunks_left:
+        return Lifecycle.SNAPSHOTTING
+    return Lifecycle.SNAPSHOT_DONE if snapshot_only else Lifecycle.CATCHING_UP
+
+
 class IllegalTransition(RuntimeError):
     """A state change that the lifecycle does not allow: a bug in the caller, not user input
     (user input is refused earlier, with a message, by ``source.control.refusal``)."""

@@ -38,6 +38,7 @@ from cdc_console.core.lifecycle import (
     CommandStatus,
     Lifecycle,
     SplitStatus,
+    readmitted_state,
 )
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.errors import CdcError
@@ -347,13 +348,8 @@ class CommandProcessor:
                 f"{table_id} changed shape since it was removed, and its mirror has the old "
                 "columns; move its mirror folder away, then add it again to snapshot it afresh"
             )
-        splits_done = all(s.status == SplitStatus.FINISHED for s in self.store.splits(table_id))
-        if table.stream_from is None or not splits_done:
-            state = Lifecycle.SNAPSHOTTING
-        elif self.snapshot_only:
-            state = Lifecycle.SNAPSHOT_DONE
-        else:
-            state = Lifecycle.CATCHING_UP
+        left = self.store.count_splits(table_id, (SplitStatus.PENDING, SplitStatus.ASSIGNED))
+        state = readmitted_state(table.stream_from is not None, left > 0, self.snapshot_only)
         self.store.move_table(table_id, conn, state, removed_by=None, origin="command")
         where = f" from {table.stream_from}" if table.stream_from else ""
         return f"{table_id} captured again: {state}{where}"

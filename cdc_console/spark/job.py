@@ -26,6 +26,7 @@ from cdc_console.core.lifecycle import (
     CommandStatus,
     Lifecycle,
     SplitStatus,
+    readmitted_state,
 )
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
@@ -155,13 +156,12 @@ class PipelineJob:
         that. Its schema was compared with the stored one just before, and the binlog it needs
         is checked before the stream starts.
         """
-        finished = all(s.status == SplitStatus.FINISHED for s in store.splits(table.table_id))
-        if table.stream_from is None or not finished:
-            state = Lifecycle.SNAPSHOTTING
-        elif self.config.snapshot.startup_mode == "snapshot-only":
-            state = Lifecycle.SNAPSHOT_DONE
-        else:
-            state = Lifecycle.CATCHING_UP
+        left = store.count_splits(table.table_id, (SplitStatus.PENDING, SplitStatus.ASSIGNED))
+        state = readmitted_state(
+            table.stream_from is not None,
+            left > 0,
+            self.config.snapshot.startup_mode == "snapshot-only",
+        )
         with store.transaction() as conn:
             store.move_table(table.table_id, conn, state, removed_by=None)
         store.log_event(

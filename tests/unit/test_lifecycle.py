@@ -118,3 +118,14 @@ def test_the_store_moves_tables_only_through_the_table(tmp_path: Path) -> None:
     with pytest.raises(LookupError), store.transaction() as conn:
         store.move_table(TableId("shop", "nope"), conn, Lifecycle.STREAMING)
     store.close()
+
+
+def test_a_table_captured_again_resumes_where_it_stopped() -> None:
+    from cdc_console.core.lifecycle import readmitted_state
+
+    cases = [(s, c, o) for s in (False, True) for c in (False, True) for o in (False, True)]
+    found = {case: readmitted_state(*case) for case in cases}
+    assert found[True, False, False] == Lifecycle.CATCHING_UP
+    assert found[True, False, True] == Lifecycle.SNAPSHOT_DONE
+    assert {found[c] for c in cases if not c[0] or c[1]} == {Lifecycle.SNAPSHOTTING}
+    assert all((Lifecycle.REMOVED, state) in TRANSITIONS for state in found.values())
