@@ -165,6 +165,7 @@ def _run(
     run: Any,
     *,
     key: str = "result",
+    log: str = "the contender's log",
     **given: Any,
 ) -> int:
     """Build ``options_type`` from the parsed flags of the same names (``given`` wins), run the
@@ -178,7 +179,7 @@ def _run(
     try:
         result = run(options)
     except BenchError as exc:
-        raise CdcError(f"benchmark failed: {exc}", "see the job's log above") from None
+        raise CdcError(f"benchmark failed: {exc}", f"see {log} above") from None
     if args.json:
         dump_json(args.json, {"bench": bench, "options": vars(args), key: result})
     return 0
@@ -201,4 +202,4 @@ def handle_binlog(args: argparse.Namespace) -> int:
 def handle_lake(args: argparse.Namespace) -> int:
     from cdc_console.bench.lake import LakeOptions, run_lake_bench
 
-    return _run(args, "lake", LakeOptions, run_lake_bench)
+    return _run(args, "lake", LakeOptions, run_lake_bench, log="the job's log")

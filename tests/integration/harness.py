@@ -24,7 +24,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig, load_config
-from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.mysql.position import current_position
 from cdc_console.state.store import EventRow, RunRow, StateStore
 from tests.conftest import CDC_PASSWORD_ENV, CDC_USER, SourceDb
@@ -255,6 +255,32 @@ def change_feed_replay(
             contradictions += image[key] in state_rows
             state_rows[image[key]] = image
     return state_rows, contradictions
+
+
+def create_orders(db: SourceDb, rows: int) -> None:
+    """The ``orders`` table ``Writer`` works on, with ``rows`` rows (ids 1..rows)."""
+    db.execute(
+        "CREATE TABLE orders (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
+        "amount DECIMAL(12,2) NOT NULL, note VARCHAR(40), updated DATETIME(6))",
+        f"INSERT INTO orders SELECT seq, CONCAT('c', seq % 97), seq / 100, NULL, NOW(6) "
+        f"FROM seq_1_to_{rows}",
+    )
+
+
+def finished_splits(config: PipelineConfig) -> dict[str, tuple[object, object]]:
+    """Every finished split's high watermark and finish time, by split id."""
+    if not config.state_path.exists():
+        return {}
+    store = StateStore(config.state_path)
+    try:
+        return {
+            s.split.split_id: (s.high_watermark, s.finished_at)
+            for table in store.tables()
+            for s in store.splits(table.table_id)
+            if s.status == SplitStatus.FINISHED
+        }
+    finally:
+        store.close()
 
 
 class Writer(threading.Thread):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cdc_console.config import PipelineConfig
-from cdc_console.core.lifecycle import BatchStatus, SplitStatus
+from cdc_console.core.lifecycle import BatchStatus
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import (
@@ -25,6 +25,8 @@ from tests.integration.harness import (
     Writer,
     caught_up,
     changelog_replay,
+    create_orders,
+    finished_splits,
     load,
     mirror_rows,
     running,
@@ -41,17 +43,7 @@ NOT_CLEAN = re.compile(r"^error: |Traceback \(most recent call last\)| ERROR ", 
 
 
 def finished_chunks(config: PipelineConfig) -> int:
-    if not config.state_path.exists():
-        return 0
-    store = StateStore(config.state_path)
-    try:
-        return sum(
-            s.status == SplitStatus.FINISHED
-            for t in store.tables()
-            for s in store.splits(t.table_id)
-        )
-    finally:
-        store.close()
+    return len(finished_splits(config))
 
 
 def last_batch_status(config: PipelineConfig) -> str | None:
@@ -64,12 +56,7 @@ def last_batch_status(config: PipelineConfig) -> str | None:
 
 
 def prepare(source_db: SourceDb, tmp_path: Path) -> tuple[Path, PipelineConfig, Writer]:
-    source_db.execute(
-        "CREATE TABLE orders (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
-        "amount DECIMAL(12,2) NOT NULL, note VARCHAR(40), updated DATETIME(6))",
-        f"INSERT INTO orders SELECT seq, CONCAT('c', seq % 97), seq / 100, NULL, NOW(6) "
-        f"FROM seq_1_to_{ROWS}",
-    )
+    create_orders(source_db, ROWS)
     config_path = write_config(
         source_db, tmp_path, chunk_size=CHUNK, snapshot="chunks_per_batch = 4"
     )

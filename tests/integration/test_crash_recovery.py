@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cdc_console.config import PipelineConfig
-from cdc_console.core.lifecycle import Lifecycle, SplitStatus
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.spark.applier import CRASH_ENV
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
@@ -23,6 +23,8 @@ from tests.integration.harness import (
     caught_up,
     change_feed_replay,
     changelog_replay,
+    create_orders,
+    finished_splits,
     load,
     mirror_rows,
     running,
@@ -34,21 +36,6 @@ from tests.integration.harness import (
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
 ROWS, CHUNK = 40_000, 2_000
-
-
-def finished(config: PipelineConfig) -> dict[str, tuple[object, object]]:
-    if not config.state_path.exists():
-        return {}
-    store = StateStore(config.state_path)
-    try:
-        out = {}
-        for table in store.tables():
-            for s in store.splits(table.table_id):
-                if s.status == SplitStatus.FINISHED:
-                    out[s.split.split_id] = (s.high_watermark, s.finished_at)
-        return out
-    finally:
-        store.close()
 
 
 def streaming_batches(config: PipelineConfig) -> int:
@@ -63,12 +50,7 @@ def streaming_batches(config: PipelineConfig) -> int:
 
 
 def test_kill_minus_nine_at_three_points_converges(source_db: SourceDb, tmp_path: Path) -> None:
-    source_db.execute(
-        "CREATE TABLE orders (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
-        "amount DECIMAL(12,2) NOT NULL, note VARCHAR(40), updated DATETIME(6))",
-        f"INSERT INTO orders SELECT seq, CONCAT('c', seq % 97), seq / 100, NULL, NOW(6) "
-        f"FROM seq_1_to_{ROWS}",
-    )
+    create_orders(source_db, ROWS)
     # Small batches, so that kills land between them while chunks are still pending.
     config_path = write_config(
         source_db, tmp_path, chunk_size=CHUNK, snapshot="chunks_per_batch = 4"
@@ -79,9 +61,9 @@ def test_kill_minus_nine_at_three_points_converges(source_db: SourceDb, tmp_path
 
     # 1. mid-snapshot: some chunks finished, others not.
     with running(JobProcess(config_path)) as job:
-        wait_for(lambda: len(finished(config)) >= 2, 180, "two finished chunks", job)
+        wait_for(lambda: len(finished_splits(config)) >= 2, 180, "two finished chunks", job)
         job.kill()
-    before_first = finished(config)
+    before_first = finished_splits(config)
     total = ROWS // CHUNK + 1
     assert 2 <= len(before_first) < total
 
@@ -96,7 +78,7 @@ def test_kill_minus_nine_at_three_points_converges(source_db: SourceDb, tmp_path
         wait_for(lambda: "recovering staged batch" in job.output(), 120, "recovery", job)
         start = streaming_batches(config) or 0
         wait_for(lambda: streaming_batches(config) > start + 2, 240, "streaming batches", job)
-        before_last = finished(config)
+        before_last = finished_splits(config)
         job.kill()
 
     writer.stop()
@@ -105,7 +87,7 @@ def test_kill_minus_nine_at_three_points_converges(source_db: SourceDb, tmp_path
     assert final.wait(300) == 0, final.output()
     assert caught_up(source_db, config)
 
-    after = finished(config)
+    after = finished_splits(config)
     assert len(after) == len(before_last)
     for split_id, (hw, finished_at) in before_first.items():
         assert after[split_id] == (hw, finished_at), f"{split_id} was read again"
