@@ -146,7 +146,12 @@ def test_steady_changes_into_a_million_rows_keep_amplification_and_disk_bounded(
             "source": {"tables": ["shop.orders"]},
             "sink": {"path": str(tmp_path / "lake"), "changelog": False},
             "state": {"path": str(tmp_path / "state.sqlite")},
-            "lake": {"optimize_every": "30s", "vacuum_every": "30s", "vacuum_retention_hours": 0},
+            "lake": {
+                "optimize_every": "30s",
+                "vacuum_every": "30s",
+                "vacuum_retention_hours": 0,
+                "log_retention_hours": 0,
+            },
         }
     )
     sink = DeltaSink(config.sink.path, changelog=False, lake=config.lake)
