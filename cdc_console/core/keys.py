@@ -15,9 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_console.core.schema import TEXT_TYPES, ColumnInfo
-
-_STRING_TYPES = TEXT_TYPES | {"enum", "set"}
+from cdc_console.core.mysqltypes import TEXT_COLLATED
+from cdc_console.core.schema import ColumnInfo
 
 
 def _strip_accents(text: str) -> str:
@@ -58,7 +57,7 @@ class KeyOrder:
 
     @classmethod
     def for_column(cls, column: ColumnInfo) -> KeyOrder:
-        if column.data_type not in _STRING_TYPES:
+        if column.family not in TEXT_COLLATED:
             return cls(_natural, "natural")
         collation = (column.collation or "").lower()
         pad = not ("0900" in collation or "uca1400" in collation or collation.endswith("nopad_bin"))

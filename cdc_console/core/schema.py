@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cdc_console.core.mysqltypes import TypeFamily, family_of
+
 
 @dataclass(frozen=True, order=True)
 class TableId:
@@ -33,38 +35,6 @@ class TableId:
 
     def __str__(self) -> str:
         return f"{self.database}.{self.table}"
-
-
-#: Width in bits of each integer ``DATA_TYPE`` (``bool``/``boolean`` appear in some servers' output).
-INTEGER_BITS: dict[str, int] = {
-    "tinyint": 8,
-    "bool": 8,
-    "boolean": 8,
-    "smallint": 16,
-    "mediumint": 24,
-    "int": 32,
-    "integer": 32,
-    "bigint": 64,
-}
-INTEGER_TYPES = frozenset(INTEGER_BITS)
-DECIMAL_TYPES = frozenset({"decimal", "numeric", "dec", "fixed"})
-TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
-BLOB_TYPES = frozenset({"tinyblob", "blob", "mediumblob", "longblob"})
-SPATIAL_TYPES = frozenset(
-    {
-        "geometry",
-        "point",
-        "linestring",
-        "polygon",
-        "multipoint",
-        "multilinestring",
-        "multipolygon",
-        "geometrycollection",
-        "geomcollection",
-    }
-)
-BINARY_TYPES = frozenset({"binary", "varbinary"}) | BLOB_TYPES | SPATIAL_TYPES
-"""Byte-valued columns: binary strings, blobs and spatial values (WKB)."""
 
 
 def quote_ident(name: str) -> str:
@@ -89,6 +59,11 @@ class ColumnInfo:
     @property
     def unsigned(self) -> bool:
         return "unsigned" in self.column_type.lower()
+
+    @property
+    def family(self) -> TypeFamily | None:
+        """How values of this column travel (``cdc_console.core.mysqltypes``); None: unsupported."""
+        return family_of(self.data_type)
 
 
 @dataclass(frozen=True)

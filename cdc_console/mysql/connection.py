@@ -16,6 +16,8 @@ import pymysql.cursors
 from pymysql.constants import FIELD_TYPE
 
 from cdc_console.config import SourceConfig
+from cdc_console.core.mysqltypes import TypeFamily
+from cdc_console.core.schema import ColumnInfo
 from cdc_console.errors import SourceError, redact
 
 log = logging.getLogger(__name__)
@@ -61,12 +63,11 @@ _TEXT_MODE_FIELD_TYPES = (
     FIELD_TYPE.DATETIME,
     FIELD_TYPE.TIMESTAMP,
 )
-_TEXT_MODE_DECODERS: dict[str, Callable[[str], Any]] = {
-    "decimal": pymysql.converters.decoders[FIELD_TYPE.NEWDECIMAL],
-    "numeric": pymysql.converters.decoders[FIELD_TYPE.NEWDECIMAL],
-    "date": pymysql.converters.decoders[FIELD_TYPE.DATE],
-    "datetime": pymysql.converters.decoders[FIELD_TYPE.DATETIME],
-    "timestamp": pymysql.converters.decoders[FIELD_TYPE.TIMESTAMP],
+_TEXT_MODE_DECODERS: dict[TypeFamily | None, Callable[[str], Any]] = {
+    TypeFamily.DECIMAL: pymysql.converters.decoders[FIELD_TYPE.NEWDECIMAL],
+    TypeFamily.DATE: pymysql.converters.decoders[FIELD_TYPE.DATE],
+    TypeFamily.DATETIME: pymysql.converters.decoders[FIELD_TYPE.DATETIME],
+    TypeFamily.TIMESTAMP: pymysql.converters.decoders[FIELD_TYPE.TIMESTAMP],
 }
 
 
@@ -85,10 +86,10 @@ def text_mode_conversions() -> dict[Any, Any]:
     return conv
 
 
-def text_mode_decoders(data_types: Sequence[str]) -> list[Callable[[str], Any] | None]:
-    """Per column (by ``data_type``): the decoder the default connection would have applied to
-    a value a text-mode connection left as text, or None where both return the same."""
-    return [_TEXT_MODE_DECODERS.get(t.lower()) for t in data_types]
+def text_mode_decoders(columns: Sequence[ColumnInfo]) -> list[Callable[[str], Any] | None]:
+    """Per column (by its type family): the decoder the default connection would have applied
+    to a value a text-mode connection left as text, or None where both return the same."""
+    return [_TEXT_MODE_DECODERS.get(c.family) for c in columns]
 
 
 def translate_error(exc: BaseException, source: SourceConfig) -> SourceError:

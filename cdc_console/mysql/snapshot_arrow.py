@@ -28,13 +28,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_console.core.schema import INTEGER_BITS, ColumnInfo, TableSchema
+from cdc_console.core.mysqltypes import TEMPORAL, TypeFamily
+from cdc_console.core.schema import ColumnInfo, TableSchema
 from cdc_console.mysql.connection import text_mode_decoders
 from cdc_console.mysql.rawrows import RawResult
 from cdc_console.values.arrow import ColumnCodec, arrow_schema, codec_for
 from cdc_console.values.canonical import snapshot_converter
 
-_TEMPORAL = frozenset({"date", "datetime", "timestamp"})
 # Text a temporal value can start with whose canonical value is NULL (or needs a closer look):
 # year 0, and the epoch-0 TIMESTAMP the binlog uses for the zero timestamp.
 _SUSPECT_PREFIXES = ("0000",)
@@ -47,7 +47,7 @@ class SnapshotArrowBuilder:
     def __init__(self, schema: TableSchema) -> None:
         self.schema = schema
         self.arrow_schema = arrow_schema(schema)
-        decoders = text_mode_decoders([c.data_type for c in schema.columns])
+        decoders = text_mode_decoders(schema.columns)
         self._columns: list[_ColumnPlan] = [
             _ColumnPlan(column, codec_for(column), decode)
             for column, decode in zip(schema.columns, decoders, strict=True)
@@ -92,9 +92,9 @@ class _ColumnPlan:
         self.codec = codec
         self.decode = decode
         self.convert = snapshot_converter(column)
-        kind = column.data_type.lower()
-        self.temporal = kind in _TEMPORAL
-        self.timestamp = kind == "timestamp"
+        family = column.family
+        self.temporal = family in TEMPORAL
+        self.timestamp = family is TypeFamily.TIMESTAMP
         self.suspects = _SUSPECT_TIMESTAMP_PREFIXES if self.timestamp else _SUSPECT_PREFIXES
         self.fast = decode is not None and codec.kind in (
             "decimal",
@@ -104,8 +104,8 @@ class _ColumnPlan:
         )
         # Integer and character columns whose canonical value is the driver's own.
         self.plain = self.convert is None and (
-            (kind in INTEGER_BITS and codec.kind in ("int", "wide_int"))
-            or (codec.kind == "string" and kind not in ("json", "set", "char"))
+            (family is TypeFamily.INTEGER and codec.kind in ("int", "wide_int"))
+            or (codec.kind == "string" and family is TypeFamily.STRING)
         )
 
     def canonical(self, values: list[Any]) -> list[Any]:

@@ -136,7 +136,7 @@ class SnapshotSplitReader:
         self.text_mode = text_mode
         self._text_decoders = [
             (i, decode)
-            for i, decode in enumerate(text_mode_decoders([c.data_type for c in schema.columns]))
+            for i, decode in enumerate(text_mode_decoders(schema.columns))
             if decode is not None
         ]
 

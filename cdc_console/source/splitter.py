@@ -29,7 +29,8 @@ from fractions import Fraction
 from typing import Any
 
 from cdc_console.core.chunk import ChunkRange
-from cdc_console.core.schema import INTEGER_TYPES, ColumnInfo, TableSchema, quote_ident
+from cdc_console.core.mysqltypes import TypeFamily, is_enum
+from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.errors import ConfigError
 
@@ -45,15 +46,12 @@ chunk and several, and counting it exactly costs milliseconds; for a large table
 nudges the step size, and counting would scan the whole index.
 """
 
-UNORDERED_TYPES = frozenset({"enum", "set"})
-"""Key types whose ``ORDER BY``/``MIN``/``MAX`` (member number) disagree with ``k >= 'text'``."""
-
 FACTOR_SCALE = 10_000
 """The distribution factor is rounded up to 4 decimals, as Flink CDC rounds it."""
 
 
 def is_integer_key(column: ColumnInfo) -> bool:
-    return column.data_type in INTEGER_TYPES
+    return column.family is TypeFamily.INTEGER
 
 
 def distribution_factor(min_key: int, max_key: int, rows: int) -> Fraction:
@@ -178,7 +176,8 @@ class ChunkSplitter:
             log.info("split %s: one distinct %s value (%r), one chunk", table, column.name, min_key)
             return ranges_from_boundaries([])
 
-        if column.data_type in UNORDERED_TYPES:
+        if column.family is TypeFamily.SET or is_enum(column.data_type):
+            # ORDER BY/MIN/MAX use the member number, which disagrees with k >= 'text'.
             log.warning(
                 "split %s: %s is %s, sorted by member number but compared as text, so ranges on "
                 "it would overlap; one chunk",

@@ -70,34 +70,20 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_console.core.schema import (
-    BINARY_TYPES,
-    DECIMAL_TYPES,
-    INTEGER_BITS,
-    TEXT_TYPES,
-    ColumnInfo,
-    TableSchema,
-)
+from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily
+from cdc_console.core.schema import ColumnInfo, TableSchema
 
 MAX_DELTA_DECIMAL_PRECISION = 38
 UNSIGNED_BIGINT_TYPE = pa.decimal128(20, 0)
 
-_INT_TYPES: dict[str, tuple[pa.DataType, pa.DataType]] = {
-    # data_type -> (signed, unsigned)
-    "tinyint": (pa.int8(), pa.int16()),
-    "bool": (pa.int8(), pa.int16()),
-    "boolean": (pa.int8(), pa.int16()),
-    "smallint": (pa.int16(), pa.int32()),
-    "mediumint": (pa.int32(), pa.int64()),
-    "int": (pa.int32(), pa.int64()),
-    "integer": (pa.int32(), pa.int64()),
-    "bigint": (pa.int64(), UNSIGNED_BIGINT_TYPE),
+_INT_TYPES: dict[int, tuple[pa.DataType, pa.DataType]] = {
+    # width in bits -> (signed, unsigned)
+    8: (pa.int8(), pa.int16()),
+    16: (pa.int16(), pa.int32()),
+    24: (pa.int32(), pa.int64()),
+    32: (pa.int32(), pa.int64()),
+    64: (pa.int64(), UNSIGNED_BIGINT_TYPE),
 }
-_INT_BITS = INTEGER_BITS
-_DECIMAL_TYPES = DECIMAL_TYPES
-_FLOAT_TYPES = {"float": pa.float32(), "double": pa.float64(), "real": pa.float64()}
-_STRING_TYPES = TEXT_TYPES | {"enum", "set", "time", "json"}
-_BINARY_TYPES = BINARY_TYPES
 _DATE_SHAPE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _BIT_WIDTH = re.compile(r"^\s*bit\s*\(\s*(\d+)\s*\)", re.IGNORECASE)
 
@@ -161,39 +147,45 @@ def _bit_width(column: ColumnInfo) -> int:
 @lru_cache(maxsize=4096)
 def codec_for(column: ColumnInfo) -> ColumnCodec:
     """The sink type of one column (see the module table)."""
-    data_type = column.data_type.lower().strip()
-    if data_type in _INT_TYPES:
-        signed, unsigned = _INT_TYPES[data_type]
-        bits = _INT_BITS[data_type]
-        if column.unsigned:
-            kind = "wide_int" if pa.types.is_decimal(unsigned) else "int"
-            return ColumnCodec(column, unsigned, kind, (0, 2**bits - 1))
-        return ColumnCodec(column, signed, "int", (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1))
-    if data_type == "year":
-        return ColumnCodec(column, pa.int16(), "int", (0, 2155))
-    if data_type == "bit":
-        width = min(max(_bit_width(column), 1), 64)
-        arrow = UNSIGNED_BIGINT_TYPE if width == 64 else pa.int64()
-        return ColumnCodec(column, arrow, "wide_int" if width == 64 else "int", (0, 2**width - 1))
-    if data_type in _DECIMAL_TYPES:
-        precision = column.numeric_precision
-        scale = column.numeric_scale or 0
-        if precision is None or precision > MAX_DELTA_DECIMAL_PRECISION:
-            return ColumnCodec(column, pa.string(), "decimal_text")
-        return ColumnCodec(column, pa.decimal128(precision, scale), "decimal")
-    if data_type in _FLOAT_TYPES:
-        return ColumnCodec(column, _FLOAT_TYPES[data_type], "float")
-    if data_type == "date":
-        return ColumnCodec(column, pa.date32(), "date")
-    if data_type == "datetime":
-        return ColumnCodec(column, pa.timestamp("us"), "datetime")
-    if data_type == "timestamp":
-        return ColumnCodec(column, pa.timestamp("us", tz="UTC"), "timestamp")
-    if data_type in _STRING_TYPES:
-        return ColumnCodec(column, pa.string(), "string")
-    if data_type in _BINARY_TYPES:
-        return ColumnCodec(column, pa.binary(), "binary")
-    return ColumnCodec(column, pa.string(), "text")
+    match column.family:
+        case TypeFamily.INTEGER:
+            bits = INTEGER_BITS[column.data_type.lower().strip()]
+            signed, unsigned = _INT_TYPES[bits]
+            if column.unsigned:
+                kind = "wide_int" if pa.types.is_decimal(unsigned) else "int"
+                return ColumnCodec(column, unsigned, kind, (0, 2**bits - 1))
+            return ColumnCodec(column, signed, "int", (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1))
+        case TypeFamily.YEAR:
+            return ColumnCodec(column, pa.int16(), "int", (0, 2155))
+        case TypeFamily.BIT:
+            width = min(max(_bit_width(column), 1), 64)
+            arrow = UNSIGNED_BIGINT_TYPE if width == 64 else pa.int64()
+            kind = "wide_int" if width == 64 else "int"
+            return ColumnCodec(column, arrow, kind, (0, 2**width - 1))
+        case TypeFamily.DECIMAL:
+            precision = column.numeric_precision
+            scale = column.numeric_scale or 0
+            if precision is None or precision > MAX_DELTA_DECIMAL_PRECISION:
+                return ColumnCodec(column, pa.string(), "decimal_text")
+            return ColumnCodec(column, pa.decimal128(precision, scale), "decimal")
+        case TypeFamily.FLOAT:
+            return ColumnCodec(column, pa.float32(), "float")
+        case TypeFamily.DOUBLE:
+            return ColumnCodec(column, pa.float64(), "float")
+        case TypeFamily.DATE:
+            return ColumnCodec(column, pa.date32(), "date")
+        case TypeFamily.DATETIME:
+            return ColumnCodec(column, pa.timestamp("us"), "datetime")
+        case TypeFamily.TIMESTAMP:
+            return ColumnCodec(column, pa.timestamp("us", tz="UTC"), "timestamp")
+        case (
+            TypeFamily.CHAR | TypeFamily.STRING | TypeFamily.SET | TypeFamily.TIME | TypeFamily.JSON
+        ):
+            return ColumnCodec(column, pa.string(), "string")
+        case TypeFamily.BINARY | TypeFamily.BYTES:
+            return ColumnCodec(column, pa.binary(), "binary")
+        case None:
+            return ColumnCodec(column, pa.string(), "text")
 
 
 def arrow_type(column: ColumnInfo) -> pa.DataType:

@@ -90,15 +90,8 @@ from decimal import ROUND_HALF_EVEN, Context, Decimal
 from functools import lru_cache
 from typing import Any
 
-from cdc_console.core.schema import (
-    BINARY_TYPES,
-    DECIMAL_TYPES,
-    INTEGER_BITS,
-    TEXT_TYPES,
-    ColumnInfo,
-    TableSchema,
-    quote_ident,
-)
+from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily, UnsupportedColumnType
+from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
 
 __all__ = [
     "RowNormalizer",
@@ -115,21 +108,11 @@ Converter = Callable[[Any], Any]
 #: ``row["none_sources"]`` value pymysqlreplication gives an empty SET (``NONE_SOURCE.EMPTY_SET``).
 EMPTY_SET_SOURCE = "empty set"
 
-_INT_BITS = INTEGER_BITS
-_TEXT_TYPES = (TEXT_TYPES - {"char"}) | {"enum"}
-_BYTES_TYPES = BINARY_TYPES - {"binary"}
-_DECIMAL_TYPES = DECIMAL_TYPES
-_DOUBLE_TYPES = frozenset({"double", "real", "double precision"})
-
 _FLOAT32 = struct.Struct("<f")
 _DECIMAL_CONTEXT = Context(prec=200, rounding=ROUND_HALF_EVEN)
 _EPOCH = dt.datetime(1970, 1, 1)
 _US_PER_S = 1_000_000
 _LENGTH = re.compile(r"\((\d+)")
-
-
-class UnsupportedColumnType(ValueError):
-    """A column type whose snapshot and binlog shapes this module cannot make agree."""
 
 
 # --------------------------------------------------------------------------- converters
@@ -411,94 +394,89 @@ class _Plan:
     is_set: bool = False
 
 
+def _family(column: ColumnInfo) -> TypeFamily:
+    family = column.family
+    if family is None:
+        raise UnsupportedColumnType(
+            f"column {column.name!r} has type {column.column_type!r}, which the snapshot and the "
+            "binlog decode differently in ways cdc-console does not reconcile; exclude the table "
+            "or change the column type"
+        )
+    return family
+
+
 @lru_cache(maxsize=4096)
 def _plan(column: ColumnInfo) -> _Plan:
-    kind = column.data_type.lower()
-    if kind in _INT_BITS:
-        fix = _unsigned(_INT_BITS[kind]) if column.unsigned else None
-        return _Plan(None, fix)
-    if kind == "year":
-        return _Plan(None, _year)
-    if kind in _DECIMAL_TYPES:
-        conv = _decimal_text(column.numeric_scale or 0)
-        return _Plan(conv, conv)
-    if kind == "float":
-        return _Plan(_float32, _float32)
-    if kind in _DOUBLE_TYPES:
-        return _Plan(_double, _double)
-    if kind == "bit":
-        return _Plan(_bit, _bit)
-    if kind == "char":
-        return _Plan(_char, _char)
-    if kind in _TEXT_TYPES:
-        return _Plan(None, None)
-    if kind == "set":
-        conv = _set_text(column.enum_values)
-        return _Plan(conv, conv, binlog_not_null="" if not column.nullable else None, is_set=True)
-    if kind == "binary":
-        conv = _padded_base64(_length(column, 1))
-        return _Plan(conv, conv)
-    if kind in _BYTES_TYPES:
-        return _Plan(_base64, _base64)
-    if kind == "date":
-        return _Plan(_date_text, _date_text)
-    if kind == "datetime":
-        conv = _datetime_text(_precision(column))
-        return _Plan(conv, conv)
-    if kind == "timestamp":
-        conv = _timestamp_text(_precision(column))
-        return _Plan(conv, conv)
-    if kind == "time":
-        precision = _precision(column)
-        return _Plan(_time_text(precision, False), _time_text(precision, precision > 0))
-    if kind == "json":
-        null_value = None if column.nullable else "null"
-        return _Plan(
-            _json_text(null_value, decoded=False),
-            _json_text(null_value, decoded=True),
-            binlog_not_null=null_value,
-        )
-    raise UnsupportedColumnType(
-        f"column {column.name!r} has type {column.column_type!r}, which the snapshot and the "
-        "binlog decode differently in ways cdc-console does not reconcile; exclude the table or "
-        "change the column type"
-    )
+    match _family(column):
+        case TypeFamily.INTEGER:
+            bits = INTEGER_BITS[column.data_type.lower().strip()]
+            return _Plan(None, _unsigned(bits) if column.unsigned else None)
+        case TypeFamily.YEAR:
+            return _Plan(None, _year)
+        case TypeFamily.DECIMAL:
+            conv = _decimal_text(column.numeric_scale or 0)
+            return _Plan(conv, conv)
+        case TypeFamily.FLOAT:
+            return _Plan(_float32, _float32)
+        case TypeFamily.DOUBLE:
+            return _Plan(_double, _double)
+        case TypeFamily.BIT:
+            return _Plan(_bit, _bit)
+        case TypeFamily.CHAR:
+            return _Plan(_char, _char)
+        case TypeFamily.STRING:
+            return _Plan(None, None)
+        case TypeFamily.SET:
+            conv = _set_text(column.enum_values)
+            not_null = "" if not column.nullable else None
+            return _Plan(conv, conv, binlog_not_null=not_null, is_set=True)
+        case TypeFamily.BINARY:
+            conv = _padded_base64(_length(column, 1))
+            return _Plan(conv, conv)
+        case TypeFamily.BYTES:
+            return _Plan(_base64, _base64)
+        case TypeFamily.DATE:
+            return _Plan(_date_text, _date_text)
+        case TypeFamily.DATETIME:
+            conv = _datetime_text(_precision(column))
+            return _Plan(conv, conv)
+        case TypeFamily.TIMESTAMP:
+            conv = _timestamp_text(_precision(column))
+            return _Plan(conv, conv)
+        case TypeFamily.TIME:
+            precision = _precision(column)
+            return _Plan(_time_text(precision, False), _time_text(precision, precision > 0))
+        case TypeFamily.JSON:
+            null_value = None if column.nullable else "null"
+            return _Plan(
+                _json_text(null_value, decoded=False),
+                _json_text(null_value, decoded=True),
+                binlog_not_null=null_value,
+            )
 
 
 @lru_cache(maxsize=4096)
 def _key_plan(column: ColumnInfo, binlog: bool) -> Converter | None:
-    kind = column.data_type.lower()
-    if kind in _INT_BITS:
-        return _unsigned(_INT_BITS[kind]) if column.unsigned else None
-    if kind == "year":
-        return _year
-    if kind in _DECIMAL_TYPES:
-        return _decimal_value
-    if kind == "float":
-        return _float32
-    if kind in _DOUBLE_TYPES:
-        return _double
-    if kind == "bit":
-        return _bit
-    if kind == "char":
-        return _char
-    if kind in _TEXT_TYPES:
-        return None
-    if kind == "set":
-        return _set_text(column.enum_values)
-    if kind == "binary":
-        return _padded_bytes(_length(column, 1))
-    if kind in _BYTES_TYPES:
-        return _as_bytes
-    if kind == "date":
-        return _date_value
-    if kind == "datetime":
-        return _datetime_value
-    if kind == "timestamp":
-        return _timestamp_value
-    if kind == "time":
-        return _time_value(binlog and _precision(column) > 0)
-    return _plan(column).binlog if binlog else _plan(column).snapshot
+    """Chunk keys keep the driver's comparable type (Decimal, bytes, date) instead of text."""
+    match _family(column):
+        case TypeFamily.DECIMAL:
+            return _decimal_value
+        case TypeFamily.BINARY:
+            return _padded_bytes(_length(column, 1))
+        case TypeFamily.BYTES:
+            return _as_bytes
+        case TypeFamily.DATE:
+            return _date_value
+        case TypeFamily.DATETIME:
+            return _datetime_value
+        case TypeFamily.TIMESTAMP:
+            return _timestamp_value
+        case TypeFamily.TIME:
+            return _time_value(binlog and _precision(column) > 0)
+        case TypeFamily.JSON:
+            return _plan(column).binlog if binlog else _plan(column).snapshot
+        case _:
+            return _plan(column).binlog
 
 
 def _decimal_value(value: Any) -> Any:
@@ -576,7 +554,7 @@ def select_expression(column: ColumnInfo) -> str:
     is already shortest-round-trip). Every other type is selected as is.
     """
     name = quote_ident(column.name)
-    if column.data_type.lower() == "float" or column.data_type.lower() in _DOUBLE_TYPES:
+    if column.family in (TypeFamily.FLOAT, TypeFamily.DOUBLE):
         return f"{name} + 0e0 AS {name}"
     return name
 
@@ -678,20 +656,21 @@ def canonical_chunk_key(column: ColumnInfo, value: Any) -> Any:
     """
     if value is None:
         return None
-    kind = column.data_type.lower()
-    if kind in _DECIMAL_TYPES:
-        return Decimal(str(value))
-    if kind == "binary":
-        return _padded_bytes(_length(column, 1))(base64.b64decode(value))
-    if kind in _BYTES_TYPES:
-        return base64.b64decode(value)
-    if kind == "date":
-        return dt.date.fromisoformat(value)
-    if kind in ("datetime", "timestamp"):
-        return dt.datetime.fromisoformat(str(value).rstrip("Z"))
-    if kind == "time":
-        return _parse_time(value)
-    return raw_chunk_key(column, value)
+    match column.family:
+        case TypeFamily.DECIMAL:
+            return Decimal(str(value))
+        case TypeFamily.BINARY:
+            return _padded_bytes(_length(column, 1))(base64.b64decode(value))
+        case TypeFamily.BYTES:
+            return base64.b64decode(value)
+        case TypeFamily.DATE:
+            return dt.date.fromisoformat(value)
+        case TypeFamily.DATETIME | TypeFamily.TIMESTAMP:
+            return dt.datetime.fromisoformat(str(value).rstrip("Z"))
+        case TypeFamily.TIME:
+            return _parse_time(value)
+        case _:
+            return raw_chunk_key(column, value)
 
 
 def _parse_time(text: str) -> dt.timedelta:
