@@ -1,7 +1,8 @@
 """``cdc-console``: the command-line entry point.
 
-Errors a user can act on (``CdcError``) print as one message plus the fix and exit 2; they never
-print a traceback or a secret.
+Errors a user can act on (``CdcError``) print as one message plus the fix and exit with their
+``exit_code`` (2; 3 for a source that stayed unreachable); they never print a traceback or a
+secret.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except CdcError as exc:
         print(f"error: {redact(str(exc))}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     except KeyboardInterrupt:
         return 130
 

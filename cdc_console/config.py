@@ -46,6 +46,9 @@ class SourceConfig:
     server_id_max: int = 5404
     time_zone: str | None = None
     connect_timeout: float = 10.0
+    #: how long a transient fault is waited out (``[pipeline] source_outage_seconds``); it
+    #: travels with the source so executors' readers wait exactly as long as the planner
+    outage_seconds: float = 600.0
 
     def password(self) -> str:
         """The password, from the environment; registered so it is scrubbed from all output."""
@@ -199,7 +202,7 @@ _KNOWN = {
     },
     "state": {"path"},
     "spark": {"master", "trigger_seconds", "checkpoint", "ui_port", "conf"},
-    "pipeline": {"heartbeat_seconds"},
+    "pipeline": {"heartbeat_seconds", "source_outage_seconds"},
     "console": {
         "refresh_seconds",
         "lag_warn_seconds",
@@ -352,6 +355,13 @@ def config_from_dict(
     if not 0 < port < 65536:
         raise ConfigError(f"source.port {port} is out of range", "use a TCP port from 1 to 65535")
     low, high = _server_ids(src.get("server_id", "5400-5404"))
+    pipe = _section(doc, "pipeline")
+    outage = float(_typed(pipe, "pipeline", "source_outage_seconds", (int, float), 600.0))
+    if outage < 0:
+        raise ConfigError(
+            f"pipeline.source_outage_seconds {outage:g} is negative",
+            "set pipeline.source_outage_seconds = 600 (0 fails at the first transient error)",
+        )
     source = SourceConfig(
         host=_typed(src, "source", "host", str, "127.0.0.1"),
         port=port,
@@ -362,6 +372,7 @@ def config_from_dict(
         server_id_max=high,
         time_zone=_typed(src, "source", "time_zone", str, None),
         connect_timeout=float(_typed(src, "source", "connect_timeout", (int, float), 10.0)),
+        outage_seconds=outage,
     )
     if source.time_zone is not None and not re.fullmatch(
         r"[+-]\d{2}:\d{2}|[A-Za-z_/]+|SYSTEM", source.time_zone
@@ -442,7 +453,6 @@ def config_from_dict(
         ui_port=_typed(sp, "spark", "ui_port", int, None),
         conf={str(k): str(v) for k, v in conf.items()},
     )
-    pipe = _section(doc, "pipeline")
     name = _typed(doc, "", "name", str, None) or (path.stem if path else "pipeline")
     return PipelineConfig(
         name=name,

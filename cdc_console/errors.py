@@ -14,6 +14,9 @@ from collections.abc import Iterable
 class CdcError(Exception):
     """A failure with an actionable fix."""
 
+    #: the process exit status when this error ends a command
+    exit_code = 2
+
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
         self.message = message
@@ -28,7 +31,28 @@ class ConfigError(CdcError):
 
 
 class SourceError(CdcError):
-    """The source server refused or cannot serve what the pipeline needs."""
+    """The source server refused or cannot serve what the pipeline needs.
+
+    ``code`` is the server's (or the client library's) error number when there was one, and
+    ``transient`` says whether waiting can cure it (a restart, a failover, a lock wait): those
+    are retried with backoff (``cdc_console.mysql.retry``) instead of stopping the job.
+    """
+
+    def __init__(
+        self, message: str, hint: str = "", *, code: int | None = None, transient: bool = False
+    ) -> None:
+        super().__init__(message, hint)
+        self.code = code
+        self.transient = transient
+
+
+class SourceUnreachableError(SourceError):
+    """A transient fault that did not pass within ``[pipeline] source_outage_seconds``."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message, hint)
 
 
 class SchemaChangedError(SourceError):

@@ -13,9 +13,11 @@ from typing import Any
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.outage import Outage
 from cdc_console.errors import redact
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.state.store import StateStore, TableState
+from cdc_console.units import span
 
 
 def table_note(table: TableState) -> str:
@@ -33,6 +35,21 @@ def table_note(table: TableState) -> str:
     if table.state == Lifecycle.REMOVED:
         return f"by {table.removed_by}, mirror kept" if table.removed_by else "mirror kept"
     return "added by add-table" if table.origin == "command" else ""
+
+
+def outage_note(outage: Outage, now: float) -> str:
+    """A source outage as the job lives through it, in the one wording ``status``, ``status
+    --json`` and the console show: ``reconnecting (attempt 4, next in 8 s) for 35 s: <error>``."""
+    if outage.ended_at is not None:
+        return (
+            f"source reachable again after {span(outage.duration(now))} "
+            f"({outage.attempts} attempt{'s' if outage.attempts != 1 else ''})"
+        )
+    wait = max(0.0, outage.next_try_at - now)
+    return (
+        f"reconnecting (attempt {outage.attempts}, next in {wait:.0f} s) "
+        f"for {span(outage.duration(now))}: {outage.last_error}"
+    )
 
 
 @dataclass
@@ -67,6 +84,8 @@ class PipelineStatus:
     recent_events: list[dict[str, Any]] = field(default_factory=list)
     pipeline_paused: bool = False
     recent_commands: list[dict[str, Any]] = field(default_factory=list)
+    #: the source outage the running job is waiting out, with its ``summary`` wording
+    outage: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -122,6 +141,8 @@ def collect_status(
         event_lag = 0
     elif samples:
         event_lag = samples[-1].event_lag_ms
+    now = time.time()
+    outage = store.open_outage() if job is not None and job.status == "running" else None
     errors = [e for e in store.events(200) if e.level == "error"]
     last_error = errors[-1].message if errors else (job.error if job else None)
     return PipelineStatus(
@@ -138,6 +159,7 @@ def collect_status(
         recent_events=[asdict(e) for e in store.events(10)],
         pipeline_paused=store.pipeline_paused(),
         recent_commands=[{**asdict(c), "what": c.what} for c in store.commands(10)],
+        outage={**outage.to_dict(now), "summary": outage_note(outage, now)} if outage else None,
     )
 
 
@@ -152,6 +174,8 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
         )
     else:
         lines.append("  job: never ran")
+    if status.outage:
+        lines.append(f"  source: {status.outage['summary']}")
     if status.pipeline_paused:
         lines.append("  PIPELINE PAUSED: no new batches ('cdc-console resume' continues)")
     header = f"  {'table':<32} {'state':<14} {'chunks':>11} {'rows read':>11} {'events':>9}"

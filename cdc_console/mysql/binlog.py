@@ -26,6 +26,7 @@ from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.schema import TableId
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError, redact
 from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
+from cdc_console.mysql.retry import TRANSIENT_CODES
 
 log = logging.getLogger(__name__)
 
@@ -311,4 +312,9 @@ def _translate(exc: pymysql.err.OperationalError, start: BinlogOffset) -> Source
         return SourceError(
             f"cannot read the binlog: {text}", "GRANT REPLICATION SLAVE ON *.* TO the source user"
         )
-    return SourceError(f"binlog read failed at {start}: {text}", "")
+    return SourceError(
+        f"binlog read failed at {start}: {text}",
+        "",
+        code=code if isinstance(code, int) else None,
+        transient=code in TRANSIENT_CODES,
+    )

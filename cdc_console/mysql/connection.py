@@ -6,6 +6,7 @@ instant the binlog decoder produces; DATETIME is zone-less and unaffected.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,6 +20,7 @@ from cdc_console.config import SourceConfig
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.schema import ColumnInfo
 from cdc_console.errors import SourceError, redact
+from cdc_console.mysql.retry import TRANSIENT_CODES
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,14 @@ def text_mode_decoders(columns: Sequence[ColumnInfo]) -> list[Callable[[str], An
     return [_TEXT_MODE_DECODERS.get(c.family) for c in columns]
 
 
+def close_quietly(conn: Any) -> None:
+    """Close a connection that an outage may already have broken (closing is only tidiness)."""
+    if conn is None:
+        return
+    with contextlib.suppress(Exception):
+        conn.close()
+
+
 def translate_error(exc: BaseException, source: SourceConfig) -> SourceError:
     """Turn a driver error into a ``SourceError`` with the fix, scrubbed of the password."""
     code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
@@ -103,17 +113,22 @@ def translate_error(exc: BaseException, source: SourceConfig) -> SourceError:
             f"check the password in ${source.password_env} and that user '{source.user}' may "
             f"connect from this host (CREATE USER '{source.user}'@'%' IDENTIFIED BY ...)",
         )
+    transient = code in TRANSIENT_CODES
     if code in (CR_CONN_HOST_ERROR, CR_UNKNOWN_HOST):
         return SourceError(
             f"cannot reach the source server at {source.host}:{source.port}: {text}",
             "check source.host and source.port, and that the server is running",
+            code=code,
+            transient=transient,
         )
     if code in (ER_DBACCESS_DENIED, ER_TABLEACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED):
         return SourceError(
             f"{where} lacks a privilege: {text}",
             "see 'cdc-console check' for the GRANT statements needed",
         )
-    return SourceError(f"source server error at {where}: {text}", "")
+    return SourceError(
+        f"source server error at {where}: {text}", "", code=code, transient=transient
+    )
 
 
 def query(

@@ -41,7 +41,7 @@ from cdc_console.core.lifecycle import (
     readmitted_state,
 )
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
-from cdc_console.errors import CdcError
+from cdc_console.errors import CdcError, SourceError
 from cdc_console.state.store import Command, StateStore, TableState
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,10 @@ class CommandProcessor:
         if reason is None and command.kind == CommandKind.ADD_TABLE and command.target is not None:
             try:
                 schema = self.describe_table(TableId.parse(command.target))
+            except SourceError as exc:
+                if exc.transient:
+                    raise  # the source is away: the command waits for it, not refused
+                reason = f"{exc.message} (fix: {exc.hint})" if exc.hint else exc.message
             except CdcError as exc:
                 reason = f"{exc.message} (fix: {exc.hint})" if exc.hint else exc.message
         if reason is not None:

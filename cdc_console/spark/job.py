@@ -14,9 +14,10 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from cdc_console import errors
 from cdc_console.config import PipelineConfig
@@ -32,14 +33,17 @@ from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, redact
 from cdc_console.mysql.checks import preflight
-from cdc_console.mysql.connection import connect
-from cdc_console.mysql.lag import binlog_distance
+from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import binary_logs, current_position
+from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.retention import binlog_needs, missing_binlog
+from cdc_console.spark.lag_monitor import LagMonitor
 from cdc_console.spark.shutdown import drain, stop_query
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: how long a stop waits for the batch in flight before abandoning it (a second signal: at once)
 STOP_GRACE_SECONDS = 60.0
@@ -130,9 +134,7 @@ class PipelineJob:
                 )
             if mode == "latest-offset":
                 if head is None:
-                    conn = connect(self.config.source)
-                    head = current_position(conn)
-                    conn.close()
+                    head = self._with_source("start-up", self._read_head)
                 added = store.ensure_table(
                     schema.table_id, schema.chunk_key, Lifecycle.STREAMING, head
                 )
@@ -171,12 +173,54 @@ class PipelineJob:
             table_id=table.table_id,
         )
 
+    def wait_for_source(self) -> bool:
+        """On a restart, wait out a source that is down (restarting, failing over) before the
+        preflight; False when a stop was requested meanwhile.
+
+        A first start (no state yet) does not wait: a refused connection there is far more
+        often a wrong host or port than an outage, and the preflight names the fix at once.
+        """
+        if not self.config.state_path.exists():
+            return True
+        store = StateStore(self.config.state_path)
+        try:
+            store.close_outages("a new run started")
+            call_with_retry(
+                self._probe_source,
+                what="start-up",
+                outage_seconds=self.config.source.outage_seconds,
+                observer=store,
+                abandon=self.stop_requested.is_set,
+            )
+        except RetryAbandoned:
+            log.info("stop requested while waiting for the source; nothing was started")
+            return False
+        finally:
+            store.close()
+        return True
+
+    def _probe_source(self) -> None:
+        close_quietly(connect(self.config.source))
+
+    def _with_source(self, what: str, work: Callable[[], T]) -> T:
+        """``work()`` with a source outage waited out (start-up steps after the preflight)."""
+        return call_with_retry(
+            work,
+            what=what,
+            outage_seconds=self.config.source.outage_seconds,
+            observer=self.store,
+            abandon=self.stop_requested.is_set,
+        )
+
     def run(self, until_caught_up: bool = False) -> int:
+        if not self.wait_for_source():
+            return 0
         _, schemas = preflight(self.config)
         store = StateStore(self.config.state_path)
         self.store = store
         self.register_tables(store, schemas)
         store.set_draining(False)  # a stop that never finished (the job was killed meanwhile)
+        store.close_outages("a new run started")
         narrow_pending_plan(store)
         started = time.time()
         self.run_id = store.start_run(os.getpid(), socket.gethostname(), self.config.spark.master)
@@ -199,12 +243,15 @@ class PipelineJob:
                 code = 0
             else:
                 code = self._stream(store, applier, until_caught_up)
+        except RetryAbandoned:
+            code = 0
+            log.info("%s", stopped_at(store))
         except CdcError as exc:
-            self._finish(store, "failed", 2, str(exc))
+            self._finish(store, "failed", exc.exit_code, str(exc))
             raise
         except Exception as exc:
             error = error_from_failure(exc)
-            self._finish(store, "failed", 2, str(error))
+            self._finish(store, "failed", error.exit_code, str(error))
             raise error from None
         self._finish(store, "stopped", code, None)
         return code
@@ -242,14 +289,24 @@ class PipelineJob:
         needs = binlog_needs(store)
         if not needs:
             return
-        conn = connect(self.config.source)
-        try:
-            logs = binary_logs(conn)
-        finally:
-            conn.close()
+        logs = self._with_source("start-up", self._binary_logs)
         problem = missing_binlog(needs, logs, self.config)
         if problem is not None:
             raise problem
+
+    def _read_head(self) -> BinlogOffset:
+        conn = connect(self.config.source)
+        try:
+            return current_position(conn)
+        finally:
+            close_quietly(conn)
+
+    def _binary_logs(self) -> list[tuple[str, int]]:
+        conn = connect(self.config.source)
+        try:
+            return binary_logs(conn)
+        finally:
+            close_quietly(conn)
 
     def _snapshot_only_done(self, store: StateStore) -> bool:
         """snapshot-only with every table already snapshotted: nothing to do, no Spark needed."""
@@ -360,40 +417,6 @@ class PipelineJob:
             log.info("caught up: every table streaming at the server's head, exiting")
             return True
         return False
-
-
-class LagMonitor:
-    """Samples committed position vs head; the event lag of an idle, caught-up stream is zero."""
-
-    def __init__(self, config: PipelineConfig, store: StateStore) -> None:
-        self.config = config
-        self.store = store
-        self.conn: Any = None
-        self.last_sample = 0.0
-
-    def sample(self) -> bool:
-        try:
-            if self.conn is None or not self.conn.open:
-                self.conn = connect(self.config.source)
-            head = current_position(self.conn)
-            logs = binary_logs(self.conn)
-        except Exception as exc:
-            log.warning("lag probe failed: %s", redact(str(exc)))
-            self.conn = None
-            return False
-        committed = self.store.committed_offset()
-        caught_up = committed is not None and committed >= head
-        now = time.time()
-        if now - self.last_sample >= self.config.heartbeat_seconds:
-            self.last_sample = now
-            behind = binlog_distance(committed, head, logs) if committed else (None, None)
-            event_lag = 0 if caught_up else self._event_lag(now)
-            self.store.add_lag_sample(committed, head, behind[0], behind[1], event_lag)
-        return caught_up
-
-    def _event_lag(self, now: float) -> int | None:
-        stamps = [t.last_event_ts for t in self.store.tables() if t.last_event_ts]
-        return int(now * 1000 - max(stamps)) if stamps else None
 
 
 def retire_stale_stops(store: StateStore, started: float) -> None:

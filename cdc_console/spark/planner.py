@@ -17,8 +17,9 @@ from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.mysql.checks import check_table
-from cdc_console.mysql.connection import connect
+from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import current_position
+from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.splitter import ChunkSplitter
@@ -99,7 +100,28 @@ class Planner:
         return splitter.split(schema)
 
     def next_plan(self) -> BatchPlan | None:
-        return self.assigner.next_plan()
+        """The next plan; a source outage is waited out here, inside ``latestOffset``.
+
+        Spark ends the query on any exception from ``latestOffset``, so the wait must happen
+        in it. A plan is persisted only once complete, so an attempt cut short by the outage
+        left nothing behind; a stop requested meanwhile ends the wait with no new batch.
+        """
+        try:
+            return call_with_retry(
+                self.assigner.next_plan,
+                what="planner",
+                outage_seconds=self.config.source.outage_seconds,
+                observer=self.store,
+                abandon=self.store.draining,
+                on_failure=self._drop_connection,
+            )
+        except RetryAbandoned:
+            log.info("planner: stopping while the source is unreachable; no new batch")
+            return None
+
+    def _drop_connection(self, _error: BaseException) -> None:
+        close_quietly(self._conn)
+        self._conn = None
 
     def _appendable_tables(self, schemas: dict[TableId, TableSchema]) -> frozenset[TableId]:
         """Tables whose plain (non-``replace``) chunks may travel as typed rows that the sink

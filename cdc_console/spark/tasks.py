@@ -6,6 +6,7 @@ counts); ``foreachBatch`` records those in SQLite in the same step that applies 
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterator
@@ -13,13 +14,19 @@ from typing import Any
 
 from cdc_console.core.offset import binlog_file_index
 from cdc_console.core.schema import TableId
-from cdc_console.mysql.connection import connect
+from cdc_console.mysql.connection import close_quietly, connect
+from cdc_console.mysql.retry import call_with_retry, iterate_with_retry
 from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
 from cdc_console.source.binlog_reader import BinlogSplitReader
 from cdc_console.source.committer import WindowResult
-from cdc_console.source.snapshot_reader import SnapshotSplitReader, open_text_mode
+from cdc_console.source.snapshot_reader import (
+    SnapshotSplitReader,
+    SnapshotSplitResult,
+    open_text_mode,
+)
 from cdc_console.spark.protocol import (
     BinlogTask,
+    ChunkTask,
     PlanPartition,
     SnapshotTask,
     noop_control,
@@ -58,33 +65,64 @@ def run_partition(partition: PlanPartition) -> Iterator[dict[str, Any]]:
         yield noop_control(partition.batch_no)
 
 
+class _ReaderSlot:
+    """One reader slot's connections (one per value mode) and readers (one per table and mode),
+    opened on first use and all dropped after a transient failure, so a retry starts afresh."""
+
+    def __init__(self, partition: PlanPartition, server_id: int) -> None:
+        self.partition = partition
+        self.server_id = server_id
+        self.connections: dict[bool, Any] = {}
+        self.readers: dict[tuple[TableId, bool], SnapshotSplitReader] = {}
+
+    def reader(self, chunk: ChunkTask) -> SnapshotSplitReader:
+        typed = chunk.typed
+        reader = self.readers.get((chunk.split.table_id, typed))
+        if reader is None:
+            source = self.partition.source
+            if typed not in self.connections:
+                self.connections[typed] = open_text_mode(source) if typed else connect(source)
+            reader = SnapshotSplitReader(
+                source,
+                chunk.schema,
+                self.server_id,
+                connection=self.connections[typed],
+                text_mode=typed,
+            )
+            self.readers[chunk.split.table_id, typed] = reader
+        return reader
+
+    def read(self, chunk: ChunkTask) -> tuple[SnapshotSplitReader, SnapshotSplitResult]:
+        reader = self.reader(chunk)
+        return reader, reader.read(chunk.split)
+
+    def close(self, _error: BaseException | None = None) -> None:
+        for conn in self.connections.values():
+            close_quietly(conn)
+        self.connections.clear()
+        self.readers.clear()
+
+
 def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[dict[str, Any]]:
     """Read one reader slot's splits in plan order, on one connection per value mode.
 
     The splits share the slot's server id (their backfills must not overlap) and its
     connection (one connect, one TLS handshake per task instead of per chunk). A split planned
     ``typed`` is read in text mode and leaves as one ``ROWS`` record holding its typed rows.
+    A chunk is read whole before anything of it is yielded, so a source outage mid-chunk is
+    waited out and the chunk read again from its low watermark.
     """
-    connections: dict[bool, Any] = {}
-    readers: dict[tuple[TableId, bool], SnapshotSplitReader] = {}
+    slot = _ReaderSlot(partition, task.server_id)
     builders: dict[TableId, SnapshotArrowBuilder] = {}
     try:
         for chunk in task.chunks:
             split, typed = chunk.split, chunk.typed
-            reader = readers.get((split.table_id, typed))
-            if reader is None:
-                if typed not in connections:
-                    source = partition.source
-                    connections[typed] = open_text_mode(source) if typed else connect(source)
-                reader = SnapshotSplitReader(
-                    partition.source,
-                    chunk.schema,
-                    task.server_id,
-                    connection=connections[typed],
-                    text_mode=typed,
-                )
-                readers[split.table_id, typed] = reader
-            result = reader.read(split)
+            reader, result = call_with_retry(
+                functools.partial(slot.read, chunk),
+                what=f"split {split.split_id}",
+                outage_seconds=partition.source.outage_seconds,
+                on_failure=slot.close,
+            )
             if typed:
                 if result.raw is not None:
                     builder = builders.get(split.table_id)
@@ -114,15 +152,30 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[dict[str
                 ),
             )
     finally:
-        for conn in connections.values():
-            conn.close()
+        slot.close()
 
 
 def _binlog(partition: PlanPartition, task: BinlogTask) -> Iterator[dict[str, Any]]:
-    reader = BinlogSplitReader(partition.source, task.schema_map(), task.server_id)
-    # Records as dicts straight from the reader (no ChangeRecord per row); the reader counts
-    # them per table, which the window's control record reports.
-    yield from reader.read_dicts(task.split)
+    """The window's records, then its counts; an outage mid-window is waited out.
+
+    A window's binlog never changes, so after a reconnect the window is read again from its
+    start and the records already yielded are skipped by count: each leaves the task once.
+    The counts are the last (complete) reading's.
+    """
+    readers: list[BinlogSplitReader] = []
+
+    def open_window() -> Iterator[dict[str, Any]]:
+        readers.append(BinlogSplitReader(partition.source, task.schema_map(), task.server_id))
+        # Records as dicts straight from the reader (no ChangeRecord per row); the reader
+        # counts them per table, which the window's control record reports.
+        return readers[-1].read_dicts(task.split)
+
+    yield from iterate_with_retry(
+        open_window,
+        what=f"binlog window of batch {partition.batch_no}",
+        outage_seconds=partition.source.outage_seconds,
+    )
+    reader = readers[-1]
     yield window_control(
         partition.batch_no,
         WindowResult(dict(reader.emitted_by_table), reader.skipped, dict(reader.last_ts_by_table)),

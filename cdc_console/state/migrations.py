@@ -132,4 +132,18 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (name, kind)
     );
     """,
+    # 4: source outages (issue 11): one row per component's wait for the source, open while
+    # ended_at is NULL, so status and the console can say "reconnecting" instead of "stalled"
+    """
+    CREATE TABLE outages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        component TEXT NOT NULL,
+        since REAL NOT NULL,
+        attempts INTEGER NOT NULL,
+        next_try_at REAL NOT NULL,
+        last_error TEXT NOT NULL,
+        ended_at REAL
+    );
+    CREATE INDEX outages_open ON outages (ended_at, component);
+    """,
 ]

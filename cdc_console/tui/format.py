@@ -42,6 +42,7 @@ JOB_STYLES = {
     JobStatus.RUNNING: "bold green",
     JobStatus.STARTING: "yellow",
     JobStatus.STALLED: "bold red",
+    JobStatus.RECONNECTING: "bold yellow",
     JobStatus.STOPPING: "yellow",
     JobStatus.STOPPED: "dim",
     JobStatus.FAILED: "bold red",

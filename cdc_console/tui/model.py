@@ -30,6 +30,7 @@ class JobStatus(enum.Enum):
     RUNNING = "running"
     STARTING = "starting"
     STALLED = "stalled"
+    RECONNECTING = "reconnecting"
     STOPPING = "stopping"
     STOPPED = "stopped"
     FAILED = "failed"
@@ -62,6 +63,7 @@ class JobView:
             JobStatus.RUNNING,
             JobStatus.STARTING,
             JobStatus.STALLED,
+            JobStatus.RECONNECTING,
             JobStatus.STOPPING,
         )
 

@@ -11,6 +11,7 @@ import pytest
 from cdc_console.commands.console import discover_configs
 from cdc_console.config import ConsoleConfig, config_from_dict
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.outage import Outage
 from cdc_console.errors import ConfigError
 from cdc_console.state.store import RunRow, StateStore
 from cdc_console.tui.data.assess import Launch, job_view, purge_risk
@@ -157,6 +158,17 @@ def test_job_states() -> None:
     stopped = judge([run("stopped", exit_code=0), run("failed")], None)
     assert stopped.status is JobStatus.STOPPED and stopped.restarts == 1
     assert judge([run()], SAMPLE, stopping=True).status is JobStatus.STOPPING
+
+
+def test_a_job_waiting_out_a_source_outage_is_reconnecting_not_stalled() -> None:
+    outage = Outage("planner", NOW - 35, 4, NOW + 8, "(2003) Connection refused")
+    view = judge([run()], SAMPLE, stalled=True, outage=outage)
+    assert view.status is JobStatus.RECONNECTING and view.level is Level.WARN
+    assert view.alive
+    assert view.detail == (
+        "reconnecting (attempt 4, next in 8 s) for 35 s: (2003) Connection refused"
+    )
+    assert judge([run()], SAMPLE, stopping=True, outage=outage).status is JobStatus.STOPPING
 
 
 def test_a_launched_job_is_starting_until_it_records_a_run() -> None:

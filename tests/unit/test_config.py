@@ -229,3 +229,11 @@ def test_chunk_key_must_name_a_table_and_a_column(tmp_path: Path) -> None:
     assert "'orders' is not 'database.table'" in error.message
     error = load_error(tmp_path, MINIMAL + '[snapshot]\nchunk_key = { "shop.orders" = 1 }\n')
     assert error.message == "snapshot.chunk_key for shop.orders must be a column name"
+
+
+def test_source_outage_seconds_travels_with_the_source(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, MINIMAL)).source.outage_seconds == 600
+    config = load_config(write(tmp_path, MINIMAL + "[pipeline]\nsource_outage_seconds = 45\n"))
+    assert config.source.outage_seconds == 45
+    error = load_error(tmp_path, MINIMAL + "[pipeline]\nsource_outage_seconds = -1\n")
+    assert error.message == "pipeline.source_outage_seconds -1 is negative"

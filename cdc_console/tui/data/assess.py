@@ -12,7 +12,9 @@ from typing import Any
 
 from cdc_console.config import ConsoleConfig
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.outage import Outage
 from cdc_console.state.store import RunRow
+from cdc_console.status import outage_note
 from cdc_console.tui.data.history import HeadHistory
 from cdc_console.tui.data.jobs import ProcessSample
 from cdc_console.tui.data.server import ServerStatus
@@ -100,6 +102,7 @@ def job_view(
     launch: Launch | None,
     stopping: bool,
     stalled: bool,
+    outage: Outage | None = None,
     last_error: str | None,
     log_last_line: str | None,
     local_host: str,
@@ -151,6 +154,10 @@ def job_view(
         }
         if stopping:
             return JobView(JobStatus.STOPPING, Level.WARN, "stop requested", **measured, **common)
+        if outage is not None:
+            # Waiting out a source fault is the job working as designed: not stalled, not failed.
+            note = outage_note(outage, now)
+            return JobView(JobStatus.RECONNECTING, Level.WARN, note, **measured, **common)
         stale = heartbeat_age is not None and heartbeat_age >= config.stale_alert_seconds
         if stalled or stale:
             detail = (

@@ -21,6 +21,7 @@ from typing import Any
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import CommandKind, CommandStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.outage import Outage
 from cdc_console.errors import CdcError
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.retention import binlog_needs
@@ -156,7 +157,8 @@ class PipelineMonitor:
         )
         events = [event_view(e) for e in store.events(EVENTS_SHOWN)]
         errors = [e for e in events if e.level == "error"]
-        job = self._job(sample, all_runs, paused, behind[0], errors, log_tail, now)
+        outage = store.open_outage() if sample is not None else None
+        job = self._job(sample, all_runs, paused, behind[0], errors, log_tail, now, outage)
         mirrors = {t.name: t for t in lake_tables(store) if t.kind == "mirror"}
         table_views = tuple(self._table(t, head, now, mirrors) for t in tables)
         names = [t.table for t in table_views]
@@ -209,6 +211,7 @@ class PipelineMonitor:
         errors: list[EventView],
         log_tail: tuple[str, ...],
         now: float,
+        outage: Outage | None = None,
     ) -> JobView:
         console = self.config.console
         launch = self._launch_state(runs)
@@ -222,6 +225,7 @@ class PipelineMonitor:
             launch=launch,
             stopping=self._stopping_since is not None,
             stalled=stalled,
+            outage=outage,
             last_error=errors[-1].message if errors else None,
             log_last_line=last_meaningful(log_tail),
             local_host=self.host,

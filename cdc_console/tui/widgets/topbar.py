@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from cdc_console.tui import format as fmt
-from cdc_console.tui.model import Level, PipelineView
+from cdc_console.tui.model import JobStatus, Level, PipelineView
 
 SCREENS = (
     ("1", "jobs", "Jobs"),
@@ -49,6 +49,9 @@ class TopBar(Static):
             line.append_text(fmt.job_status(view.job.status))
             if view.job.pid:
                 line.append(f" pid {view.job.pid}", style="dim")
+            if view.job.status is JobStatus.RECONNECTING:
+                # the outage itself: how long, which attempt, the error
+                line.append(f" {view.job.detail}", style=fmt.LEVEL_STYLES[Level.WARN])
             line.append(" │ lag ", style="dim")
             line.append_text(fmt.lag(view.binlog.event_lag))
             line.append(" │ server ", style="dim")

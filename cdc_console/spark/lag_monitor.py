@@ -1,0 +1,72 @@
+"""The job's view of the source between batches: lag samples, and outages as they happen.
+
+The driver's loop calls :meth:`LagMonitor.sample` twice a second. It probes the server's head
+(and its binlog files, for bytes behind), records a lag sample per heartbeat, and, when the
+source does not answer, records the outage (``state/outages.py``) and backs off, so the state
+says "reconnecting" whichever part of the job met the fault first and a down server is not
+probed twice a second.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any
+
+from cdc_console.config import PipelineConfig
+from cdc_console.errors import redact
+from cdc_console.mysql.connection import close_quietly, connect
+from cdc_console.mysql.lag import binlog_distance
+from cdc_console.mysql.position import binary_logs, current_position
+from cdc_console.mysql.retry import Retrier
+from cdc_console.state.store import StateStore
+
+log = logging.getLogger(__name__)
+
+
+class LagMonitor:
+    """Samples committed position vs head; the event lag of an idle, caught-up stream is zero."""
+
+    def __init__(self, config: PipelineConfig, store: StateStore) -> None:
+        self.config = config
+        self.store = store
+        self.conn: Any = None
+        self.last_sample = 0.0
+        self.next_probe = 0.0
+        # It never gives up (the readers and the planner enforce source_outage_seconds); it
+        # records the outage while it lasts, whichever part of the job meets it first.
+        self.retrier = Retrier("lag probe", math.inf, observer=store)
+
+    def sample(self) -> bool:
+        if time.monotonic() < self.next_probe:
+            return False
+        try:
+            if self.conn is None or not self.conn.open:
+                self.conn = connect(self.config.source)
+            head = current_position(self.conn)
+            logs = binary_logs(self.conn)
+        except Exception as exc:
+            close_quietly(self.conn)
+            self.conn = None
+            try:
+                delay = self.retrier.failed(exc, wait=False)
+            except Exception:
+                log.warning("lag probe failed: %s", redact(str(exc)))
+                delay = self.config.heartbeat_seconds
+            self.next_probe = time.monotonic() + delay
+            return False
+        self.retrier.succeeded()
+        committed = self.store.committed_offset()
+        caught_up = committed is not None and committed >= head
+        now = time.time()
+        if now - self.last_sample >= self.config.heartbeat_seconds:
+            self.last_sample = now
+            behind = binlog_distance(committed, head, logs) if committed else (None, None)
+            event_lag = 0 if caught_up else self._event_lag(now)
+            self.store.add_lag_sample(committed, head, behind[0], behind[1], event_lag)
+        return caught_up
+
+    def _event_lag(self, now: float) -> int | None:
+        stamps = [t.last_event_ts for t in self.store.tables() if t.last_event_ts]
+        return int(now * 1000 - max(stamps)) if stamps else None
