@@ -176,10 +176,10 @@ class Retrier:
             ) from None
         delay = min(self.backoff.delay(self.attempts, self.rng), self.outage_seconds - elapsed)
         log.warning(
-            "%s: source unreachable, reconnecting (attempt %d, next in %.0f s) for %s: %s",
+            "%s: source unreachable, reconnecting (attempt %d, next in %s) for %s: %s",
             self.what,
             self.attempts,
-            delay,
+            span(delay),
             span(elapsed),
             error,
         )

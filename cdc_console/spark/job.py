@@ -319,6 +319,7 @@ class PipelineJob:
         return False
 
     def _finish(self, store: StateStore, status: str, code: int, error: str | None) -> None:
+        store.close_outages(f"job {status}")
         store.update_run(
             self.run_id,
             status=status,

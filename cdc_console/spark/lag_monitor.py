@@ -19,7 +19,7 @@ from cdc_console.errors import redact
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.mysql.position import binary_logs, current_position
-from cdc_console.mysql.retry import Retrier
+from cdc_console.mysql.retry import Backoff, Retrier
 from cdc_console.state.store import StateStore
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,10 @@ class LagMonitor:
         self.next_probe = 0.0
         # It never gives up (the readers and the planner enforce source_outage_seconds); it
         # records the outage while it lasts, whichever part of the job meets it first.
-        self.retrier = Retrier("lag probe", math.inf, observer=store)
+        # Its backoff stops at a heartbeat: a cheap probe, and the one that notices the end of
+        # an outage when no batch is waiting for the source.
+        backoff = Backoff(cap=max(1.0, config.heartbeat_seconds))
+        self.retrier = Retrier("lag probe", math.inf, observer=store, backoff=backoff)
 
     def sample(self) -> bool:
         if time.monotonic() < self.next_probe:
