@@ -32,6 +32,8 @@ def table_note(table: TableState) -> str:
         if table.redump_chunk is not None:
             return f"chunk {table.redump_chunk}, generation {table.generation}"
         return f"re-dump, generation {table.generation}"  # its chunks: the chunks column
+    if table.state == Lifecycle.NEEDS_REDUMP:
+        return f"binlog purged: cdc-console redump --table {table.table_id}"
     if table.state == Lifecycle.REMOVED:
         return f"by {table.removed_by}, mirror kept" if table.removed_by else "mirror kept"
     return "added by add-table" if table.origin == "command" else ""

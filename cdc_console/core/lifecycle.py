@@ -9,6 +9,7 @@ Flink CDC keeps one ``AssignerStatus`` for the whole job; here every table moves
     any running state -> PAUSED -> back where it was (a streaming one catches up first)
     any captured state -> REDUMP -> CATCHING_UP (or SNAPSHOT_DONE)
     any captured state -> REMOVED -> captured again where it stopped
+    CATCHING_UP, STREAMING, PAUSED -> NEEDS_REDUMP -> REDUMP   (the binlog it needs was purged)
 
 ``TRANSITIONS`` is the whole list with the reason for each move; ``check_move`` is the gate every
 state change passes (``StateStore.move_table``), so a move that is not in the table is a bug
@@ -32,6 +33,9 @@ class Lifecycle(StrEnum):
     REDUMP = "REDUMP"
     SNAPSHOT_DONE = "SNAPSHOT_DONE"
     REMOVED = "REMOVED"
+    #: parked: its mirror can no longer be kept exact from the binlog (the binlog it needs was
+    #: purged); nothing of it is read until an operator re-dumps it, while the others go on
+    NEEDS_REDUMP = "NEEDS_REDUMP"
 
     @property
     def reads_chunks(self) -> bool:
@@ -86,7 +90,7 @@ _RUNNING: Final = (
     Lifecycle.STREAMING,
     Lifecycle.REDUMP,
 )
-_CAPTURED: Final = (*_RUNNING, Lifecycle.PAUSED, Lifecycle.SNAPSHOT_DONE)
+_CAPTURED: Final = (*_RUNNING, Lifecycle.PAUSED, Lifecycle.SNAPSHOT_DONE, Lifecycle.NEEDS_REDUMP)
 
 
 def _moves() -> dict[tuple[Lifecycle | None, Lifecycle], str]:
@@ -109,6 +113,10 @@ def _moves() -> dict[tuple[Lifecycle | None, Lifecycle], str]:
     }
     for state in _RUNNING:
         moves[state, Lifecycle.PAUSED] = "paused by the operator"
+    for state in (Lifecycle.CATCHING_UP, Lifecycle.STREAMING, Lifecycle.PAUSED):
+        moves[state, Lifecycle.NEEDS_REDUMP] = (
+            "the binlog it must read next was purged: only a re-dump makes its mirror exact again"
+        )
     for state in _CAPTURED:
         if state != Lifecycle.REDUMP:  # a re-dump started again stays REDUMP: no move
             moves[state, Lifecycle.REDUMP] = "re-dump: fresh chunks replace the mirror's key ranges"

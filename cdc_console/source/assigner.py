@@ -7,13 +7,15 @@ lifecycle state:
 - SNAPSHOTTING: its pending chunks are read; none of its binlog changes are emitted yet.
 - REDUMP: the same, but each chunk is planned with ``replace``: it replaces its key range in a
   mirror that already holds the table.
-- PAUSED, REMOVED, SNAPSHOT_DONE: nothing of it is read.
+- PAUSED, REMOVED, SNAPSHOT_DONE, NEEDS_REDUMP: nothing of it is read.
 - CATCHING_UP: all chunks finished; its changes from the smallest high watermark on are emitted
   through ``should_emit``'s per-chunk filter.
 - STREAMING: its changes from its own stream position on are emitted unfiltered.
 
 Before planning, pending operator commands are applied (``CommandProcessor``), and a paused
-pipeline plans nothing. Every batch's window ends at the server's head as read while planning, so one batch brings every
+pipeline plans nothing. A table whose next binlog position lies in a file the server no longer
+has (purged while it was paused or behind) is parked in NEEDS_REDUMP before the window is cut,
+so the other tables go on instead of every window failing on the missing file. Every batch's window ends at the server's head as read while planning, so one batch brings every
 streaming table up to date and a catching-up table joins the stream after one batch.
 """
 
@@ -28,12 +30,14 @@ from cdc_console.core.plan import BatchPlan, PlannedSplit
 from cdc_console.core.schema import TableSchema, schema_from_dict
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.source.control import CommandProcessor
+from cdc_console.source.parking import is_purged, park_table
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
 
 SplitTable = Callable[[TableSchema], list[SnapshotSplit]]
 ReadHead = Callable[[], BinlogOffset]
+BinlogFiles = Callable[[], list[str]]
 
 
 class SnapshotSplitAssigner:
@@ -73,6 +77,7 @@ class HybridSplitAssigner:
         splits_per_batch: int,
         commands: CommandProcessor | None = None,
         readers: int | None = None,
+        binlog_files: BinlogFiles | None = None,
     ) -> None:
         if len(server_ids) < 2:
             raise ValueError("need at least two server ids: one binlog reader, one chunk reader")
@@ -86,6 +91,7 @@ class HybridSplitAssigner:
         count = len(server_ids) - 1 if readers is None else readers
         self.reader_ids = server_ids[1 : 1 + max(1, min(count, len(server_ids) - 1))]
         self.commands = commands
+        self.binlog_files = binlog_files
 
     def next_plan(self) -> BatchPlan | None:
         """The plan of the next batch, persisted; the pending one again if it never applied."""
@@ -115,6 +121,7 @@ class HybridSplitAssigner:
             for i, split in enumerate(splits)
         )
         head = self.read_head()
+        tables = self._park_purged(tables)
         binlog = self._binlog_window(tables, head)
         plan = BatchPlan(batch_no, planned, binlog, self.server_ids[0], head)
         if plan.is_empty:
@@ -122,6 +129,26 @@ class HybridSplitAssigner:
         self.store.create_batch(batch_no, plan.to_dict(), splits)
         log.info("planned %s", plan.describe())
         return plan
+
+    def _park_purged(self, tables: Sequence[TableState]) -> list[TableState]:
+        """The tables without those whose next binlog file is gone, which are parked.
+
+        Only a file older than the oldest one the server keeps counts as purged; the window's
+        own reader reports anything stranger (a reset binlog) with its own message.
+        """
+        if self.binlog_files is None or not any(
+            t.state.reads_binlog and t.stream_from is not None for t in tables
+        ):
+            return list(tables)
+        files = self.binlog_files()
+        kept: list[TableState] = []
+        for table in tables:
+            start = table.stream_from
+            if table.state.reads_binlog and start is not None and is_purged(start, files):
+                park_table(self.store, table.table_id, start, files)
+            else:
+                kept.append(table)
+        return kept
 
     def _binlog_window(
         self, tables: Sequence[TableState], head: BinlogOffset

@@ -113,6 +113,14 @@ def refusal(
         return (
             f"{target} is not captured (removed); add it back with 'cdc-console add-table {target}'"
         )
+    if table.state == Lifecycle.NEEDS_REDUMP and (
+        kind in (CommandKind.PAUSE, CommandKind.RESUME)
+        or (kind == CommandKind.REDUMP and args.get("chunk") is not None)
+    ):
+        return (
+            f"{target} is parked (NEEDS_REDUMP): the binlog it needed was purged, so every "
+            f"chunk must be read again; run 'cdc-console redump --table {target}'"
+        )
     if kind == CommandKind.PAUSE:
         if table.state == Lifecycle.PAUSED:
             where = f" at {table.paused_at}" if table.paused_at else ""

@@ -37,6 +37,7 @@ from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.retention import binlog_needs, missing_binlog
+from cdc_console.source.parking import PARKABLE, is_purged, park_table
 from cdc_console.spark.lag_monitor import LagMonitor
 from cdc_console.spark.shutdown import drain, stop_query
 from cdc_console.state.store import StateStore, TableState
@@ -284,12 +285,24 @@ class PipelineJob:
         """Fail before Spark starts when the binlog the pipeline resumes from is gone.
 
         Otherwise the first binlog task would fail inside Spark, after a ten-second start, with
-        the reason buried in a Java trace; and nothing could be applied anyway.
+        the reason buried in a Java trace; and nothing could be applied anyway. When only some
+        streaming (or paused) tables need purged files, those are parked in NEEDS_REDUMP, as
+        the planner does mid-stream, and the job starts for the others.
         """
         needs = binlog_needs(store)
         if not needs:
             return
         logs = self._with_source("start-up", self._binary_logs)
+        files = [name for name, _size in logs]
+        parkable = {str(t.table_id) for t in store.tables() if t.state in PARKABLE}
+        purged = {table for table, position in needs if is_purged(position, files)}
+        if purged and purged <= parkable and len(purged) < len(needs):
+            # Some tables were left behind by a purge; the others need not wait for them.
+            for table, position in needs:
+                if table in purged:
+                    park_table(store, TableId.parse(table), position, files)
+            narrow_pending_plan(store)
+            needs = [need for need in needs if need[0] not in purged]
         problem = missing_binlog(needs, logs, self.config)
         if problem is not None:
             raise problem
@@ -445,8 +458,8 @@ def rebuilding(store: StateStore, table_id: TableId) -> bool:
 
 
 def narrow_pending_plan(store: StateStore) -> None:
-    """Drop REMOVED tables, and tables about to be re-dumped, from a planned batch that never
-    ran.
+    """Drop REMOVED and parked tables, and tables about to be re-dumped, from a planned batch
+    that never ran.
 
     Plans are persisted so that a replay reads the same thing, but a batch that is still only
     planned applied nothing, so it may be narrowed under its number (Spark's checkpoint replays
@@ -457,16 +470,21 @@ def narrow_pending_plan(store: StateStore) -> None:
     if last is None or last.status != BatchStatus.PLANNED:
         return
     plan = last.plan
-    removed = {
-        t.table_id
-        for t in store.tables()
-        if t.state == Lifecycle.REMOVED or rebuilding(store, t.table_id)
+    tables = store.tables()
+    parked = {t.table_id for t in tables if t.state == Lifecycle.NEEDS_REDUMP}
+    removed = parked | {
+        t.table_id for t in tables if t.state == Lifecycle.REMOVED or rebuilding(store, t.table_id)
     }
     binlog = plan.binlog
     if binlog is not None:
-        binlog = replace(
-            binlog, tables=tuple(f for f in binlog.tables if f.table_id not in removed)
-        )
+        kept = tuple(f for f in binlog.tables if f.table_id not in removed)
+        start = binlog.start
+        if any(f.table_id in parked for f in binlog.tables):
+            # A parked table's start lies in a purged file: the window must not begin there.
+            # The others' filters skip everything before their own resume position anyway.
+            starts = [f.resume_from for f in kept if f.resume_from is not None]
+            start = max(start, min(starts).at_event_boundary()) if starts else binlog.end
+        binlog = replace(binlog, start=start, tables=kept)
     narrowed = replace(
         plan,
         snapshot=tuple(p for p in plan.snapshot if p.split.table_id not in removed),

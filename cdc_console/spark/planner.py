@@ -18,7 +18,7 @@ from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.mysql.checks import check_table
 from cdc_console.mysql.connection import close_quietly, connect
-from cdc_console.mysql.position import current_position
+from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.control import CommandProcessor
@@ -64,6 +64,7 @@ class Planner:
                 snapshot_only=config.snapshot.startup_mode == "snapshot-only",
             ),
             readers=config.snapshot.parallelism,
+            binlog_files=self._binlog_files,
         )
 
     @classmethod
@@ -81,6 +82,9 @@ class Planner:
         except pymysql.err.OperationalError:
             self._conn = None
             return current_position(self._connection(), with_gtid=True)
+
+    def _binlog_files(self) -> list[str]:
+        return [name for name, _size in binary_logs(self._connection())]
 
     def _describe_table(self, table_id: TableId) -> TableSchema:
         try:

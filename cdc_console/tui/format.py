@@ -30,6 +30,7 @@ STATE_STYLES: dict[str, str] = {
     Lifecycle.PAUSED: "yellow",
     Lifecycle.SNAPSHOT_DONE: "green",
     Lifecycle.REMOVED: "dim",
+    Lifecycle.NEEDS_REDUMP: "bold red",
     SplitStatus.FINISHED: "green",
     SplitStatus.ASSIGNED: "cyan",
     SplitStatus.PENDING: "dim",

@@ -38,6 +38,7 @@ from cdc_console.mysql.sandbox import MySQLSandbox
 from cdc_console.retention import binlog_needs, missing_binlog
 from cdc_console.sinks.changelog_json import replay_changelog
 from cdc_console.source.committer import commit_batch
+from cdc_console.source.parking import park_table
 from cdc_console.spark.job import PipelineJob, error_from_failure, narrow_pending_plan
 from cdc_console.state.store import SplitResult, StateStore
 from tests.conftest import SourceDb
@@ -537,6 +538,35 @@ def test_removed_tables_leave_the_pending_plan_and_resume_when_named_again(
     restored = store.table(TableId("shop", "a"))
     assert restored is not None and restored.stream_from == at(200)
     assert binlog_needs(store) == [("shop.a", at(200)), ("shop.b", at(300))]
+    store.close()
+
+
+def test_a_parked_table_leaves_the_pending_plan_and_its_purged_start_with_it(
+    tmp_path: Path,
+) -> None:
+    """A window planned for a table whose binlog was purged since must not start there once the
+    table is parked: the next start reads from the other tables' positions only."""
+    config = offline_config(tmp_path)
+    store = StateStore(config.state_path)
+    store.ensure_table(TableId("shop", "a"), "id", Lifecycle.STREAMING, at(200, "binlog.000001"))
+    store.ensure_table(TableId("shop", "b"), "id", Lifecycle.STREAMING, at(300))
+    filters = tuple(
+        TableStreamFilter(TableId("shop", t), position)
+        for t, position in (("a", at(200, "binlog.000001")), ("b", at(300)))
+    )
+    plan = BatchPlan(1, (), BinlogSplit(at(200, "binlog.000001"), at(900), filters), 5400)
+    store.create_batch(1, plan.to_dict(), [])
+    park_table(store, TableId("shop", "a"), at(200, "binlog.000001"), ["binlog.000002"])
+    narrow_pending_plan(store)
+    pending = store.batch(1)
+    assert pending is not None and pending.status == "planned"
+    assert pending.plan.binlog == BinlogSplit(at(300), at(900), filters[1:])
+    assert binlog_needs(store) == [("shop.b", at(300))]
+
+    park_table(store, TableId("shop", "b"), at(300), ["binlog.000003"])
+    narrow_pending_plan(store)
+    pending = store.batch(1)
+    assert pending is not None and pending.plan.binlog == BinlogSplit(at(900), at(900), ())
     store.close()
 
 

@@ -332,3 +332,78 @@ def test_kill_minus_nine_mid_redump_and_mid_catch_up_converges(
         job.terminate()
         assert job.wait(120) == 0, job.output()
     assert_converged(db, config, ["t1", "t2"])
+
+
+def purge_behind(db: SourceDb, config: PipelineConfig, streaming: str, timeout: float = 60) -> str:
+    """Rotate the binlog, wait until ``streaming``'s position is in the new file (so only a
+    table left behind needs the old ones), then purge every older file; return the newest."""
+    db.execute("FLUSH BINARY LOGS")
+    newest = str(db.rows("SHOW BINARY LOGS")[-1][0])
+    wait_for(
+        lambda: (
+            (t := tables_state(config)[streaming]).stream_from is not None
+            and t.stream_from.file == newest
+        ),
+        timeout,
+        f"{streaming} streaming in {newest}",
+    )
+    deadline = time.monotonic() + timeout
+    while [str(r[0]) for r in db.rows("SHOW BINARY LOGS")] != [newest]:
+        assert time.monotonic() < deadline, f"binlogs before {newest} were not purged"
+        db.execute(f"PURGE BINARY LOGS TO '{newest}'")  # MariaDB waits for its checkpoint
+        time.sleep(0.2)
+    return newest
+
+
+def test_a_binlog_purged_under_a_paused_table_parks_only_that_table(
+    source_db: SourceDb, tmp_path: Path
+) -> None:
+    """Issue 11, part 5: the table that needs a purged binlog is parked in NEEDS_REDUMP with the
+    fix, the other one never stops; the re-dump the fix names brings it back, exact."""
+    db = source_db
+    for name in ("t1", "t2"):
+        create_table(db, name, rows=4_000)
+    config_path = write_config(
+        db, tmp_path, tables=[f"{db.name}.t1", f"{db.name}.t2"], chunk_size=CHUNK
+    )
+    config = load(config_path)
+    writer = Writer(db, "t1", [1, 2000, 2001], seed=3, rate=40)
+    writer.start()
+    job = JobProcess(config_path)
+    with running(job):
+        wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["t1", "t2"]), 240, "streaming", job)
+        cli(config_path, "pause", "--table", f"{db.name}.t2", "--wait")
+        db.execute(
+            "UPDATE t2 SET note = 'lost in the purge' WHERE id <= 10",
+            "DELETE FROM t2 WHERE id = 11",
+        )
+        newest = purge_behind(db, config, "t1")
+
+        out = cli(config_path, "resume", "--table", f"{db.name}.t2", "--wait")
+        assert f"{db.name}.t2 resumed: catching up from" in out
+        wait_for(lambda: all_in(config, Lifecycle.NEEDS_REDUMP, ["t2"]), 60, "t2 parked", job)
+        status = cli(config_path, "status")
+        assert f"binlog purged: cdc-console redump --table {db.name}.t2" in status, status
+        store = StateStore(config.state_path)
+        parked = [e.message for e in store.events(200) if e.level == "error"]
+        store.close()
+        assert any(
+            f"{db.name}.t2 parked (NEEDS_REDUMP)" in m and f"oldest binlog is now {newest}" in m
+            for m in parked
+        ), parked
+        # t1 never stopped: its changes keep arriving while t2 is parked.
+        applied = tables_state(config)["t1"].events_applied
+        wait_for(
+            lambda: tables_state(config)["t1"].events_applied > applied, 60, "t1 streaming", job
+        )
+        assert job.proc is not None and job.proc.poll() is None
+
+        cli(config_path, "redump", "--table", f"{db.name}.t2", "--wait")
+        wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["t2"]), 180, "t2 re-dumped", job)
+        writer.stop()
+        assert not writer.errors, writer.errors
+        wait_for(lambda: caught_up_now(db, config, ["t1", "t2"]), 120, "caught up", job)
+        cli(config_path, "stop", "--wait")
+        assert job.wait(120) == 0, job.output()
+    assert mirror_rows(config, db.name, "t2", "id") == source_rows(db, "t2", "id")
+    assert mirror_rows(config, db.name, "t1", "id") == source_rows(db, "t1", "id")

@@ -184,3 +184,47 @@ def test_a_draining_job_gets_its_planned_batch_again_and_no_new_one(store: State
     store.set_draining(False)
     follow = assigner.next_plan()
     assert follow is not None and follow.batch_no == 2
+
+
+def test_a_table_whose_binlog_was_purged_is_parked_and_the_others_go_on(
+    store: StateStore,
+) -> None:
+    """ORDERS was paused in binlog.000001; the server purged it meanwhile. Resumed, ORDERS is
+    parked in NEEDS_REDUMP (with the fix in the events) and USERS keeps streaming."""
+    files = ["binlog.000001", "binlog.000002"]
+    head = Head()
+    assigner = HybridSplitAssigner(
+        store, fake_split, head, range(5400, 5403), 8, binlog_files=lambda: list(files)
+    )
+    plan = assigner.next_plan()
+    assert plan is not None
+    hws = {"shop.orders:0": 110, "shop.orders:1": 120, "shop.orders:2": 130, "shop.users:0": 140}
+    finish(store, plan, hws)
+    head.pos = 200
+    plan = assigner.next_plan()
+    assert plan is not None and plan.binlog is not None
+    commit_batch(store, plan, [], WindowResult({}, 0, {}))
+    assert [t.state for t in store.tables()] == [Lifecycle.STREAMING, Lifecycle.STREAMING]
+
+    with store.transaction() as conn:  # as CommandProcessor._pause does
+        store.move_table(ORDERS, conn, Lifecycle.PAUSED, resume_state=Lifecycle.STREAMING)
+    files[:] = ["binlog.000002", "binlog.000003"]  # PURGE BINARY LOGS TO 'binlog.000002'
+    head_at = BinlogOffset("binlog.000003", 500)
+    assigner.read_head = lambda: head_at
+    with store.transaction() as conn:  # resumed: catches up from binlog.000001:200, purged
+        store.move_table(ORDERS, conn, Lifecycle.CATCHING_UP, resume_state=None)
+    with store.transaction() as conn:
+        store.move_table(
+            USERS, conn, Lifecycle.STREAMING, stream_from=BinlogOffset("binlog.000002", 4)
+        )
+
+    plan = assigner.next_plan()
+    assert plan is not None and plan.binlog is not None
+    assert str(plan.binlog) == "binlog [binlog.000002:4, binlog.000003:500) shop.users"
+    orders = store.table(ORDERS)
+    assert orders is not None and orders.state == Lifecycle.NEEDS_REDUMP
+    parked = [e for e in store.events() if e.level == "error"]
+    assert len(parked) == 1 and parked[0].table_id == "shop.orders"
+    assert "must read the binlog from binlog.000001:200" in parked[0].message
+    assert "oldest binlog is now binlog.000002" in parked[0].message
+    assert "Fix: cdc-console redump --table shop.orders" in parked[0].message

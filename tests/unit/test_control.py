@@ -308,3 +308,22 @@ def test_chunk_repairs_can_be_queued_together(store: StateStore) -> None:
     ]
     full = refusal("redump", "shop.users", {"chunk": 0}, store.tables(), False)
     assert full is None
+
+
+def test_a_parked_table_takes_only_a_whole_table_redump(store: StateStore) -> None:
+    pipeline = Pipeline(store)
+    pipeline.streaming()
+    with store.transaction() as conn:  # what the planner does when its binlog is purged
+        store.move_table(ORDERS, conn, Lifecycle.NEEDS_REDUMP)
+    for kind, args in (("pause", {}), ("resume", {}), ("redump", {"chunk": 0})):
+        reason = refusal(kind, "shop.orders", args, store.tables(), False)
+        assert reason is not None and reason.startswith(
+            "shop.orders is parked (NEEDS_REDUMP): the binlog it needed was purged"
+        ), (kind, reason)
+        assert reason.endswith("run 'cdc-console redump --table shop.orders'")
+    command = pipeline.queue("redump", "shop.orders")
+    pipeline.head.pos = 200
+    pipeline.step()
+    assert outcome(store, command)[0] == "applied"
+    orders = store.table(ORDERS)
+    assert orders is not None and orders.state in (Lifecycle.REDUMP, Lifecycle.CATCHING_UP)

@@ -33,10 +33,17 @@ def test_the_moves_each_state_allows() -> None:
         "REMOVED",
         "SNAPSHOT_DONE",
     ]
-    assert moves_from(Lifecycle.CATCHING_UP) == ["PAUSED", "REDUMP", "REMOVED", "STREAMING"]
-    assert moves_from(Lifecycle.STREAMING) == ["PAUSED", "REDUMP", "REMOVED"]
+    assert moves_from(Lifecycle.CATCHING_UP) == [
+        "NEEDS_REDUMP",
+        "PAUSED",
+        "REDUMP",
+        "REMOVED",
+        "STREAMING",
+    ]
+    assert moves_from(Lifecycle.STREAMING) == ["NEEDS_REDUMP", "PAUSED", "REDUMP", "REMOVED"]
     assert moves_from(Lifecycle.PAUSED) == [
         "CATCHING_UP",
+        "NEEDS_REDUMP",
         "REDUMP",
         "REMOVED",
         "SNAPSHOTTING",
@@ -49,6 +56,7 @@ def test_the_moves_each_state_allows() -> None:
     ]
     assert moves_from(Lifecycle.SNAPSHOT_DONE) == ["REDUMP", "REMOVED"]
     assert moves_from(Lifecycle.REMOVED) == ["CATCHING_UP", "SNAPSHOTTING", "SNAPSHOT_DONE"]
+    assert moves_from(Lifecycle.NEEDS_REDUMP) == ["REDUMP", "REMOVED"]
 
 
 def test_every_state_can_be_left_and_reached() -> None:
@@ -67,7 +75,7 @@ def test_a_move_outside_the_table_names_what_is_allowed() -> None:
         check_move(ORDERS, Lifecycle.STREAMING, Lifecycle.SNAPSHOTTING)
     assert str(raised.value) == (
         "shop.orders: no lifecycle move from STREAMING to SNAPSHOTTING "
-        "(from STREAMING a table may go to PAUSED, REDUMP, REMOVED)"
+        "(from STREAMING a table may go to NEEDS_REDUMP, PAUSED, REDUMP, REMOVED)"
     )
     with pytest.raises(IllegalTransition, match="from new to CATCHING_UP"):
         check_move(ORDERS, None, Lifecycle.CATCHING_UP)
@@ -82,6 +90,7 @@ def test_state_values_are_the_stored_and_shown_strings() -> None:
         "REDUMP",
         "SNAPSHOT_DONE",
         "REMOVED",
+        "NEEDS_REDUMP",
     ]
     assert CommandKind.REDUMP == "redump" and CommandKind.ADD_TABLE == "add-table"
     assert [s for s in Lifecycle if s.reads_chunks] == [Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP]

@@ -1,0 +1,44 @@
+"""Parking a table whose binlog was purged: the one move and the one message for it.
+
+A table that must read the binlog from a file the server no longer has cannot be kept exact
+from the binlog any more: the changes in the purged files are gone. Failing every window for it
+would stop every other table too, so it is parked in ``NEEDS_REDUMP`` (nothing of it is read)
+with the reason and the fix in the events journal, and the others go on. Used by the planner
+mid-stream (``HybridSplitAssigner``) and by the job at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.schema import TableId
+from cdc_console.state.store import StateStore
+
+log = logging.getLogger(__name__)
+
+#: states a purge can park (a snapshotting table has no binlog position to lose yet)
+PARKABLE = (Lifecycle.CATCHING_UP, Lifecycle.STREAMING, Lifecycle.PAUSED)
+
+
+def is_purged(position: BinlogOffset, files: list[str]) -> bool:
+    """Whether ``position``'s file is older than the oldest binlog the server keeps."""
+    if not files:
+        return False
+    return binlog_file_index(position.file) < min(binlog_file_index(f) for f in files)
+
+
+def park_table(store: StateStore, table_id: TableId, start: BinlogOffset, files: list[str]) -> str:
+    """Move ``table_id`` to NEEDS_REDUMP and journal why and the fix; return the message."""
+    oldest = min(files, key=binlog_file_index)
+    message = (
+        f"{table_id} parked (NEEDS_REDUMP): it must read the binlog from {start}, but the "
+        f"server's oldest binlog is now {oldest}; the changes in between were purged. The other "
+        f"tables go on. Fix: cdc-console redump --table {table_id}"
+    )
+    with store.transaction() as conn:
+        store.move_table(table_id, conn, Lifecycle.NEEDS_REDUMP)
+        store.log_event("table", message, level="error", table_id=table_id, conn=conn)
+    log.error("%s", message)
+    return message
