@@ -12,7 +12,7 @@ import fnmatch
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,10 @@ class SourceConfig:
     #: how long a transient fault is waited out (``[pipeline] source_outage_seconds``); it
     #: travels with the source so executors' readers wait exactly as long as the planner
     outage_seconds: float = 600.0
+    #: ``source.hosts``: servers tried in order (a primary and its replicas); empty: host:port
+    hosts: tuple[tuple[str, int], ...] = ()
+    #: ``source.position``: follow a failover by GTID ("auto", "gtid") or never ("file")
+    position: str = "auto"
 
     def password(self) -> str:
         """The password, from the environment; registered so it is scrubbed from all output."""
@@ -70,6 +74,15 @@ class SourceConfig:
             "user": self.user,
             "connect_timeout": self.connect_timeout,
         }
+
+    def endpoints(self) -> tuple[tuple[str, int], ...]:
+        """The servers to try, in order."""
+        return self.hosts or ((self.host, self.port),)
+
+    def pinned(self, host: str, port: int) -> SourceConfig:
+        """This source on one server only: what executors get, so they read the server the
+        planner planned against, never another one of the list."""
+        return replace(self, host=host, port=port, hosts=())
 
     @property
     def server_ids(self) -> range:
@@ -179,6 +192,8 @@ _KNOWN = {
         "time_zone",
         "connect_timeout",
         "password",
+        "hosts",
+        "position",
     },
     "snapshot": {
         "chunk_size",
@@ -271,6 +286,37 @@ def parse_table_pattern(text: str) -> TablePattern:
             'list tables as "db.table" or "db.*" (\'*\' only in the table part)',
         )
     return TablePattern(database, table)
+
+
+def _position(value: str) -> str:
+    if value not in ("auto", "gtid", "file"):
+        raise ConfigError(
+            f"source.position {value!r} is not one of auto, gtid, file",
+            'set position = "auto" (follow a failover by GTID when the server logs GTIDs)',
+        )
+    return value
+
+
+def _hosts(value: Any, default_port: int) -> tuple[tuple[str, int], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(
+            'source.hosts must be a list of "host:port" strings',
+            'write it as hosts = ["db1:3306", "db2:3306"] (the first is tried first)',
+        )
+    endpoints: list[tuple[str, int]] = []
+    for entry in value:
+        host, sep, port = entry.rpartition(":")
+        if not sep:
+            host, port = entry, str(default_port)
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(
+                f"source.hosts entry {entry!r} is not host:port",
+                'write it as "db1.example.com:3306"',
+            )
+        endpoints.append((host, int(port)))
+    return tuple(endpoints)
 
 
 def _server_ids(value: Any) -> tuple[int, int]:
@@ -373,6 +419,8 @@ def config_from_dict(
         time_zone=_typed(src, "source", "time_zone", str, None),
         connect_timeout=float(_typed(src, "source", "connect_timeout", (int, float), 10.0)),
         outage_seconds=outage,
+        hosts=_hosts(src.get("hosts"), port),
+        position=_position(_typed(src, "source", "position", str, "auto")),
     )
     if source.time_zone is not None and not re.fullmatch(
         r"[+-]\d{2}:\d{2}|[A-Za-z_/]+|SYSTEM", source.time_zone

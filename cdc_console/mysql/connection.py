@@ -36,7 +36,41 @@ CR_SERVER_LOST = 2013
 def connect(
     source: SourceConfig, *, database: str | None = None, unbuffered: bool = False, **extra: Any
 ) -> pymysql.connections.Connection:
-    """A connection as the configured user, autocommit, utf8mb4, session zone UTC."""
+    """A connection as the configured user, autocommit, utf8mb4, session zone UTC; to the first
+    server of ``source.hosts`` that answers, when there is such a list."""
+    return connect_first(source, database=database, unbuffered=unbuffered, **extra)[0]
+
+
+def connect_first(
+    source: SourceConfig, *, database: str | None = None, unbuffered: bool = False, **extra: Any
+) -> tuple[pymysql.connections.Connection, SourceConfig]:
+    """:func:`connect`, and the source pinned to the server that answered.
+
+    Only a transient failure (the server is down) moves on to the next server of the list; a
+    refused password or privilege is the same everywhere and is raised at once.
+    """
+    endpoints = source.endpoints()
+    failure: SourceError | None = None
+    for host, port in endpoints:
+        target = source.pinned(host, port) if source.hosts else source
+        try:
+            return _connect_one(target, database, unbuffered, extra), target
+        except SourceError as exc:
+            if not exc.transient or len(endpoints) == 1:
+                raise
+            failure = exc
+    assert failure is not None
+    raise SourceError(
+        f"no server of source.hosts answers: {failure.message}",
+        "bring one of them back, or add the promoted replica to source.hosts",
+        code=failure.code,
+        transient=True,
+    )
+
+
+def _connect_one(
+    source: SourceConfig, database: str | None, unbuffered: bool, extra: dict[str, Any]
+) -> pymysql.connections.Connection:
     password = source.password()
     kwargs: dict[str, Any] = {
         **source.connection_kwargs(),

@@ -149,7 +149,7 @@ class SnapshotSplitReader:
             conn = open_text_mode(self.source) if self.text_mode else connect(self.source)
         try:
             self.hooks.run("pre_low_watermark")
-            low = current_position(conn)
+            low = current_position(conn, with_gtid=True)
             log.info("split %s step 1: low watermark %s", sid, low)
             self.hooks.run("post_low_watermark")
             sql, args = chunk_query(self.schema, split, self.normalizer.select_list)
@@ -164,7 +164,7 @@ class SnapshotSplitReader:
                 count = len(selected)
             log.info("split %s step 2: selected %d rows of %s", sid, count, split.range)
             self.hooks.run("pre_high_watermark")
-            high = current_position(conn)
+            high = current_position(conn, with_gtid=True)
             log.info("split %s step 3: high watermark %s", sid, high)
             self.hooks.run("post_high_watermark")
         finally:

@@ -37,9 +37,10 @@ from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.retention import binlog_needs, missing_binlog
+from cdc_console.source.failover import connect_following
 from cdc_console.source.parking import PARKABLE, is_purged, park_table
 from cdc_console.spark.lag_monitor import LagMonitor
-from cdc_console.spark.shutdown import drain, stop_query
+from cdc_console.spark.shutdown import drain, quiet_cancellations, stop_query
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
@@ -200,6 +201,16 @@ class PipelineJob:
             store.close()
         return True
 
+    def _follow_source(self, store: StateStore) -> None:
+        """Before anything reads a stored position: if the source is now another server (a
+        failover while the job was down), re-map the state to it by GTID."""
+
+        def follow() -> None:
+            conn, _ = connect_following(store, self.config.source, self.config.source.server_ids[0])
+            close_quietly(conn)
+
+        self._with_source("start-up", follow)
+
     def _probe_source(self) -> None:
         close_quietly(connect(self.config.source))
 
@@ -222,6 +233,7 @@ class PipelineJob:
         self.register_tables(store, schemas)
         store.set_draining(False)  # a stop that never finished (the job was killed meanwhile)
         store.close_outages("a new run started")
+        self._follow_source(store)
         narrow_pending_plan(store)
         started = time.time()
         self.run_id = store.start_run(os.getpid(), socket.gethostname(), self.config.spark.master)
@@ -357,16 +369,20 @@ class PipelineJob:
         log.info("spark %s on %s, UI %s", spark.version, self.config.spark.master, ui)
         spark.dataSource.register(CdcDataSource)
         trigger = f"{self.config.spark.trigger_seconds} seconds"
-        query = (
-            spark.readStream.format(SOURCE_NAME)
-            .option("config", str(self.config.path))
-            .load()
-            .writeStream.foreachBatch(applier)
-            .option("checkpointLocation", str(self.config.spark.checkpoint))
-            .trigger(processingTime=trigger)
-            .queryName(f"cdc-{self.config.name}")
-            .start()
-        )
+
+        def start_query() -> Any:
+            return (
+                spark.readStream.format(SOURCE_NAME)
+                .option("config", str(self.config.path))
+                .load()
+                .writeStream.foreachBatch(applier)
+                .option("checkpointLocation", str(self.config.spark.checkpoint))
+                .trigger(processingTime=trigger)
+                .queryName(f"cdc-{self.config.name}")
+                .start()
+            )
+
+        query = start_query()
         monitor = LagMonitor(self.config, store)
         from cdc_console.spark.lake_upkeep import LakeUpkeep
 
@@ -381,6 +397,10 @@ class PipelineJob:
                 store.update_run(self.run_id, heartbeat_at=time.time())
                 self._take_stop_command(store)
                 caught_up = monitor.sample()
+                moved_to = monitor.source_moved()
+                if moved_to is not None:
+                    query = self._restart_for_failover(store, query, moved_to, start_query)
+                    continue
                 if self._done(store, caught_up, until_caught_up):
                     break
                 upkeep.tick()
@@ -398,6 +418,25 @@ class PipelineJob:
         store.set_draining(False)
         log.info("%s", stopped_at(store))
         return 0
+
+    def _restart_for_failover(
+        self, store: StateStore, query: Any, moved_to: str, start_query: Callable[[], Any]
+    ) -> Any:
+        """Abandon the batch in flight (it is pinned to the server that is gone; nothing of it
+        was applied) and start the query again: the planner re-maps the state and that batch's
+        plan to ``moved_to`` by GTID, and the batch is read there under its own number."""
+        message = (
+            f"the source answers from another server ({moved_to}): restarting the streaming "
+            "query so the batch in flight is re-planned there by GTID"
+        )
+        log.warning("%s", message)
+        store.log_event("source", message, level="warning")
+        with quiet_cancellations():
+            try:
+                query.stop()
+            except Exception as exc:
+                log.warning("stopping the streaming query: %s", str(exc).splitlines()[0][:200])
+        return start_query()
 
     def _take_stop_command(self, store: StateStore) -> None:
         """Acknowledge a queued ``stop`` and stop like SIGTERM: the current batch finishes."""

@@ -17,6 +17,7 @@ from typing import Any
 from cdc_console.config import PipelineConfig
 from cdc_console.errors import redact
 from cdc_console.mysql.connection import close_quietly, connect
+from cdc_console.mysql.gtid import server_identity
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import Backoff, Retrier
@@ -40,6 +41,10 @@ class LagMonitor:
         # an outage when no batch is waiting for the source.
         backoff = Backoff(cap=max(1.0, config.heartbeat_seconds))
         self.retrier = Retrier("lag probe", math.inf, observer=store, backoff=backoff)
+        #: the server the probe reaches (``mysql.gtid.server_identity``), and the one a query
+        #: restart was last asked for, so a failover restarts the query once
+        self.server: str | None = None
+        self._moved_to: str | None = None
 
     def sample(self) -> bool:
         if time.monotonic() < self.next_probe:
@@ -47,6 +52,7 @@ class LagMonitor:
         try:
             if self.conn is None or not self.conn.open:
                 self.conn = connect(self.config.source)
+                self.server = server_identity(self.conn)
             head = current_position(self.conn)
             logs = binary_logs(self.conn)
         except Exception as exc:
@@ -69,6 +75,19 @@ class LagMonitor:
             event_lag = 0 if caught_up else self._event_lag(now)
             self.store.add_lag_sample(committed, head, behind[0], behind[1], event_lag)
         return caught_up
+
+    def source_moved(self) -> str | None:
+        """The server the source failed over to, once, when the probe reaches a server other
+        than the one the state's positions refer to; None otherwise.
+
+        A batch in flight is pinned to the old server and would wait for it until the outage
+        limit: the job restarts its query instead, and the planner re-maps the batch by GTID.
+        """
+        recorded = self.store.source_identity()
+        if self.server is None or recorded is None or self.server in (recorded, self._moved_to):
+            return None
+        self._moved_to = self.server
+        return self.server
 
     def _event_lag(self, now: float) -> int | None:
         stamps = [t.last_event_ts for t in self.store.tables() if t.last_event_ts]

@@ -7,21 +7,23 @@ driver's own Python process, so it opens its own state store and source connecti
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pymysql
 
-from cdc_console.config import PipelineConfig, load_config
+from cdc_console.config import PipelineConfig, SourceConfig, load_config
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.mysql.checks import check_table
-from cdc_console.mysql.connection import close_quietly, connect
+from cdc_console.mysql.connection import close_quietly
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.control import CommandProcessor
+from cdc_console.source.failover import connect_following
 from cdc_console.source.splitter import ChunkSplitter
 from cdc_console.spark.protocol import BinlogTask, ChunkTask, NoopTask, PlanPartition, SnapshotTask
 from cdc_console.state.store import StateStore
@@ -52,6 +54,8 @@ class Planner:
         self.config = config
         self.store = StateStore(config.state_path)
         self._conn: pymysql.connections.Connection | None = None
+        #: the server planned against: what the executors read (never another of the list)
+        self._source = config.source.pinned(*config.source.endpoints()[0])
         self.assigner = HybridSplitAssigner(
             self.store,
             self._split_table,
@@ -72,9 +76,24 @@ class Planner:
         return cls(load_config(path))
 
     def _connection(self) -> pymysql.connections.Connection:
+        """The planner's connection; a new one checks it reached the server the state was
+        recorded on, and follows a failover by GTID when not (``source.failover``)."""
         if self._conn is None or not self._conn.open:
-            self._conn = connect(self.config.source)
+            self._conn, self._source = connect_following(
+                self.store, self._preferred(), self.config.source.server_ids[0]
+            )
         return self._conn
+
+    def _preferred(self) -> SourceConfig:
+        """The source with the server last planned against tried first: once a failover has
+        happened, a returning old primary must not win just by being first in the list."""
+        source = self.config.source
+        current = (self._source.host, self._source.port)
+        endpoints = source.endpoints()
+        if len(endpoints) < 2 or current not in endpoints:
+            return source
+        index = endpoints.index(current)
+        return replace(source, hosts=endpoints[index:] + endpoints[:index])
 
     def _read_head(self) -> BinlogOffset:
         try:
@@ -153,7 +172,15 @@ class Planner:
         parts: list[PlanPartition] = []
         schemas = {t: schema_from_dict(d) for t, d in self.store.schemas().items()}
         appendable = self._appendable_tables(schemas)
-        source = self.config.source
+        # Connected (and failed over, if the source moved) before the tasks are pinned to it.
+        call_with_retry(
+            self._connection,
+            what="planner",
+            outage_seconds=self.config.source.outage_seconds,
+            observer=self.store,
+            on_failure=self._drop_connection,
+        )
+        source = self._source
         for batch_no in range(start + 1, end + 1):
             found = self.store.batch(batch_no)
             if found is None or found.status != BatchStatus.PLANNED:

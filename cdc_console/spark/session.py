@@ -23,7 +23,7 @@ def spark_session(config: PipelineConfig) -> Any:
         .config("spark.sql.streaming.stopTimeout", "60s")
         .config("spark.python.worker.reuse", "true")
         .config("spark.python.daemon.module", "cdc_console.spark.daemon")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -Xss8m")
         # The job runs a micro-batch every second or so, for weeks: Spark's UI would keep the
         # last 1,000 jobs, stages and SQL executions and 100,000 tasks alive in the driver heap.
         .config("spark.ui.retainedJobs", "100")

@@ -5,7 +5,7 @@ offset, a batch's plan) is written in one transaction with the batch it belongs 
 any point leaves a consistent state to resume from at chunk granularity.
 
 One facade over small repositories, one per part of the state (``tables.py``, ``splits.py``,
-``batches.py``, ``commands.py``, ``journal.py``, ``outages.py``, over ``database.py``'s connection), each
+``batches.py``, ``commands.py``, ``journal.py``, ``outages.py``, ``positions.py``, over ``database.py``'s connection), each
 returning the typed rows of ``rows.py``. No module outside ``state/`` runs SQL over this schema
 (``tests/unit/test_layering.py`` keeps the imports in line; reviews keep the SQL).
 """
@@ -16,6 +16,7 @@ from cdc_console.state.batches import BatchesRepo
 from cdc_console.state.commands import PIPELINE_PAUSED_META, CommandsRepo
 from cdc_console.state.journal import EVENTS_KEPT, LAG_SAMPLES_KEPT, JournalRepo
 from cdc_console.state.outages import OutagesRepo
+from cdc_console.state.positions import PositionsRepo
 from cdc_console.state.rows import (
     BatchRow,
     Command,
@@ -44,5 +45,5 @@ __all__ = [
 ]
 
 
-class StateStore(TablesRepo, BatchesRepo, CommandsRepo, JournalRepo, OutagesRepo):
+class StateStore(TablesRepo, BatchesRepo, CommandsRepo, JournalRepo, OutagesRepo, PositionsRepo):
     """One state database and every part of the state; safe to share between threads."""
