@@ -237,3 +237,18 @@ def test_source_outage_seconds_travels_with_the_source(tmp_path: Path) -> None:
     assert config.source.outage_seconds == 45
     error = load_error(tmp_path, MINIMAL + "[pipeline]\nsource_outage_seconds = -1\n")
     assert error.message == "pipeline.source_outage_seconds -1 is negative"
+
+
+def test_source_hosts_and_position(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, MINIMAL))
+    assert config.source.endpoints() == (("127.0.0.1", 3306),)
+    assert config.source.position == "auto"
+    text = MINIMAL + 'hosts = ["db1:3307", "db2"]\nposition = "gtid"\n'
+    source = load_config(write(tmp_path, text)).source
+    assert source.endpoints() == (("db1", 3307), ("db2", 3306))
+    assert source.position == "gtid"
+    assert source.pinned("db2", 3306).endpoints() == (("db2", 3306),)
+    error = load_error(tmp_path, MINIMAL + 'hosts = ["db1:port"]\n')
+    assert error.message == "source.hosts entry 'db1:port' is not host:port"
+    error = load_error(tmp_path, MINIMAL + 'position = "lsn"\n')
+    assert error.message == "source.position 'lsn' is not one of auto, gtid, file"
