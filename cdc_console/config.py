@@ -176,6 +176,9 @@ class PipelineConfig:
     state_path: Path
     spark: SparkConfig
     heartbeat_seconds: float = 5.0
+    #: ``[pipeline] schema_changes``: "park" the table whose shape changed (the others go on),
+    #: or "stop" the whole job, as before
+    schema_changes: str = "park"
     console: ConsoleConfig = field(default_factory=ConsoleConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
 
@@ -217,7 +220,7 @@ _KNOWN = {
     },
     "state": {"path"},
     "spark": {"master", "trigger_seconds", "checkpoint", "ui_port", "conf"},
-    "pipeline": {"heartbeat_seconds", "source_outage_seconds"},
+    "pipeline": {"heartbeat_seconds", "source_outage_seconds", "schema_changes"},
     "console": {
         "refresh_seconds",
         "lag_warn_seconds",
@@ -286,6 +289,15 @@ def parse_table_pattern(text: str) -> TablePattern:
             'list tables as "db.table" or "db.*" (\'*\' only in the table part)',
         )
     return TablePattern(database, table)
+
+
+def _schema_changes(value: str) -> str:
+    if value not in ("park", "stop"):
+        raise ConfigError(
+            f"pipeline.schema_changes {value!r} is not one of park, stop",
+            'set schema_changes = "park" (only the changed table waits for its re-dump)',
+        )
+    return value
 
 
 def _position(value: str) -> str:
@@ -511,6 +523,7 @@ def config_from_dict(
         state_path=state_path,
         spark=spark,
         heartbeat_seconds=float(_typed(pipe, "pipeline", "heartbeat_seconds", (int, float), 5.0)),
+        schema_changes=_schema_changes(_typed(pipe, "pipeline", "schema_changes", str, "park")),
         console=_console(_section(doc, "console"), base),
         lake=_lake(_section(doc, "lake")),
     )

@@ -56,7 +56,23 @@ class SourceUnreachableError(SourceError):
 
 
 class SchemaChangedError(SourceError):
-    """DDL on a captured table mid-stream: the pipeline stops rather than write wrong rows."""
+    """DDL on a captured table mid-stream: the pipeline stops rather than write wrong rows.
+
+    ``tables`` (the tables hit) and ``statement`` (the DDL, or what changed) let a reader that
+    parks tables instead of stopping say which and why.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        hint: str = "",
+        *,
+        tables: tuple[object, ...] = (),
+        statement: str = "",
+    ) -> None:
+        super().__init__(message, hint)
+        self.tables = tables
+        self.statement = statement
 
 
 class BinlogPurgedError(SourceError):

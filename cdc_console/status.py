@@ -33,7 +33,7 @@ def table_note(table: TableState) -> str:
             return f"chunk {table.redump_chunk}, generation {table.generation}"
         return f"re-dump, generation {table.generation}"  # its chunks: the chunks column
     if table.state == Lifecycle.NEEDS_REDUMP:
-        return f"binlog purged: cdc-console redump --table {table.table_id}"
+        return f"parked: cdc-console redump --table {table.table_id} (events say why)"
     if table.state == Lifecycle.REMOVED:
         return f"by {table.removed_by}, mirror kept" if table.removed_by else "mirror kept"
     return "added by add-table" if table.origin == "command" else ""

@@ -9,7 +9,7 @@ Flink CDC keeps one ``AssignerStatus`` for the whole job; here every table moves
     any running state -> PAUSED -> back where it was (a streaming one catches up first)
     any captured state -> REDUMP -> CATCHING_UP (or SNAPSHOT_DONE)
     any captured state -> REMOVED -> captured again where it stopped
-    CATCHING_UP, STREAMING, PAUSED -> NEEDS_REDUMP -> REDUMP   (the binlog it needs was purged)
+    CATCHING_UP, STREAMING, PAUSED -> NEEDS_REDUMP -> REDUMP   (purged binlog, changed shape)
 
 ``TRANSITIONS`` is the whole list with the reason for each move; ``check_move`` is the gate every
 state change passes (``StateStore.move_table``), so a move that is not in the table is a bug
@@ -34,7 +34,8 @@ class Lifecycle(StrEnum):
     SNAPSHOT_DONE = "SNAPSHOT_DONE"
     REMOVED = "REMOVED"
     #: parked: its mirror can no longer be kept exact from the binlog (the binlog it needs was
-    #: purged); nothing of it is read until an operator re-dumps it, while the others go on
+    #: purged, or its shape changed); nothing of it is read until an operator re-dumps it,
+    #: while the others go on
     NEEDS_REDUMP = "NEEDS_REDUMP"
 
     @property
@@ -115,7 +116,8 @@ def _moves() -> dict[tuple[Lifecycle | None, Lifecycle], str]:
         moves[state, Lifecycle.PAUSED] = "paused by the operator"
     for state in (Lifecycle.CATCHING_UP, Lifecycle.STREAMING, Lifecycle.PAUSED):
         moves[state, Lifecycle.NEEDS_REDUMP] = (
-            "the binlog it must read next was purged: only a re-dump makes its mirror exact again"
+            "the binlog can no longer keep its mirror exact (the binlog it needs was purged, or "
+            "its shape changed): only a re-dump does"
         )
     for state in _CAPTURED:
         if state != Lifecycle.REDUMP:  # a re-dump started again stays REDUMP: no move

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,6 +185,10 @@ def read_window(
                 )
 
 
+#: told about a table whose shape changed at a position, and what changed (the DDL text)
+SchemaChangeHandler = Callable[[TableId, BinlogOffset, str], None]
+
+
 def read_window_events(
     source: SourceConfig,
     server_id: int,
@@ -192,9 +196,15 @@ def read_window_events(
     end: BinlogOffset,
     tables: Collection[TableId],
     expected_columns: dict[TableId, list[str]] | None = None,
+    on_schema_change: SchemaChangeHandler | None = None,
 ) -> Iterator[RowEvent]:
     """``read_window`` one row event at a time: the same checks, errors and positions, without
-    an object per row (the binlog reader's hot path)."""
+    an object per row (the binlog reader's hot path).
+
+    With ``on_schema_change``, a DDL on a captured table (or row events whose columns are not
+    the expected ones) does not raise: the handler gets the table, the position and what
+    changed, and nothing of that table is yielded from there on, while the other tables go on.
+    """
     if start >= end:
         return
     wanted = set(tables)
@@ -232,7 +242,19 @@ def read_window_events(
             if event_start < start.pos and current_file == start.file:
                 continue
             if isinstance(event, QueryEvent):
-                _check_ddl(event, wanted, BinlogOffset(current_file, event_start))
+                position = BinlogOffset(current_file, event_start)
+                try:
+                    _check_ddl(event, wanted, position)
+                except SchemaChangedError as exc:
+                    if on_schema_change is None:
+                        raise
+                    for changed in exc.tables:
+                        assert isinstance(changed, TableId)
+                        wanted.discard(changed)
+                        for name_key, known in ids.items():
+                            if known == changed:
+                                ids[name_key] = None
+                        on_schema_change(changed, position, exc.statement)
                 continue
             name = (event.schema, event.table)
             if name in ids:
@@ -245,7 +267,16 @@ def read_window_events(
             if expected_columns is not None and checked.get(table_id) is not event.columns:
                 # The columns list is shared by every event of one cached TABLE_MAP, so each
                 # distinct list is checked once; a changed table brings a new list.
-                _check_columns(event, table_id, expected_columns.get(table_id), current_file)
+                try:
+                    _check_columns(event, table_id, expected_columns.get(table_id), current_file)
+                except SchemaChangedError as exc:
+                    if on_schema_change is None:
+                        raise
+                    wanted.discard(table_id)
+                    ids[name] = None
+                    at = BinlogOffset(current_file, event_start)
+                    on_schema_change(table_id, at, exc.statement)
+                    continue
                 checked[table_id] = event.columns
             if isinstance(event, WriteRowsEvent):
                 kind = "insert"
@@ -277,6 +308,8 @@ def _check_ddl(event: QueryEvent, wanted: set[TableId], position: BinlogOffset) 
             f"the pipeline stopped before {position} so no row was written with the wrong "
             f"schema; re-snapshot the table once the change is done "
             f"('cdc-console redump --table {hit[0]}') or remove it from source.tables",
+            tables=tuple(hit),
+            statement=" ".join(query.split())[:300],
         )
 
 
@@ -295,6 +328,8 @@ def _check_columns(event: Any, table_id: TableId, expected: list[str] | None, fi
             f"{table_id} changed shape at {position}: binlog has columns {names}, "
             f"snapshot had {expected}",
             f"re-snapshot the table ('cdc-console redump --table {table_id}')",
+            tables=(table_id,),
+            statement=f"columns now {names}, were {expected}",
         )
 
 

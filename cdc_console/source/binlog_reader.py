@@ -90,9 +90,19 @@ class BinlogSplitReader:
     """Reads one ``BinlogSplit`` window and emits the changes ``should_emit`` lets through."""
 
     def __init__(
-        self, source: SourceConfig, schemas: Mapping[TableId, TableSchema], server_id: int
+        self,
+        source: SourceConfig,
+        schemas: Mapping[TableId, TableSchema],
+        server_id: int,
+        *,
+        park_on_schema_change: bool = False,
     ) -> None:
         self.source = source
+        #: with it, a table whose shape changes is left out of the window from that position
+        #: on and reported in ``schema_changes``; without it, the window fails (``stop``)
+        self.park_on_schema_change = park_on_schema_change
+        #: per ``"database.table"``: where its shape changed, and the DDL (or what changed)
+        self.schema_changes: dict[str, tuple[BinlogOffset, str]] = {}
         self.schemas = dict(schemas)
         self.server_id = server_id
         self.normalizers = {t: RowNormalizer(s) for t, s in self.schemas.items()}
@@ -102,6 +112,12 @@ class BinlogSplitReader:
         #: Per ``"database.table"``: records emitted, and ``ts_ms`` of the last one.
         self.emitted_by_table: dict[str, int] = {}
         self.last_ts_by_table: dict[str, int] = {}
+
+    def _schema_changed(self, table_id: TableId, position: BinlogOffset, what: str) -> None:
+        log.warning(
+            "binlog: %s changed shape at %s (%s): left out from there on", table_id, position, what
+        )
+        self.schema_changes.setdefault(str(table_id), (position, what))
 
     def read(self, split: BinlogSplit) -> Iterator[ChangeRecord]:
         for record in self.read_dicts(split):
@@ -131,8 +147,15 @@ class BinlogSplitReader:
         log.info("binlog split [%s, %s): %d tables", split.start, split.end, len(watermarks))
         seq = 0
         encode = _encode_json
+        on_change = self._schema_changed if self.park_on_schema_change else None
         for event in read_window_events(
-            self.source, self.server_id, split.start, split.end, list(watermarks), expected
+            self.source,
+            self.server_id,
+            split.start,
+            split.end,
+            list(watermarks),
+            expected,
+            on_schema_change=on_change,
         ):
             table_id = event.table_id
             marks = watermarks[table_id]

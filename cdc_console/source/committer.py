@@ -9,10 +9,12 @@ without re-reading finished chunks or re-emitting streamed changes.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.state.store import SplitResult, StateStore
 
@@ -26,6 +28,23 @@ class WindowResult:
     emitted: dict[str, int] = field(default_factory=dict)
     skipped: int = 0
     last_event_ts: dict[str, int] = field(default_factory=dict)
+    #: per ``"database.table"``: where its shape changed and the DDL; parked at that position
+    schema_changes: dict[str, tuple[BinlogOffset, str]] = field(default_factory=dict)
+
+
+def _park_on_schema_change(
+    store: StateStore, conn: sqlite3.Connection, table_id: str, position: BinlogOffset, what: str
+) -> str:
+    """Park a table whose shape changed at ``position``: its changes before it were applied,
+    none after; a re-dump (which reads the new shape) brings it back."""
+    store.move_table(table_id, conn, Lifecycle.NEEDS_REDUMP, stream_from=position)
+    message = (
+        f"{table_id} changed shape at {position} ({what}): parked (NEEDS_REDUMP) so no row of "
+        f"the new shape is written with the old one; the other tables go on. Fix: "
+        f"cdc-console redump --table {table_id} (it reads the new shape and migrates the mirror)"
+    )
+    store.log_event("table", message, level="error", table_id=table_id, conn=conn)
+    return message
 
 
 def commit_batch(
@@ -77,6 +96,16 @@ def commit_batch(
                 if found is None:
                     continue
                 state = found.state
+                changed = window.schema_changes.get(table_id)
+                if changed is not None:
+                    store.add_events(
+                        table_id,
+                        conn,
+                        window.emitted.get(table_id, 0),
+                        window.last_event_ts.get(table_id),
+                    )
+                    changes.append(_park_on_schema_change(store, conn, table_id, *changed))
+                    continue
                 new_state = Lifecycle.STREAMING if state == Lifecycle.CATCHING_UP else state
                 store.move_table(table_id, conn, new_state, stream_from=end)
                 store.add_events(

@@ -118,8 +118,8 @@ def refusal(
         or (kind == CommandKind.REDUMP and args.get("chunk") is not None)
     ):
         return (
-            f"{target} is parked (NEEDS_REDUMP): the binlog it needed was purged, so every "
-            f"chunk must be read again; run 'cdc-console redump --table {target}'"
+            f"{target} is parked (NEEDS_REDUMP): its binlog was purged or its shape changed, so "
+            f"every chunk must be read again; run 'cdc-console redump --table {target}'"
         )
     if kind == CommandKind.PAUSE:
         if table.state == Lifecycle.PAUSED:
@@ -186,7 +186,10 @@ class CommandProcessor:
             self.store.tables(),
             self.store.pipeline_paused(),
         )
-        if reason is None and command.kind == CommandKind.ADD_TABLE and command.target is not None:
+        fresh_shape = command.kind == CommandKind.ADD_TABLE or (
+            command.kind == CommandKind.REDUMP and command.args.get("chunk") is None
+        )
+        if reason is None and fresh_shape and command.target is not None:
             try:
                 schema = self.describe_table(TableId.parse(command.target))
             except SourceError as exc:
@@ -257,7 +260,7 @@ class CommandProcessor:
         if kind == CommandKind.REDUMP:
             chunk = command.args.get("chunk")
             if chunk is None:
-                return self._redump(table, conn)
+                return self._redump(table, conn, schema)
             return self._redump_chunk(table, int(chunk), conn)
         if kind == CommandKind.REMOVE_TABLE:
             return self._remove(table, conn)
@@ -288,8 +291,19 @@ class CommandProcessor:
             return f"{table.table_id} resumed: catching up from {table.stream_from}, then streaming"
         return f"{table.table_id} resumed: {state}"
 
-    def _redump(self, table: TableState, conn: sqlite3.Connection) -> str:
+    def _redump(
+        self, table: TableState, conn: sqlite3.Connection, schema: TableSchema | None
+    ) -> str:
+        """A whole-table re-dump reads the table as it is now: a shape changed by DDL (the
+        reason a table is parked) becomes the stored schema, and the sink migrates the mirror
+        to it in the re-dump's first commit."""
         generation = table.generation + 1
+        reshaped = ""
+        if schema is not None:
+            current = schema_to_dict(schema)
+            if self.store.schemas().get(table.table_id, {}).get("columns") != current["columns"]:
+                self.store.set_schema(table.table_id, current, conn)
+                reshaped = f"; new shape {', '.join(schema.column_names)}"
         dropped = self.store.drop_splits(table.table_id, conn)
         self.store.move_table(
             table.table_id,
@@ -305,8 +319,8 @@ class CommandProcessor:
         )
         was = f" (was {table.state}, {dropped} old chunks)" if dropped else f" (was {table.state})"
         return (
-            f"{table.table_id} re-dump started, generation {generation}{was}: fresh chunks "
-            "replace the mirror's key ranges one by one, then it catches up"
+            f"{table.table_id} re-dump started, generation {generation}{was}{reshaped}: fresh "
+            "chunks replace the mirror's key ranges one by one, then it catches up"
         )
 
     def _redump_chunk(self, table: TableState, chunk: int, conn: sqlite3.Connection) -> str:

@@ -130,6 +130,12 @@ class PipelineJob:
                     )
                     store.set_schema(schema.table_id, current)
                     continue
+                if previous_state is not None and previous_state.state == Lifecycle.NEEDS_REDUMP:
+                    continue  # parked already: its re-dump reads the new shape
+                parkable = previous_state is not None and previous_state.state in PARKABLE
+                if self.config.schema_changes == "park" and parkable:
+                    self._park_reshaped(store, schema.table_id)
+                    continue
                 raise SchemaChangedError(
                     f"{schema.table_id} changed shape while the pipeline was stopped",
                     f"re-snapshot it: 'cdc-console redump --table {schema.table_id}'",
@@ -151,6 +157,18 @@ class PipelineJob:
                 store.log_event(
                     "table", f"capturing {schema.table_id} ({mode})", table_id=schema.table_id
                 )
+
+    def _park_reshaped(self, store: StateStore, table_id: TableId) -> None:
+        """A table whose columns changed while the job was down waits for its re-dump; the
+        others start. Its stored schema stays the old one until the re-dump reads the new."""
+        message = (
+            f"{table_id} changed shape while the pipeline was stopped: parked (NEEDS_REDUMP); "
+            f"the other tables go on. Fix: cdc-console redump --table {table_id}"
+        )
+        with store.transaction() as conn:
+            store.move_table(table_id, conn, Lifecycle.NEEDS_REDUMP)
+            store.log_event("table", message, level="error", table_id=table_id, conn=conn)
+        log.error("%s", message)
 
     def _restore(self, store: StateStore, table: TableState) -> None:
         """A REMOVED table named again resumes where its mirror stopped.

@@ -202,6 +202,7 @@ class Planner:
                     plan.binlog,
                     plan.binlog_server_id,
                     tuple(schemas[f.table_id] for f in plan.binlog.tables),
+                    park_on_schema_change=self.config.schema_changes == "park",
                 )
                 parts.append(PlanPartition(batch_no, task, source))
         return parts

@@ -80,6 +80,8 @@ class BinlogTask:
     split: BinlogSplit
     server_id: int
     schemas: tuple[TableSchema, ...]
+    #: ``[pipeline] schema_changes = "park"``: a table whose shape changes is parked, not fatal
+    park_on_schema_change: bool = False
 
     def schema_map(self) -> dict[TableId, TableSchema]:
         return {s.table_id: s for s in self.schemas}
@@ -155,6 +157,10 @@ def window_control(batch_no: int, result: WindowResult) -> dict[str, Any]:
             "emitted": dict(result.emitted),
             "skipped": result.skipped,
             "last_event_ts": dict(result.last_event_ts),
+            "schema_changes": {
+                table: {"position": position.to_dict(), "what": what}
+                for table, (position, what) in result.schema_changes.items()
+            },
         },
     )
 
@@ -189,7 +195,13 @@ def read_controls(controls: Iterable[dict[str, Any]]) -> Reports:
                 )
             )
         elif control["key"] == "window":
-            window = WindowResult(data["emitted"], int(data["skipped"]), data["last_event_ts"])
+            changed = {
+                table: (BinlogOffset.from_dict(c["position"]), str(c["what"]))
+                for table, c in data.get("schema_changes", {}).items()
+            }
+            window = WindowResult(
+                data["emitted"], int(data["skipped"]), data["last_event_ts"], changed
+            )
     return Reports(tuple(sorted(batches)), tuple(splits), window)
 
 

@@ -165,7 +165,14 @@ def _binlog(partition: PlanPartition, task: BinlogTask) -> Iterator[dict[str, An
     readers: list[BinlogSplitReader] = []
 
     def open_window() -> Iterator[dict[str, Any]]:
-        readers.append(BinlogSplitReader(partition.source, task.schema_map(), task.server_id))
+        readers.append(
+            BinlogSplitReader(
+                partition.source,
+                task.schema_map(),
+                task.server_id,
+                park_on_schema_change=task.park_on_schema_change,
+            )
+        )
         # Records as dicts straight from the reader (no ChangeRecord per row); the reader
         # counts them per table, which the window's control record reports.
         return readers[-1].read_dicts(task.split)
@@ -178,5 +185,10 @@ def _binlog(partition: PlanPartition, task: BinlogTask) -> Iterator[dict[str, An
     reader = readers[-1]
     yield window_control(
         partition.batch_no,
-        WindowResult(dict(reader.emitted_by_table), reader.skipped, dict(reader.last_ts_by_table)),
+        WindowResult(
+            dict(reader.emitted_by_table),
+            reader.skipped,
+            dict(reader.last_ts_by_table),
+            dict(reader.schema_changes),
+        ),
     )

@@ -59,11 +59,15 @@ class TablesRepo(StateDatabase):
         with self.transaction() as c:
             return bool(c.execute(sql, args).rowcount > 0)
 
-    def set_schema(self, table_id: TableId, schema: dict[str, Any]) -> None:
-        with self.transaction() as conn:
-            conn.execute(
-                "UPDATE tables SET schema=? WHERE table_id=?", (json.dumps(schema), str(table_id))
-            )
+    def set_schema(
+        self, table_id: TableId, schema: dict[str, Any], conn: sqlite3.Connection | None = None
+    ) -> None:
+        sql = "UPDATE tables SET schema=? WHERE table_id=?"
+        if conn is not None:
+            conn.execute(sql, (json.dumps(schema), str(table_id)))
+            return
+        with self.transaction() as c:
+            c.execute(sql, (json.dumps(schema), str(table_id)))
 
     def schemas(self) -> dict[TableId, dict[str, Any]]:
         return {

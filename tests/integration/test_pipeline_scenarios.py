@@ -293,7 +293,12 @@ def test_ddl_on_a_captured_table_stops_the_job_with_the_fix(
         ),
         *(f"INSERT INTO {t} SELECT seq, 'initial' FROM seq_1_to_5" for t in ("orders", "other")),
     )
-    config_path = write_config(source_db, tmp_path, tables=[f"{db}.orders", f"{db}.other"])
+    # schema_changes = "stop": the whole job stops (the default, "park", parks only the table:
+    # tests/integration/test_table_control.py)
+    stop = '[pipeline]\nschema_changes = "stop"\n'
+    config_path = write_config(
+        source_db, tmp_path, tables=[f"{db}.orders", f"{db}.other"], extra=stop
+    )
     config = load(config_path)
     with running(JobProcess(config_path)) as job:
         wait_caught_up(source_db, config, job, "the snapshot")
@@ -369,7 +374,7 @@ def test_ddl_on_a_captured_table_stops_the_job_with_the_fix(
     assert list((config.sink.path / "_changelog" / db).glob("orders.before-v*"))
 
     # The other fix: drop the table from the config; it stops being captured, its mirror stays.
-    write_config(source_db, tmp_path, tables=[f"{db}.other"])
+    write_config(source_db, tmp_path, tables=[f"{db}.other"], extra=stop)
     source_db.execute("INSERT INTO orders VALUES (7, 'not captured', 1)")
     final = JobProcess(config_path, args=["--until-caught-up"]).start()
     assert final.wait(120) == 0, final.output()

@@ -355,11 +355,12 @@ def purge_behind(db: SourceDb, config: PipelineConfig, streaming: str, timeout: 
     return newest
 
 
-def test_a_binlog_purged_under_a_paused_table_parks_only_that_table(
+def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
     source_db: SourceDb, tmp_path: Path
 ) -> None:
-    """Issue 11, part 5: the table that needs a purged binlog is parked in NEEDS_REDUMP with the
-    fix, the other one never stops; the re-dump the fix names brings it back, exact."""
+    """Issue 11, parts 5 and 4: the table that needs a purged binlog, and later the table altered
+    mid-stream, is parked in NEEDS_REDUMP with the fix while the other one never stops; the
+    re-dump the fix names brings it back, exact, in its new shape."""
     db = source_db
     for name in ("t1", "t2"):
         create_table(db, name, rows=4_000)
@@ -383,7 +384,7 @@ def test_a_binlog_purged_under_a_paused_table_parks_only_that_table(
         assert f"{db.name}.t2 resumed: catching up from" in out
         wait_for(lambda: all_in(config, Lifecycle.NEEDS_REDUMP, ["t2"]), 60, "t2 parked", job)
         status = cli(config_path, "status")
-        assert f"binlog purged: cdc-console redump --table {db.name}.t2" in status, status
+        assert f"parked: cdc-console redump --table {db.name}.t2" in status, status
         store = StateStore(config.state_path)
         parked = [e.message for e in store.events(200) if e.level == "error"]
         store.close()
@@ -399,6 +400,29 @@ def test_a_binlog_purged_under_a_paused_table_parks_only_that_table(
         assert job.proc is not None and job.proc.poll() is None
 
         cli(config_path, "redump", "--table", f"{db.name}.t2", "--wait")
+        wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["t2"]), 180, "t2 re-dumped", job)
+
+        # A DDL on t2 mid-stream: rows before it are applied, t2 is parked at the DDL, t1 goes on.
+        db.execute(
+            "UPDATE t2 SET note = 'before the ddl' WHERE id = 1",
+            "ALTER TABLE t2 ADD COLUMN extra INT NOT NULL DEFAULT 7",
+            "UPDATE t2 SET note = 'after the ddl', extra = 8 WHERE id = 2",
+        )
+        wait_for(lambda: all_in(config, Lifecycle.NEEDS_REDUMP, ["t2"]), 60, "t2 parked", job)
+        store = StateStore(config.state_path)
+        parked = [e.message for e in store.events(200) if e.level == "error"]
+        store.close()
+        assert any(
+            f"{db.name}.t2 changed shape at " in m and "ADD COLUMN extra" in m for m in parked
+        ), parked
+        notes = {r["id"]: r["note"] for r in mirror_rows(config, db.name, "t2", "id")}
+        assert notes[1] == "before the ddl" and notes[2] != "after the ddl"
+        applied = tables_state(config)["t1"].events_applied
+        wait_for(
+            lambda: tables_state(config)["t1"].events_applied > applied, 60, "t1 streaming", job
+        )
+        out = cli(config_path, "redump", "--table", f"{db.name}.t2", "--wait")
+        assert "new shape id, customer, amount, note, updated, extra" in out, out
         wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["t2"]), 180, "t2 re-dumped", job)
         writer.stop()
         assert not writer.errors, writer.errors

@@ -228,3 +228,42 @@ def test_a_table_whose_binlog_was_purged_is_parked_and_the_others_go_on(
     assert "must read the binlog from binlog.000001:200" in parked[0].message
     assert "oldest binlog is now binlog.000002" in parked[0].message
     assert "Fix: cdc-console redump --table shop.orders" in parked[0].message
+
+
+def test_a_table_whose_shape_changed_in_the_window_is_parked_at_the_ddl(
+    store: StateStore,
+) -> None:
+    head = Head()
+    assigner = HybridSplitAssigner(store, fake_split, head, range(5400, 5403), 8)
+    plan = assigner.next_plan()
+    assert plan is not None
+    hws = {"shop.orders:0": 110, "shop.orders:1": 120, "shop.orders:2": 130, "shop.users:0": 140}
+    finish(store, plan, hws)
+    head.pos = 300
+    plan = assigner.next_plan()
+    assert plan is not None and plan.binlog is not None
+    ddl_at = BinlogOffset("binlog.000001", 200)
+    changes = commit_batch(
+        store,
+        plan,
+        [],
+        WindowResult(
+            {"shop.orders": 2, "shop.users": 1},
+            0,
+            {},
+            {"shop.users": (ddl_at, "ALTER TABLE users ADD COLUMN extra INT")},
+        ),
+    )
+    orders, users = store.table(ORDERS), store.table(USERS)
+    assert orders is not None and orders.state == Lifecycle.STREAMING
+    assert orders.stream_from == BinlogOffset("binlog.000001", 300)
+    assert users is not None and users.state == Lifecycle.NEEDS_REDUMP
+    assert users.stream_from == ddl_at and users.events_applied == 1
+    assert changes[-1].startswith(
+        "shop.users changed shape at binlog.000001:200 (ALTER TABLE users ADD COLUMN extra INT): "
+        "parked (NEEDS_REDUMP)"
+    )
+    head.pos = 400
+    plan = assigner.next_plan()
+    assert plan is not None and plan.binlog is not None
+    assert str(plan.binlog) == "binlog [binlog.000001:300, binlog.000001:400) shop.orders"

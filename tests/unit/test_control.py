@@ -318,7 +318,7 @@ def test_a_parked_table_takes_only_a_whole_table_redump(store: StateStore) -> No
     for kind, args in (("pause", {}), ("resume", {}), ("redump", {"chunk": 0})):
         reason = refusal(kind, "shop.orders", args, store.tables(), False)
         assert reason is not None and reason.startswith(
-            "shop.orders is parked (NEEDS_REDUMP): the binlog it needed was purged"
+            "shop.orders is parked (NEEDS_REDUMP): its binlog was purged or its shape changed"
         ), (kind, reason)
         assert reason.endswith("run 'cdc-console redump --table shop.orders'")
     command = pipeline.queue("redump", "shop.orders")
