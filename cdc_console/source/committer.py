@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
+from cdc_console.source.parking import park
 from cdc_console.state.store import SplitResult, StateStore
 
 log = logging.getLogger(__name__)
@@ -37,14 +38,15 @@ def _park_on_schema_change(
 ) -> str:
     """Park a table whose shape changed at ``position``: its changes before it were applied,
     none after; a re-dump (which reads the new shape) brings it back."""
-    store.move_table(table_id, conn, Lifecycle.NEEDS_REDUMP, stream_from=position)
-    message = (
+    return park(
+        store,
+        table_id,
         f"{table_id} changed shape at {position} ({what}): parked (NEEDS_REDUMP) so no row of "
         f"the new shape is written with the old one; the other tables go on. Fix: "
-        f"cdc-console redump --table {table_id} (it reads the new shape and migrates the mirror)"
+        f"cdc-console redump --table {table_id} (it reads the new shape and migrates the mirror)",
+        conn=conn,
+        stream_from=position,
     )
-    store.log_event("table", message, level="error", table_id=table_id, conn=conn)
-    return message
 
 
 def commit_batch(

@@ -10,6 +10,7 @@ mid-stream (``HybridSplitAssigner``) and by the job at start-up.
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
@@ -29,16 +30,33 @@ def is_purged(position: BinlogOffset, files: list[str]) -> bool:
     return binlog_file_index(position.file) < min(binlog_file_index(f) for f in files)
 
 
-def park_table(store: StateStore, table_id: TableId, start: BinlogOffset, files: list[str]) -> str:
-    """Move ``table_id`` to NEEDS_REDUMP and journal why and the fix; return the message."""
-    oldest = min(files, key=binlog_file_index)
-    message = (
-        f"{table_id} parked (NEEDS_REDUMP): it must read the binlog from {start}, but the "
-        f"server's oldest binlog is now {oldest}; the changes in between were purged. The other "
-        f"tables go on. Fix: cdc-console redump --table {table_id}"
-    )
-    with store.transaction() as conn:
-        store.move_table(table_id, conn, Lifecycle.NEEDS_REDUMP)
-        store.log_event("table", message, level="error", table_id=table_id, conn=conn)
+def park(
+    store: StateStore,
+    table_id: TableId | str,
+    message: str,
+    *,
+    conn: sqlite3.Connection | None = None,
+    stream_from: BinlogOffset | None = None,
+) -> str:
+    """Move ``table_id`` to NEEDS_REDUMP (at ``stream_from`` when given) and journal
+    ``message`` (why, and the fix) as an error, in ``conn``'s transaction or one of its own."""
+    if conn is None:
+        with store.transaction() as own:
+            return park(store, table_id, message, conn=own, stream_from=stream_from)
+    moved = {"stream_from": stream_from} if stream_from is not None else {}
+    store.move_table(table_id, conn, Lifecycle.NEEDS_REDUMP, **moved)
+    store.log_event("table", message, level="error", table_id=table_id, conn=conn)
     log.error("%s", message)
     return message
+
+
+def park_table(store: StateStore, table_id: TableId, start: BinlogOffset, files: list[str]) -> str:
+    """Park a table whose next binlog file was purged; return the message."""
+    oldest = min(files, key=binlog_file_index)
+    return park(
+        store,
+        table_id,
+        f"{table_id} parked (NEEDS_REDUMP): it must read the binlog from {start}, but the "
+        f"server's oldest binlog is now {oldest}; the changes in between were purged. The other "
+        f"tables go on. Fix: cdc-console redump --table {table_id}",
+    )

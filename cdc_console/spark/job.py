@@ -38,7 +38,7 @@ from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.retention import binlog_needs, missing_binlog
 from cdc_console.source.failover import connect_following
-from cdc_console.source.parking import PARKABLE, is_purged, park_table
+from cdc_console.source.parking import PARKABLE, is_purged, park, park_table
 from cdc_console.spark.lag_monitor import LagMonitor
 from cdc_console.spark.shutdown import drain, quiet_cancellations, stop_query
 from cdc_console.state.store import StateStore, TableState
@@ -161,14 +161,12 @@ class PipelineJob:
     def _park_reshaped(self, store: StateStore, table_id: TableId) -> None:
         """A table whose columns changed while the job was down waits for its re-dump; the
         others start. Its stored schema stays the old one until the re-dump reads the new."""
-        message = (
+        park(
+            store,
+            table_id,
             f"{table_id} changed shape while the pipeline was stopped: parked (NEEDS_REDUMP); "
-            f"the other tables go on. Fix: cdc-console redump --table {table_id}"
+            f"the other tables go on. Fix: cdc-console redump --table {table_id}",
         )
-        with store.transaction() as conn:
-            store.move_table(table_id, conn, Lifecycle.NEEDS_REDUMP)
-            store.log_event("table", message, level="error", table_id=table_id, conn=conn)
-        log.error("%s", message)
 
     def _restore(self, store: StateStore, table: TableState) -> None:
         """A REMOVED table named again resumes where its mirror stopped.

@@ -186,6 +186,14 @@ def test_a_draining_job_gets_its_planned_batch_again_and_no_new_one(store: State
     assert follow is not None and follow.batch_no == 2
 
 
+def snapshot_all(store: StateStore, assigner: HybridSplitAssigner) -> None:
+    """Both tables' chunks in one batch (8 per batch), finished with marks 110 to 140."""
+    plan = assigner.next_plan()
+    assert plan is not None
+    hws = {"shop.orders:0": 110, "shop.orders:1": 120, "shop.orders:2": 130, "shop.users:0": 140}
+    finish(store, plan, hws)
+
+
 def test_a_table_whose_binlog_was_purged_is_parked_and_the_others_go_on(
     store: StateStore,
 ) -> None:
@@ -196,10 +204,7 @@ def test_a_table_whose_binlog_was_purged_is_parked_and_the_others_go_on(
     assigner = HybridSplitAssigner(
         store, fake_split, head, range(5400, 5403), 8, binlog_files=lambda: list(files)
     )
-    plan = assigner.next_plan()
-    assert plan is not None
-    hws = {"shop.orders:0": 110, "shop.orders:1": 120, "shop.orders:2": 130, "shop.users:0": 140}
-    finish(store, plan, hws)
+    snapshot_all(store, assigner)
     head.pos = 200
     plan = assigner.next_plan()
     assert plan is not None and plan.binlog is not None
@@ -235,10 +240,7 @@ def test_a_table_whose_shape_changed_in_the_window_is_parked_at_the_ddl(
 ) -> None:
     head = Head()
     assigner = HybridSplitAssigner(store, fake_split, head, range(5400, 5403), 8)
-    plan = assigner.next_plan()
-    assert plan is not None
-    hws = {"shop.orders:0": 110, "shop.orders:1": 120, "shop.orders:2": 130, "shop.users:0": 140}
-    finish(store, plan, hws)
+    snapshot_all(store, assigner)
     head.pos = 300
     plan = assigner.next_plan()
     assert plan is not None and plan.binlog is not None
