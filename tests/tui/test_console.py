@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from cdc_console.core.lifecycle import CommandKind, CommandStatus
-from cdc_console.state.store import PIPELINE_PAUSED_META
+from cdc_console.core.outage import Outage
+from cdc_console.state.store import PIPELINE_PAUSED_META, StateStore
 from cdc_console.tui.app import ConsoleApp
 from cdc_console.tui.data.monitor import PipelineMonitor
 from cdc_console.tui.model import JobStatus
@@ -477,3 +478,25 @@ async def test_stopping_a_job_that_is_still_starting_signals_it(workdir: Path) -
         await pilot.press("y")
         await until(pilot, lambda: jobs.stopped == [LAUNCHED_PID], "signal")
         assert queued(workdir) == []
+
+
+async def test_a_source_outage_shows_as_reconnecting_on_top_and_in_the_events(
+    shop: PipelineMonitor,
+) -> None:
+    """Issue 11, part 2: a job waiting out an outage says so, and is neither stalled nor failed."""
+    store = StateStore(shop.config.state_path)
+    now = time.time()
+    store.waiting(Outage("planner", now - 35, 4, now + 8, "(2003) Connection refused"))
+    store.close()
+    app = ConsoleApp([shop])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "reconnecting (attempt 4" in screen_text(app), "the outage")
+        text = screen_text(app)
+        assert "job reconnecting" in text
+        assert "stalled" not in text and "failed" not in text.split("\n")[0]
+        await pilot.press("4")
+        await until(
+            pilot,
+            lambda: "source unreachable (planner): (2003) Connection refused" in screen_text(app),
+            "the outage's start on the Events screen",
+        )
