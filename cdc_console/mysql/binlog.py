@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pymysql
-from pymysqlreplication.event import QueryEvent, RotateEvent
+from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from cdc_console.config import SourceConfig
@@ -126,6 +126,10 @@ class RowEvent:
     timestamp: int
 
 
+#: told about a table whose shape changed at a position, and what changed (the DDL text)
+SchemaChangeHandler = Callable[[TableId, BinlogOffset, str], None]
+
+
 def read_window(
     source: SourceConfig,
     server_id: int,
@@ -133,14 +137,18 @@ def read_window(
     end: BinlogOffset,
     tables: Collection[TableId],
     expected_columns: dict[TableId, list[str]] | None = None,
+    on_schema_change: SchemaChangeHandler | None = None,
 ) -> Iterator[RowChange]:
     """Yield the row changes of ``tables`` committed in ``[start, end)``, in binlog order.
 
     Raises ``SchemaChangedError`` on DDL touching a captured table, or when a row event's columns
-    differ from ``expected_columns`` (the schema the snapshot was read with); ``BinlogPurgedError``
-    when ``start`` is no longer on the server.
+    differ from ``expected_columns`` (the schema the snapshot was read with), unless
+    ``on_schema_change`` takes it (see ``read_window_events``); ``BinlogPurgedError`` when
+    ``start`` is no longer on the server.
     """
-    for event in read_window_events(source, server_id, start, end, tables, expected_columns):
+    for event in read_window_events(
+        source, server_id, start, end, tables, expected_columns, on_schema_change
+    ):
         table_id, kind, file, pos, timestamp = (
             event.table_id,
             event.kind,
@@ -185,10 +193,6 @@ def read_window(
                 )
 
 
-#: told about a table whose shape changed at a position, and what changed (the DDL text)
-SchemaChangeHandler = Callable[[TableId, BinlogOffset, str], None]
-
-
 def read_window_events(
     source: SourceConfig,
     server_id: int,
@@ -217,7 +221,15 @@ def read_window_events(
         resume_stream=True,
         blocking=False,
         is_mariadb=False,
-        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, QueryEvent, RotateEvent],
+        only_events=[
+            WriteRowsEvent,
+            UpdateRowsEvent,
+            DeleteRowsEvent,
+            QueryEvent,
+            RotateEvent,
+            GtidEvent,
+            MariadbGtidEvent,
+        ],
         only_schemas=schemas or None,
         enable_logging=False,
     )
@@ -227,6 +239,7 @@ def read_window_events(
     # (schema, table) of an event -> TableId, or None when not captured
     ids: dict[tuple[str, str], TableId | None] = {}
     checked: dict[TableId, Any] = {}
+    group_start: int | None = None
     try:
         for event in stream:
             if isinstance(event, RotateEvent):
@@ -241,8 +254,15 @@ def read_window_events(
                 return
             if event_start < start.pos and current_file == start.file:
                 continue
+            if isinstance(event, GtidEvent | MariadbGtidEvent):
+                # A DDL's position is its transaction's start, this event: a boundary a
+                # reader can resume at and the server can name the GTID state of.
+                group_start = event_start
+                continue
             if isinstance(event, QueryEvent):
-                position = BinlogOffset(current_file, event_start)
+                at = group_start if group_start is not None else event_start
+                group_start = None
+                position = BinlogOffset(current_file, at)
                 try:
                     _check_ddl(event, wanted, position)
                 except SchemaChangedError as exc:

@@ -76,6 +76,13 @@ def _gtid_at(conn: pymysql.connections.Connection, offset: BinlogOffset, row: An
     return str(found[0]) if found and found[0] else None
 
 
+def gtid_of(conn: pymysql.connections.Connection, offset: BinlogOffset) -> BinlogOffset:
+    """``offset`` with the GTID state at it, where the server can say (MariaDB's
+    ``BINLOG_GTID_POS``); unchanged otherwise."""
+    gtid = _gtid_at(conn, offset, ())
+    return replace(offset, gtid=gtid) if gtid else offset
+
+
 def binary_logs(conn: pymysql.connections.Connection) -> list[tuple[str, int]]:
     """``SHOW BINARY LOGS``: the files the server still has, oldest first, with their sizes."""
     with conn.cursor() as cur:

@@ -32,11 +32,11 @@ from cdc_console.config import SourceConfig
 from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.records import ChangeRecord
-from cdc_console.core.schema import TableSchema, quote_ident
+from cdc_console.core.schema import TableId, TableSchema, quote_ident
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.mysql.binlog import read_window
 from cdc_console.mysql.connection import connect, text_mode_conversions, text_mode_decoders
-from cdc_console.mysql.position import current_position
+from cdc_console.mysql.position import current_position, gtid_of
 from cdc_console.mysql.rawrows import RawResult, select_raw
 from cdc_console.source.jsonvalues import dump_json
 from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
@@ -123,8 +123,12 @@ class SnapshotSplitReader:
         *,
         connection: Any = None,
         text_mode: bool = False,
+        park_on_schema_change: bool = False,
     ) -> None:
         self.source = source
+        #: a DDL on the table inside the chunk's [LW, HW) ends the chunk there (its rows are
+        #: its state at the DDL); without it the DDL fails the read (``schema_changes = "stop"``)
+        self.park_on_schema_change = park_on_schema_change
         self.schema = schema
         self.server_id = server_id
         self.hooks = hooks or SnapshotPhaseHooks()
@@ -182,7 +186,7 @@ class SnapshotSplitReader:
             buffer[self.normalizer.key_of(row)] = row
         events = 0
         if high > low:
-            events = self._backfill(split, buffer, low, high)
+            events, high = self._backfill(split, buffer, low, high)
             log.info(
                 "split %s step 4: backfilled %d binlog changes of [%s, %s)", sid, events, low, high
             )
@@ -216,11 +220,27 @@ class SnapshotSplitReader:
         buffer: dict[tuple[Any, ...], dict[str, Any]],
         low: BinlogOffset,
         high: BinlogOffset,
-    ) -> int:
+    ) -> tuple[int, BinlogOffset]:
+        """Apply the binlog changes of ``[low, high)`` in the chunk to ``buffer``; return how
+        many, and the chunk's high watermark: ``high``, or the position of a DDL on the table
+        inside the window. The rows are then only known to be in the old shape, not exact as
+        of any one position; that is enough, because the table's catch-up starts at or before
+        that watermark, meets the DDL there and parks the table until its re-dump."""
         count = 0
         table = self.schema.table_id
         expected = {table: self.schema.column_names}
-        for change in read_window(self.source, self.server_id, low, high, [table], expected):
+        changed: list[BinlogOffset] = []
+
+        def on_change(_table: TableId, position: BinlogOffset, what: str) -> None:
+            log.warning(
+                "split %s: %s changed shape at %s (%s)", split.split_id, table, position, what
+            )
+            changed.append(position)
+
+        handler = on_change if self.park_on_schema_change else None
+        for change in read_window(
+            self.source, self.server_id, low, high, [table], expected, handler
+        ):
             if self._in_chunk(split, change.before):
                 assert change.before is not None
                 before = self.normalizer.binlog_row(change.before, change.before_none_sources)
@@ -231,7 +251,14 @@ class SnapshotSplitReader:
                 after = self.normalizer.binlog_row(change.after, change.after_none_sources)
                 buffer[self.normalizer.key_of(after)] = after
                 count += 1
-        return count
+        if changed:
+            conn = connect(self.source)
+            try:
+                high = gtid_of(conn, changed[0])
+            finally:
+                conn.close()
+            log.info("split %s: high watermark moved back to the DDL, %s", split.split_id, high)
+        return count, high
 
     def _records(
         self, split: SnapshotSplit, rows: list[dict[str, Any]], high: BinlogOffset

@@ -196,15 +196,17 @@ class Planner:
                     )
                     for planned in group
                 )
-                parts.append(PlanPartition(batch_no, SnapshotTask(server_id, chunks), source))
+                park = self.config.schema_changes == "park"
+                task = SnapshotTask(server_id, chunks, park_on_schema_change=park)
+                parts.append(PlanPartition(batch_no, task, source))
             if plan.binlog is not None:
-                task = BinlogTask(
+                window = BinlogTask(
                     plan.binlog,
                     plan.binlog_server_id,
                     tuple(schemas[f.table_id] for f in plan.binlog.tables),
                     park_on_schema_change=self.config.schema_changes == "park",
                 )
-                parts.append(PlanPartition(batch_no, task, source))
+                parts.append(PlanPartition(batch_no, window, source))
         return parts
 
     def close(self) -> None:

@@ -71,6 +71,8 @@ class SnapshotTask:
 
     server_id: int
     chunks: tuple[ChunkTask, ...]
+    #: ``[pipeline] schema_changes = "park"``: a DDL inside a chunk's window ends the chunk there
+    park_on_schema_change: bool = False
 
 
 @dataclass(frozen=True)

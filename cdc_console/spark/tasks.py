@@ -69,9 +69,10 @@ class _ReaderSlot:
     """One reader slot's connections (one per value mode) and readers (one per table and mode),
     opened on first use and all dropped after a transient failure, so a retry starts afresh."""
 
-    def __init__(self, partition: PlanPartition, server_id: int) -> None:
+    def __init__(self, partition: PlanPartition, task: SnapshotTask) -> None:
         self.partition = partition
-        self.server_id = server_id
+        self.server_id = task.server_id
+        self.park_on_schema_change = task.park_on_schema_change
         self.connections: dict[bool, Any] = {}
         self.readers: dict[tuple[TableId, bool], SnapshotSplitReader] = {}
 
@@ -88,6 +89,7 @@ class _ReaderSlot:
                 self.server_id,
                 connection=self.connections[typed],
                 text_mode=typed,
+                park_on_schema_change=self.park_on_schema_change,
             )
             self.readers[chunk.split.table_id, typed] = reader
         return reader
@@ -112,7 +114,7 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[dict[str
     A chunk is read whole before anything of it is yielded, so a source outage mid-chunk is
     waited out and the chunk read again from its low watermark.
     """
-    slot = _ReaderSlot(partition, task.server_id)
+    slot = _ReaderSlot(partition, task)
     builders: dict[TableId, SnapshotArrowBuilder] = {}
     try:
         for chunk in task.chunks:

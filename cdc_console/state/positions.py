@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.state.database import StateDatabase
 from cdc_console.state.rows import offset_json, offset_of
@@ -25,6 +26,13 @@ _HOLDERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+_NOT_PARKED = {
+    "tables": f" AND state <> '{Lifecycle.NEEDS_REDUMP}'",
+    "offsets": "",
+    "splits": "",
+}
+
+
 class PositionsRepo(StateDatabase):
     """Positions across the parts of the state, and the server they belong to."""
 
@@ -36,11 +44,13 @@ class PositionsRepo(StateDatabase):
         self.set_meta(SOURCE_IDENTITY_META, identity)
 
     def stored_positions(self) -> list[BinlogOffset]:
+        """Every stored position a resume may read from; a parked table's are not among them
+        (nothing reads it before its re-dump, which sets new ones)."""
         found: list[BinlogOffset] = []
         for table, _key, columns in _HOLDERS:
             for column in columns:
                 rows = self.db.execute(
-                    f"SELECT {column} FROM {table} WHERE {column} IS NOT NULL"
+                    f"SELECT {column} FROM {table} WHERE {column} IS NOT NULL{_NOT_PARKED[table]}"
                 ).fetchall()
                 found += [o for (text,) in rows if (o := offset_of(text)) is not None]
         return found
@@ -52,6 +62,12 @@ class PositionsRepo(StateDatabase):
         the server they now refer to, in one transaction; the number of positions rewritten."""
         count = 0
         with self.transaction() as conn:
+            # A parked table's positions are only a lower bound for a partial re-dump; after a
+            # move to another server its re-dump reads everything again, so they are dropped.
+            conn.execute(
+                "UPDATE tables SET stream_from=NULL, paused_at=NULL WHERE state=?",
+                (Lifecycle.NEEDS_REDUMP,),
+            )
             for table, key, columns in _HOLDERS:
                 for column in columns:
                     rows = conn.execute(

@@ -19,6 +19,7 @@ from cdc_console.core.splits import (
     SnapshotSplit,
     TableStreamFilter,
 )
+from cdc_console.errors import SchemaChangedError
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import load_table_schema
@@ -130,3 +131,48 @@ def test_chunk_output_is_its_state_at_the_high_watermark(
         assert records == []
     _apply(chunk, records)
     assert chunk == _range_state(source_db, table)
+
+
+@pytest.mark.parametrize("park", [True, False])
+def test_a_ddl_between_the_watermarks_ends_the_chunk_there_or_fails_it(
+    source_db: SourceDb, park: bool
+) -> None:
+    """``schema_changes = "park"``: the chunk's high watermark becomes the DDL's position (with
+    its GTID), where the table's catch-up will park it; the change before the DDL is in the
+    chunk. ``"stop"``: the read fails with the DDL, as before."""
+    table = f"t{next(_tables)}"
+    source_db.execute(
+        f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
+        f"INSERT INTO {table} SELECT seq, 'initial' FROM seq_0_to_29",
+    )
+    source = source_db.source_config()
+    table_id = TableId(source_db.name, table)
+    conn = connect(source)
+    schema = load_table_schema(conn, table_id)
+    conn.close()
+    marks: list[Any] = []
+
+    def alter() -> None:
+        source_db.execute(f"UPDATE {table} SET v = 'before ddl' WHERE id = {LOWER}")
+        conn = connect(source)
+        marks.append(current_position(conn))
+        conn.close()
+        source_db.execute(
+            f"ALTER TABLE {table} ADD COLUMN extra INT",
+            f"UPDATE {table} SET v = 'after ddl' WHERE id = {LOWER + 1}",
+        )
+
+    hooks = SnapshotPhaseHooks(pre_high_watermark=alter)
+    split = SnapshotSplit(table_id, 1, "id", ChunkRange(LOWER, UPPER))
+    reader = SnapshotSplitReader(source, schema, 5401, hooks, park_on_schema_change=park)
+    if not park:
+        with pytest.raises(SchemaChangedError, match=f"DDL on captured table {table_id}"):
+            reader.read(split)
+        return
+    result = reader.read(split)
+    ddl_at = marks[0]
+    assert result.high_watermark == ddl_at, (result.high_watermark, ddl_at)
+    assert result.high_watermark.gtid, "the shortened watermark keeps a GTID for failover"
+    chunk = {int(r["id"]): str(r["v"]) for r in result.rows}
+    assert chunk[LOWER] == "before ddl"
+    assert set(chunk) == set(range(LOWER, UPPER))

@@ -149,3 +149,18 @@ def test_a_server_lacking_transactions_refuses_and_changes_nothing(store: StateS
     with pytest.raises(SourceError, match="cannot resume this pipeline at GTID"):
         follow_failover(store, REPLICA, lacking)
     assert store.stored_positions() == before and store.source_identity() == PRIMARY
+
+
+def test_a_parked_table_neither_blocks_a_failover_nor_keeps_old_coordinates(
+    store: StateStore,
+) -> None:
+    follow_failover(store, PRIMARY, translate)
+    with store.transaction() as conn:  # parked at a DDL: a position without GTID
+        store.move_table(
+            ORDERS, conn, Lifecycle.NEEDS_REDUMP, stream_from=BinlogOffset("binlog.000007", 450)
+        )
+    follow_failover(store, REPLICA, translate)
+    orders = store.table(ORDERS)
+    assert orders is not None and orders.state == Lifecycle.NEEDS_REDUMP
+    assert orders.stream_from is None
+    assert store.committed_offset() == BinlogOffset("replica-bin.000002", 1050)
