@@ -176,9 +176,10 @@ class PipelineConfig:
     state_path: Path
     spark: SparkConfig
     heartbeat_seconds: float = 5.0
-    #: ``[pipeline] schema_changes``: "park" the table whose shape changed (the others go on),
-    #: or "stop" the whole job, as before
-    schema_changes: str = "park"
+    #: ``[pipeline] schema_changes``: "evolve" (apply a change that keeps the mirror exact,
+    #: park the table otherwise), "park" the table whose shape changed (the others go on), or
+    #: "stop" the whole job, as before
+    schema_changes: str = "evolve"
     console: ConsoleConfig = field(default_factory=ConsoleConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
 
@@ -292,10 +293,11 @@ def parse_table_pattern(text: str) -> TablePattern:
 
 
 def _schema_changes(value: str) -> str:
-    if value not in ("park", "stop"):
+    if value not in ("evolve", "park", "stop"):
         raise ConfigError(
-            f"pipeline.schema_changes {value!r} is not one of park, stop",
-            'set schema_changes = "park" (only the changed table waits for its re-dump)',
+            f"pipeline.schema_changes {value!r} is not one of evolve, park, stop",
+            'set schema_changes = "evolve" (changes that keep the mirror exact are applied; '
+            "a table with any other waits for its re-dump)",
         )
     return value
 
@@ -523,7 +525,7 @@ def config_from_dict(
         state_path=state_path,
         spark=spark,
         heartbeat_seconds=float(_typed(pipe, "pipeline", "heartbeat_seconds", (int, float), 5.0)),
-        schema_changes=_schema_changes(_typed(pipe, "pipeline", "schema_changes", str, "park")),
+        schema_changes=_schema_changes(_typed(pipe, "pipeline", "schema_changes", str, "evolve")),
         console=_console(_section(doc, "console"), base),
         lake=_lake(_section(doc, "lake")),
     )

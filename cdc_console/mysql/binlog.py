@@ -24,6 +24,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.schema import TableId
+from cdc_console.core.schema_change import SchemaChange
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError, redact
 from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
 from cdc_console.mysql.retry import TRANSIENT_CODES
@@ -126,8 +127,8 @@ class RowEvent:
     timestamp: int
 
 
-#: told about a table whose shape changed at a position, and what changed (the DDL text)
-SchemaChangeHandler = Callable[[TableId, BinlogOffset, str], None]
+#: told about a table whose shape changed, where and how (the DDL text)
+SchemaChangeHandler = Callable[[TableId, SchemaChange], None]
 
 
 def read_window(
@@ -268,13 +269,14 @@ def read_window_events(
                 except SchemaChangedError as exc:
                     if on_schema_change is None:
                         raise
+                    after = BinlogOffset(current_file, packet.log_pos)
                     for changed in exc.tables:
                         assert isinstance(changed, TableId)
                         wanted.discard(changed)
                         for name_key, known in ids.items():
                             if known == changed:
                                 ids[name_key] = None
-                        on_schema_change(changed, position, exc.statement)
+                        on_schema_change(changed, SchemaChange(position, after, exc.statement))
                 continue
             name = (event.schema, event.table)
             if name in ids:
@@ -295,7 +297,7 @@ def read_window_events(
                     wanted.discard(table_id)
                     ids[name] = None
                     at = BinlogOffset(current_file, event_start)
-                    on_schema_change(table_id, at, exc.statement)
+                    on_schema_change(table_id, SchemaChange(at, at, exc.statement))
                     continue
                 checked[table_id] = event.columns
             if isinstance(event, WriteRowsEvent):

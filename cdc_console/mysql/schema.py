@@ -96,3 +96,26 @@ def load_table_schema(conn: Any, table_id: TableId, chunk_key: str | None = None
             columns = list(mark_json_columns(columns, _check_clauses(cur, table_id)))
     key = chunk_key or (primary_key[0] if primary_key else "")
     return TableSchema(table_id, tuple(columns), primary_key, key)
+
+
+def null_default_columns(conn: Any, table_id: TableId) -> set[str]:
+    """The nullable columns of a table whose default is NULL.
+
+    ``information_schema.COLUMNS.COLUMN_DEFAULT`` says it differently per flavour: MySQL gives
+    SQL NULL; MariaDB 10.2.7+ gives the unquoted word ``NULL`` (a string default is quoted
+    there), so the word counts only on MariaDB.
+    """
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@version")
+        row: Any = cur.fetchone()
+        mariadb = bool(row) and "mariadb" in str(row[0]).lower()
+        cur.execute(
+            "SELECT COLUMN_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND IS_NULLABLE = 'YES'",
+            (table_id.database, table_id.table),
+        )
+        return {
+            str(name)
+            for name, default in cur.fetchall()
+            if default is None or (mariadb and str(default) == "NULL")
+        }

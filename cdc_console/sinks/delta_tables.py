@@ -24,6 +24,7 @@ release keeps its properties until it is re-created (see the README, "The lake")
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pyarrow as pa
@@ -31,6 +32,8 @@ from deltalake import DeltaTable, Schema
 
 from cdc_console.config import LakeConfig
 from cdc_console.sinks.base import SinkSchemaError
+
+_log = logging.getLogger(__name__)
 
 _SAFE_DECIMAL = 18  # decimals up to this precision get correct statistics from delta-rs
 _DEFAULT_INDEXED_COLUMNS = 32  # Delta's default delta.dataSkippingNumIndexedCols
@@ -84,6 +87,8 @@ def open_or_create(
     properties ``configuration`` on first use."""
     if DeltaTable.is_deltatable(str(path)):
         table = DeltaTable(str(path))
+        if add_new_columns(table, schema):
+            table = DeltaTable(str(path))
         check_schema(table, schema, path)
         return table
     path.mkdir(parents=True, exist_ok=True)
@@ -144,8 +149,27 @@ def _expected(schema: pa.Schema) -> list[tuple[str, str]]:
     return [(f.name, str(f.type)) for f in Schema.from_arrow(schema).fields]
 
 
+def add_new_columns(table: DeltaTable, expected: pa.Schema) -> bool:
+    """Give ``table`` the columns of ``expected`` it lacks, nullable, when it has no others and
+    every column it has keeps its type: a source table evolved online (a nullable column added
+    with no default). One metadata commit, made just before the batch that first writes rows of
+    the new shape; True when it made one. Writers match columns by name, so their place at the
+    end of the Delta schema does not matter."""
+    have = dict(_columns(table))
+    want = _expected(expected)
+    missing = [name for name, _ in want if name not in have]
+    if not missing or set(have) - {name for name, _ in want}:
+        return False
+    if any(have[name] != kind for name, kind in want if name in have):
+        return False
+    fields = Schema.from_arrow(pa.schema([expected.field(name) for name in missing])).fields
+    table.alter.add_columns(list(fields))
+    _log.warning("%s: added the column(s) %s (the source table evolved)", table.table_uri, missing)
+    return True
+
+
 def check_schema(table: DeltaTable, expected: pa.Schema, path: Path) -> None:
-    have, want = _columns(table), _expected(expected)
+    have, want = sorted(_columns(table)), sorted(_expected(expected))
     if have != want:
         raise SinkSchemaError(
             f"Delta table {path} has columns {have} but the source table maps to {want}; "
@@ -155,4 +179,4 @@ def check_schema(table: DeltaTable, expected: pa.Schema, path: Path) -> None:
 
 
 def same_schema(table: DeltaTable, expected: pa.Schema) -> bool:
-    return _columns(table) == _expected(expected)
+    return sorted(_columns(table)) == sorted(_expected(expected))

@@ -21,16 +21,19 @@ streaming table up to date and a catching-up table joins the stream after one ba
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, PlannedSplit
-from cdc_console.core.schema import TableSchema, schema_from_dict
+from cdc_console.core.schema import TableSchema, schema_from_dict, schema_to_dict
+from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.source.control import CommandProcessor
-from cdc_console.source.parking import is_purged, park_table
+from cdc_console.source.evolution import describe_evolution
+from cdc_console.source.parking import is_purged, park, park_table
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
@@ -38,6 +41,9 @@ log = logging.getLogger(__name__)
 SplitTable = Callable[[TableSchema], list[SnapshotSplit]]
 ReadHead = Callable[[], BinlogOffset]
 BinlogFiles = Callable[[], list[str]]
+#: the new shape of a table held at a schema change (and where it goes on in it), or why it
+#: cannot be applied online
+SettleSchema = Callable[[TableState, SchemaChange], "tuple[TableSchema, BinlogOffset] | str"]
 
 
 class SnapshotSplitAssigner:
@@ -78,6 +84,7 @@ class HybridSplitAssigner:
         commands: CommandProcessor | None = None,
         readers: int | None = None,
         binlog_files: BinlogFiles | None = None,
+        settle_schema: SettleSchema | None = None,
     ) -> None:
         if len(server_ids) < 2:
             raise ValueError("need at least two server ids: one binlog reader, one chunk reader")
@@ -92,6 +99,7 @@ class HybridSplitAssigner:
         self.reader_ids = server_ids[1 : 1 + max(1, min(count, len(server_ids) - 1))]
         self.commands = commands
         self.binlog_files = binlog_files
+        self.settle_schema = settle_schema
 
     def next_plan(self) -> BatchPlan | None:
         """The plan of the next batch, persisted; the pending one again if it never applied."""
@@ -121,6 +129,9 @@ class HybridSplitAssigner:
             for i, split in enumerate(splits)
         )
         head = self.read_head()
+        if any(t.schema_pending for t in tables):
+            self._settle_schema_changes(tables)
+            tables = self.store.tables()
         tables = self._park_purged(tables)
         binlog = self._binlog_window(tables, head)
         plan = BatchPlan(batch_no, planned, binlog, self.server_ids[0], head)
@@ -129,6 +140,54 @@ class HybridSplitAssigner:
         self.store.create_batch(batch_no, plan.to_dict(), splits)
         log.info("planned %s", plan.describe())
         return plan
+
+    def _settle_schema_changes(self, tables: Sequence[TableState]) -> None:
+        """Apply the new shape of each table held at a schema change, or park it.
+
+        A table still catching up whose chunks were read after the change holds rows in the
+        old shape past it: only its re-dump makes it exact.
+        """
+        for table in tables:
+            if not table.schema_pending:
+                continue
+            change = SchemaChange.from_dict(json.loads(table.schema_pending))
+            late = [
+                f
+                for f in self.store.finished_splits(table.table_id)
+                if f.high_watermark > change.position
+            ]
+            if table.state == Lifecycle.CATCHING_UP and late:
+                reason = f"{len(late)} chunk(s) were read after it, in the old shape"
+            elif self.settle_schema is None:
+                reason = "schema changes are not applied online here"
+            else:
+                settled = self.settle_schema(table, change)
+                reason = settled if isinstance(settled, str) else ""
+            if reason:
+                park(
+                    self.store,
+                    table.table_id,
+                    f"{table.table_id} changed shape at {change}: not applied online: {reason}; "
+                    f"parked (NEEDS_REDUMP), the other tables go on. Fix: cdc-console redump "
+                    f"--table {table.table_id}",
+                    stream_from=change.position,
+                    schema_pending=None,
+                )
+                continue
+            assert not isinstance(settled, str)
+            schema, resume = settled
+            old = schema_from_dict(self.store.schemas()[table.table_id])
+            message = (
+                f"{table.table_id} changed shape at {change}: applied online "
+                f"({describe_evolution(old, schema)}); it goes on from {resume}"
+            )
+            with self.store.transaction() as conn:
+                self.store.set_schema(table.table_id, schema_to_dict(schema), conn)
+                self.store.move_table(
+                    table.table_id, conn, table.state, stream_from=resume, schema_pending=None
+                )
+                self.store.log_event("table", message, table_id=table.table_id, conn=conn)
+            log.info("%s", message)
 
     def _park_purged(self, tables: Sequence[TableState]) -> list[TableState]:
         """The tables without those whose next binlog file is gone, which are parked.

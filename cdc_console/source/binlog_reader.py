@@ -23,6 +23,7 @@ from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.mysql.binlog import read_window_events
 from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
@@ -102,7 +103,7 @@ class BinlogSplitReader:
         #: on and reported in ``schema_changes``; without it, the window fails (``stop``)
         self.park_on_schema_change = park_on_schema_change
         #: per ``"database.table"``: where its shape changed, and the DDL (or what changed)
-        self.schema_changes: dict[str, tuple[BinlogOffset, str]] = {}
+        self.schema_changes: dict[str, SchemaChange] = {}
         self.schemas = dict(schemas)
         self.server_id = server_id
         self.normalizers = {t: RowNormalizer(s) for t, s in self.schemas.items()}
@@ -113,11 +114,9 @@ class BinlogSplitReader:
         self.emitted_by_table: dict[str, int] = {}
         self.last_ts_by_table: dict[str, int] = {}
 
-    def _schema_changed(self, table_id: TableId, position: BinlogOffset, what: str) -> None:
-        log.warning(
-            "binlog: %s changed shape at %s (%s): left out from there on", table_id, position, what
-        )
-        self.schema_changes.setdefault(str(table_id), (position, what))
+    def _schema_changed(self, table_id: TableId, change: SchemaChange) -> None:
+        log.warning("binlog: %s changed shape at %s: left out from there on", table_id, change)
+        self.schema_changes.setdefault(str(table_id), change)
 
     def read(self, split: BinlogSplit) -> Iterator[ChangeRecord]:
         for record in self.read_dicts(split):

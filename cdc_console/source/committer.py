@@ -8,14 +8,15 @@ without re-reading finished chunks or re-emitting streamed changes.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus
-from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
+from cdc_console.core.schema_change import SchemaChange
 from cdc_console.source.parking import park
 from cdc_console.state.store import SplitResult, StateStore
 
@@ -30,12 +31,33 @@ class WindowResult:
     skipped: int = 0
     last_event_ts: dict[str, int] = field(default_factory=dict)
     #: per ``"database.table"``: where its shape changed and the DDL; parked at that position
-    schema_changes: dict[str, tuple[BinlogOffset, str]] = field(default_factory=dict)
+    schema_changes: dict[str, SchemaChange] = field(default_factory=dict)
+
+
+def _hold_for_evolution(
+    store: StateStore, conn: sqlite3.Connection, table_id: str, change: SchemaChange
+) -> str:
+    """Hold a table whose shape changed at ``position`` there: its changes before it were
+    applied; the planner decides, before the next window, whether the new shape can be
+    applied exactly (then the table goes on from ``position`` in it) or the table is parked."""
+    table = store.table(table_id, conn)
+    state = table.state if table is not None else Lifecycle.STREAMING
+    store.move_table(
+        table_id,
+        conn,
+        state,
+        stream_from=change.position,
+        schema_pending=json.dumps(change.to_dict()),
+    )
+    message = f"{table_id} changed shape at {change}: held there until it is applied"
+    store.log_event("table", message, level="warning", table_id=table_id, conn=conn)
+    return message
 
 
 def _park_on_schema_change(
-    store: StateStore, conn: sqlite3.Connection, table_id: str, position: BinlogOffset, what: str
+    store: StateStore, conn: sqlite3.Connection, table_id: str, change: SchemaChange
 ) -> str:
+    position, what = change.position, change.what
     """Park a table whose shape changed at ``position``: its changes before it were applied,
     none after; a re-dump (which reads the new shape) brings it back."""
     return park(
@@ -57,6 +79,7 @@ def commit_batch(
     *,
     snapshot_only: bool = False,
     sink_stats: Mapping[str, int] | None = None,
+    evolve: bool = False,
 ) -> list[str]:
     """Apply ``plan``'s results to the state; return the phase changes, for logs and events."""
     changes: list[str] = []
@@ -106,7 +129,10 @@ def commit_batch(
                         window.emitted.get(table_id, 0),
                         window.last_event_ts.get(table_id),
                     )
-                    changes.append(_park_on_schema_change(store, conn, table_id, *changed))
+                    if evolve:
+                        changes.append(_hold_for_evolution(store, conn, table_id, changed))
+                    else:
+                        changes.append(_park_on_schema_change(store, conn, table_id, changed))
                     continue
                 new_state = Lifecycle.STREAMING if state == Lifecycle.CATCHING_UP else state
                 store.move_table(table_id, conn, new_state, stream_from=end)

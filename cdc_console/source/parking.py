@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from typing import Any
 
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
@@ -37,14 +38,16 @@ def park(
     *,
     conn: sqlite3.Connection | None = None,
     stream_from: BinlogOffset | None = None,
+    **fields: Any,
 ) -> str:
-    """Move ``table_id`` to NEEDS_REDUMP (at ``stream_from`` when given) and journal
-    ``message`` (why, and the fix) as an error, in ``conn``'s transaction or one of its own."""
+    """Move ``table_id`` to NEEDS_REDUMP (at ``stream_from`` when given, setting ``fields``)
+    and journal ``message`` (why, and the fix) as an error, in ``conn``'s transaction or one
+    of its own."""
     if conn is None:
         with store.transaction() as own:
-            return park(store, table_id, message, conn=own, stream_from=stream_from)
+            return park(store, table_id, message, conn=own, stream_from=stream_from, **fields)
     moved = {"stream_from": stream_from} if stream_from is not None else {}
-    store.move_table(table_id, conn, Lifecycle.NEEDS_REDUMP, **moved)
+    store.move_table(table_id, conn, Lifecycle.NEEDS_REDUMP, **moved, **fields)
     store.log_event("table", message, level="error", table_id=table_id, conn=conn)
     log.error("%s", message)
     return message

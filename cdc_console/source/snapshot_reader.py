@@ -33,6 +33,7 @@ from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema, quote_ident
+from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.mysql.binlog import read_window
 from cdc_console.mysql.connection import connect, text_mode_conversions, text_mode_decoders
@@ -231,11 +232,9 @@ class SnapshotSplitReader:
         expected = {table: self.schema.column_names}
         changed: list[BinlogOffset] = []
 
-        def on_change(_table: TableId, position: BinlogOffset, what: str) -> None:
-            log.warning(
-                "split %s: %s changed shape at %s (%s)", split.split_id, table, position, what
-            )
-            changed.append(position)
+        def on_change(_table: TableId, change: SchemaChange) -> None:
+            log.warning("split %s: %s changed shape at %s", split.split_id, table, change)
+            changed.append(change.position)
 
         handler = on_change if self.park_on_schema_change else None
         for change in read_window(

@@ -165,6 +165,7 @@ class BatchApplier:
             split_results,
             window,
             snapshot_only=self.config.snapshot.startup_mode == "snapshot-only",
+            evolve=self.config.schema_changes == "evolve",
         )
         Path(found.staged_path).unlink(missing_ok=True)
         self.applied_batches += 1

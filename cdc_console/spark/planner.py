@@ -16,17 +16,21 @@ from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
+from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
+from cdc_console.errors import SourceError
 from cdc_console.mysql.checks import check_table
 from cdc_console.mysql.connection import close_quietly
-from cdc_console.mysql.position import binary_logs, current_position
+from cdc_console.mysql.position import binary_logs, current_position, gtid_of
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
+from cdc_console.mysql.schema import null_default_columns
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.control import CommandProcessor
+from cdc_console.source.evolution import evolution
 from cdc_console.source.failover import connect_following
 from cdc_console.source.splitter import ChunkSplitter
 from cdc_console.spark.protocol import BinlogTask, ChunkTask, NoopTask, PlanPartition, SnapshotTask
-from cdc_console.state.store import StateStore
+from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +73,7 @@ class Planner:
             ),
             readers=config.snapshot.parallelism,
             binlog_files=self._binlog_files,
+            settle_schema=self._settle_schema,
         )
 
     @classmethod
@@ -104,6 +109,30 @@ class Planner:
 
     def _binlog_files(self) -> list[str]:
         return [name for name, _size in binary_logs(self._connection())]
+
+    def _settle_schema(
+        self, table: TableState, change: SchemaChange
+    ) -> tuple[TableSchema, BinlogOffset] | str:
+        """The table's shape now, if the change to it can be applied online, and where its
+        rows in that shape begin (with its GTID state, for failover); else why not."""
+        if self.config.schema_changes != "evolve":
+            return f'schema_changes is "{self.config.schema_changes}"'
+        stored = self.store.schemas().get(table.table_id)
+        if stored is None:
+            return "no schema of it is stored"
+        try:
+            new = self._describe_table(table.table_id)
+        except SourceError as exc:
+            if exc.transient:
+                raise
+            return exc.message
+        conn = self._connection()
+        result = evolution(
+            schema_from_dict(stored), new, change.what, null_default_columns(conn, table.table_id)
+        )
+        if isinstance(result, str):
+            return result
+        return result, gtid_of(conn, change.after)
 
     def _describe_table(self, table_id: TableId) -> TableSchema:
         try:
@@ -196,7 +225,7 @@ class Planner:
                     )
                     for planned in group
                 )
-                park = self.config.schema_changes == "park"
+                park = self.config.schema_changes != "stop"
                 task = SnapshotTask(server_id, chunks, park_on_schema_change=park)
                 parts.append(PlanPartition(batch_no, task, source))
             if plan.binlog is not None:
@@ -204,7 +233,7 @@ class Planner:
                     plan.binlog,
                     plan.binlog_server_id,
                     tuple(schemas[f.table_id] for f in plan.binlog.tables),
-                    park_on_schema_change=self.config.schema_changes == "park",
+                    park_on_schema_change=self.config.schema_changes != "stop",
                 )
                 parts.append(PlanPartition(batch_no, window, source))
         return parts

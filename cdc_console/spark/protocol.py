@@ -27,6 +27,7 @@ from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.records import FIELDS
 from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit
 from cdc_console.source.committer import WindowResult
 from cdc_console.state.store import SplitResult
@@ -160,8 +161,7 @@ def window_control(batch_no: int, result: WindowResult) -> dict[str, Any]:
             "skipped": result.skipped,
             "last_event_ts": dict(result.last_event_ts),
             "schema_changes": {
-                table: {"position": position.to_dict(), "what": what}
-                for table, (position, what) in result.schema_changes.items()
+                table: change.to_dict() for table, change in result.schema_changes.items()
             },
         },
     )
@@ -198,7 +198,7 @@ def read_controls(controls: Iterable[dict[str, Any]]) -> Reports:
             )
         elif control["key"] == "window":
             changed = {
-                table: (BinlogOffset.from_dict(c["position"]), str(c["what"]))
+                table: SchemaChange.from_dict(c)
                 for table, c in data.get("schema_changes", {}).items()
             }
             window = WindowResult(

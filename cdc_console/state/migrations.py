@@ -146,4 +146,9 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX outages_open ON outages (ended_at, component);
     """,
+    # 5: online schema evolution (issue 11): a table whose shape changed at a binlog position
+    # waits here, its DDL noted, until the planner applies the new shape or parks it
+    """
+    ALTER TABLE tables ADD COLUMN schema_pending TEXT;
+    """,
 ]

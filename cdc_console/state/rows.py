@@ -44,6 +44,8 @@ class TableState:
     origin: str = "config"
     removed_by: str | None = None
     redump_chunk: int | None = None
+    #: a shape change met in the binlog and not applied yet: "<position>: <DDL>"
+    schema_pending: str | None = None
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ class TablesRepo(StateDatabase):
     _TABLE_COLUMNS = (
         "SELECT table_id, state, chunk_key, generation, splits_total, splits_done, "
         "rows_snapshotted, events_applied, stream_from, paused_at, last_event_ts, updated_at, "
-        "resume_state, origin, removed_by, redump_chunk FROM tables"
+        "resume_state, origin, removed_by, redump_chunk, schema_pending FROM tables"
     )
 
     @staticmethod
@@ -102,6 +102,7 @@ class TablesRepo(StateDatabase):
             r[13],
             r[14],
             r[15],
+            r[16],
         )
 
     def tables(self) -> list[TableState]:
@@ -128,6 +129,7 @@ class TablesRepo(StateDatabase):
             "origin",
             "removed_by",
             "redump_chunk",
+            "schema_pending",
         }
     )
 

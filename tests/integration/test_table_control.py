@@ -402,7 +402,34 @@ def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
         cli(config_path, "redump", "--table", f"{db.name}.t2", "--wait")
         wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["t2"]), 180, "t2 re-dumped", job)
 
-        # A DDL on t2 mid-stream: rows before it are applied, t2 is parked at the DDL, t1 goes on.
+        # Changes the mirror can follow exactly are applied online: an index, then a nullable
+        # column added at the end with no default; rows on both sides of each DDL land right.
+        db.execute(
+            "UPDATE t2 SET note = 'before the index' WHERE id = 3",
+            "ALTER TABLE t2 ADD INDEX by_note (note)",
+            "UPDATE t2 SET note = 'before the column' WHERE id = 4",
+            "ALTER TABLE t2 ADD COLUMN label VARCHAR(10) NULL",
+            "UPDATE t2 SET note = 'after the column', label = 'new' WHERE id = 5",
+            "INSERT INTO t2 (id, customer, amount, label) VALUES (90001, 'c', 1.00, 'born new')",
+        )
+
+        def evolved() -> bool:
+            rows = {r["id"]: r for r in mirror_rows(config, db.name, "t2", "id")}
+            return 90001 in rows and rows[5].get("label") == "new"
+
+        wait_for(evolved, 60, "t2 in its new shape", job)
+        assert all_in(config, Lifecycle.STREAMING, ["t2"])
+        rows = {r["id"]: r for r in mirror_rows(config, db.name, "t2", "id")}
+        assert rows[3]["note"] == "before the index" and rows[4]["note"] == "before the column"
+        assert rows[4]["label"] is None and rows[90001]["label"] == "born new"
+        store = StateStore(config.state_path)
+        applied_online = [e.message for e in store.events(200) if "applied online" in e.message]
+        store.close()
+        assert any("added column(s) label" in m for m in applied_online), applied_online
+        assert any("no column changed" in m for m in applied_online), applied_online
+
+        # One it cannot (existing rows hold a default the binlog never carried): rows before it
+        # are applied, t2 is parked at the DDL with the reason, t1 goes on.
         db.execute(
             "UPDATE t2 SET note = 'before the ddl' WHERE id = 1",
             "ALTER TABLE t2 ADD COLUMN extra INT NOT NULL DEFAULT 7",
@@ -413,7 +440,10 @@ def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
         parked = [e.message for e in store.events(200) if e.level == "error"]
         store.close()
         assert any(
-            f"{db.name}.t2 changed shape at " in m and "ADD COLUMN extra" in m for m in parked
+            f"{db.name}.t2 changed shape at " in m
+            and "ADD COLUMN extra" in m
+            and "not applied online: added column extra is NOT NULL" in m
+            for m in parked
         ), parked
         notes = {r["id"]: r["note"] for r in mirror_rows(config, db.name, "t2", "id")}
         assert notes[1] == "before the ddl" and notes[2] != "after the ddl"
@@ -422,7 +452,7 @@ def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
             lambda: tables_state(config)["t1"].events_applied > applied, 60, "t1 streaming", job
         )
         out = cli(config_path, "redump", "--table", f"{db.name}.t2", "--wait")
-        assert "new shape id, customer, amount, note, updated, extra" in out, out
+        assert "new shape id, customer, amount, note, updated, label, extra" in out, out
         wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["t2"]), 180, "t2 re-dumped", job)
         writer.stop()
         assert not writer.errors, writer.errors

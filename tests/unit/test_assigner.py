@@ -12,6 +12,7 @@ from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
+from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.committer import WindowResult, commit_batch
@@ -253,7 +254,7 @@ def test_a_table_whose_shape_changed_in_the_window_is_parked_at_the_ddl(
             {"shop.orders": 2, "shop.users": 1},
             0,
             {},
-            {"shop.users": (ddl_at, "ALTER TABLE users ADD COLUMN extra INT")},
+            {"shop.users": SchemaChange(ddl_at, ddl_at, "ALTER TABLE users ADD COLUMN extra INT")},
         ),
     )
     orders, users = store.table(ORDERS), store.table(USERS)
