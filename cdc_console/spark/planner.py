@@ -84,9 +84,18 @@ class Planner:
         """The planner's connection; a new one checks it reached the server the state was
         recorded on, and follows a failover by GTID when not (``source.failover``)."""
         if self._conn is None or not self._conn.open:
+            known = self.store.source_identity()
             self._conn, self._source = connect_following(
                 self.store, self._preferred(), self.config.source.server_ids[0]
             )
+            if known is not None and self.store.source_identity() != known:
+                # Whatever the plan being made had read of the state is in the old server's
+                # coordinates: make it again from the re-mapped state.
+                raise SourceError(
+                    "the source moved to another server; planning again from the re-mapped "
+                    "state",
+                    transient=True,
+                )
         return self._conn
 
     def _preferred(self) -> SourceConfig:
