@@ -32,6 +32,8 @@ def table_note(table: TableState) -> str:
         if table.redump_chunk is not None:
             return f"chunk {table.redump_chunk}, generation {table.generation}"
         return f"re-dump, generation {table.generation}"  # its chunks: the chunks column
+    if table.schema_pending:
+        return "held at a schema change: applied or parked before the next batch"
     if table.state == Lifecycle.NEEDS_REDUMP:
         return f"parked: cdc-console redump --table {table.table_id} (events say why)"
     if table.state == Lifecycle.REMOVED:
