@@ -234,7 +234,10 @@ class SnapshotSplitReader:
 
         def on_change(_table: TableId, change: SchemaChange) -> None:
             log.warning("split %s: %s changed shape at %s", split.split_id, table, change)
-            changed.append(change.position)
+            # A DDL ends the chunk at its transaction's start. Rows already in a new shape with
+            # no DDL in the window (it came before the low watermark) start mid-transaction,
+            # no place to resume at: the low watermark is, and the catch-up meets them there.
+            changed.append(change.position if change.after != change.position else low)
 
         handler = on_change if self.park_on_schema_change else None
         for change in read_window(
