@@ -92,8 +92,7 @@ class Planner:
                 # Whatever the plan being made had read of the state is in the old server's
                 # coordinates: make it again from the re-mapped state.
                 raise SourceError(
-                    "the source moved to another server; planning again from the re-mapped "
-                    "state",
+                    "the source moved to another server; planning again from the re-mapped state",
                     transient=True,
                 )
         return self._conn
