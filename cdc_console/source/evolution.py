@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from dataclasses import dataclass, replace
 
-from cdc_console.core.schema import TableSchema, schema_to_dict
+from cdc_console.core.mysqltypes import TypeFamily
+from cdc_console.core.schema import ColumnInfo, TableSchema, schema_to_dict
+from cdc_console.values.arrow import codec_for
 
 _ALTER = re.compile(
     r"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:`[^`]+`|[^\s`]+)(?:\s*\.\s*(?:`[^`]+`|[^\s`]+))?\s*(.*)$",
@@ -90,14 +93,23 @@ def _name(token: str) -> str:
     return token.strip("`")
 
 
-def column_change(statement: str) -> list[str] | str | None:
-    """What a DDL does to the table's columns: None when nothing, the names it adds when it only
-    adds columns, else why it is not applied online."""
+@dataclass(frozen=True)
+class ColumnChange:
+    """The columns a DDL adds (in order) and the ones it redefines in place."""
+
+    added: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+
+
+def column_change(statement: str) -> ColumnChange | str | None:
+    """What a DDL does to the table's columns: None when nothing, the columns it adds or
+    redefines in place, else why it is not applied online."""
     match = _ALTER.match(statement)
     if match is None:
         verb = " ".join(statement.split()[:2]).upper() or "the statement"
         return f"{verb} is not applied online (it changes rows or names without row events)"
     added: list[str] = []
+    modified: list[str] = []
     for clause in _clauses(match.group(1)):
         words = clause.replace("=", " = ").split()
         head = words[0].upper()
@@ -114,6 +126,14 @@ def column_change(statement: str) -> list[str] | str | None:
             if not rest or rest[0].startswith("("):
                 return f"clause {clause[:60]!r} is not applied online"
             added.append(_name(rest[0]))
+        elif head in ("MODIFY", "CHANGE"):
+            rest = words[2:] if second == "COLUMN" else words[1:]
+            if rest and rest[0].upper() == "IF":
+                rest = rest[2:]  # IF EXISTS
+            names = [_name(w).lower() for w in rest[:2]]
+            if not names or (head == "CHANGE" and (len(names) < 2 or names[0] != names[1])):
+                return f"clause {clause[:60]!r} is not applied online (a column renamed)"
+            modified.append(_name(rest[0]))
         elif head == "DROP" and second in _DROP_NOT_COLUMN:
             continue
         elif head == "ALTER" and (second == "INDEX" or "DEFAULT" in (w.upper() for w in words)):
@@ -127,8 +147,13 @@ def column_change(statement: str) -> list[str] | str | None:
         elif head == "DEFAULT" or head.startswith("CHARACTER") or head == "CHARSET":
             continue  # the table's default charset: existing columns keep theirs
         else:
-            return f"clause {clause[:60]!r} is not applied online (only added columns are)"
-    return added or None
+            return (
+                f"clause {clause[:60]!r} is not applied online (only added columns and widened "
+                "ones are)"
+            )
+    if not added and not modified:
+        return None
+    return ColumnChange(tuple(added), tuple(modified))
 
 
 def evolution(
@@ -148,19 +173,24 @@ def evolution(
         # No column changed, whatever the table's shape is by now (a later DDL is met in
         # the binlog and settled on its own).
         return old
-    want = [*old.column_names, *change]
+    want = [*old.column_names, *change.added]
     if new.column_names != want:
         return (
             f"the table's columns are now {', '.join(new.column_names)}, not "
             f"{', '.join(want)}: the columns were added elsewhere than at the end, or "
             "the table changed again since"
         )
-    before = schema_to_dict(old)["columns"]
-    after = schema_to_dict(new)["columns"]
-    kept = len(before)
-    if after[:kept] != before:
-        changed = [b["name"] for b, a in zip(before, after, strict=False) if a != b]
-        return f"existing column(s) changed: {', '.join(changed)}"
+    kept = len(old.columns)
+    redefined = {name.lower() for name in change.modified}
+    keys = {*old.primary_key, old.chunk_key}
+    for was, now in zip(old.columns, new.columns[:kept], strict=True):
+        if schema_to_dict(_one(old, was))["columns"] == schema_to_dict(_one(new, now))["columns"]:
+            continue
+        if was.name.lower() not in redefined:
+            return f"existing column {was.name} changed, but the statement does not name it"
+        why = _not_widened(was, now, was.name in keys)
+        if why:
+            return f"column {was.name}: {why}"
     for column in new.columns[kept:]:
         if column.family is None:
             return f"added column {column.name} has type {column.column_type}, not captured"
@@ -177,7 +207,75 @@ def evolution(
     return new
 
 
+def _one(schema: TableSchema, column: ColumnInfo) -> TableSchema:
+    return replace(schema, columns=(column,))
+
+
+_TEXT_SIZES = ("tinytext", "text", "mediumtext", "longtext")
+_BLOB_SIZES = ("tinyblob", "blob", "mediumblob", "longblob")
+
+
+def _not_widened(was: ColumnInfo, now: ColumnInfo, is_key: bool) -> str:
+    """Why redefining ``was`` as ``now`` could change stored values without row events (the
+    binlog never tells), or "" when every existing value reads the same: the same family and
+    Arrow type, no shorter length, no lost ENUM/SET member, no new NOT NULL, the same charset,
+    and for a key column the same collation."""
+    if was.family is None or was.family != now.family:
+        return f"{was.column_type} -> {now.column_type} changes its type family"
+    if codec_for(was).arrow_type != codec_for(now).arrow_type:
+        return (
+            f"{was.column_type} -> {now.column_type} changes its Delta type "
+            f"({codec_for(was).arrow_type} -> {codec_for(now).arrow_type}), which needs a re-dump"
+        )
+    if was.nullable and not now.nullable:
+        return "NOT NULL now: existing NULLs would change without row events"
+    if (was.character_set or "") != (now.character_set or ""):
+        return f"its charset changes ({was.character_set} -> {now.character_set})"
+    if is_key and (was.collation or "") != (now.collation or ""):
+        return "its collation changes, and it orders the table's key"
+    if was.family is TypeFamily.BINARY and _length(now) != _length(was):
+        return "BINARY values are zero-padded to the length: they would all change"
+    if (was.numeric_scale or 0) != (now.numeric_scale or 0):
+        return "its scale changes: every value's digits would change"
+    if (was.datetime_precision or 0) != (now.datetime_precision or 0):
+        return "its fractional-second precision changes: every value's text would change"
+    if tuple(now.enum_values[: len(was.enum_values)]) != tuple(was.enum_values):
+        return "members were removed or reordered"
+    for sizes in (_TEXT_SIZES, _BLOB_SIZES):
+        both = was.data_type in sizes and now.data_type in sizes
+        if both and sizes.index(now.data_type) < sizes.index(was.data_type):
+            return f"{was.data_type} -> {now.data_type} is narrower"
+    was_length, now_length = _length(was), _length(now)
+    if was_length is not None and now_length is not None and now_length < was_length:
+        return f"{was.column_type} -> {now.column_type} is narrower"
+    return ""
+
+
+#: the length in characters (or bytes) the unsized string types hold
+_UNSIZED = {"tinytext": 255, "tinyblob": 255}
+
+
+def _length(column: ColumnInfo) -> int | None:
+    """A column's declared length, or None when its type has none (TEXT holds more than any
+    VARCHAR it may replace; TINYTEXT only 255)."""
+    found = re.search(r"\((\d+)", column.column_type)
+    if found:
+        return int(found.group(1))
+    return _UNSIZED.get(column.data_type)
+
+
 def describe_evolution(old: TableSchema, new: TableSchema) -> str:
-    """``added columns a, b`` or ``no column changed``: what an applied change did."""
+    """``added column(s) a, b``, ``widened column(s) c`` or ``no column changed``: what an
+    applied change did."""
     added = [c.name for c in new.columns[len(old.columns) :]]
-    return f"added column(s) {', '.join(added)}" if added else "no column changed"
+    widened = [
+        a.name
+        for a, b in zip(old.columns, new.columns, strict=False)
+        if schema_to_dict(_one(old, a))["columns"] != schema_to_dict(_one(new, b))["columns"]
+    ]
+    parts = []
+    if added:
+        parts.append(f"added column(s) {', '.join(added)}")
+    if widened:
+        parts.append(f"widened column(s) {', '.join(widened)}")
+    return "; ".join(parts) or "no column changed"

@@ -428,6 +428,23 @@ def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
         assert any("added column(s) label" in m for m in applied_online), applied_online
         assert any("no column changed" in m for m in applied_online), applied_online
 
+        # A widened column goes on too; a value only the new width holds lands whole.
+        long_note = "w" * 60
+        db.execute(
+            "ALTER TABLE t2 MODIFY note VARCHAR(80)",
+            f"UPDATE t2 SET note = '{long_note}' WHERE id = 6",
+        )
+        wait_for(
+            lambda: (
+                {r["id"]: r for r in mirror_rows(config, db.name, "t2", "id")}[6]["note"]
+                == long_note
+            ),
+            60,
+            "the widened column's value",
+            job,
+        )
+        assert all_in(config, Lifecycle.STREAMING, ["t2"])
+
         # One it cannot (existing rows hold a default the binlog never carried): rows before it
         # are applied, t2 is parked at the DDL with the reason, t1 goes on.
         db.execute(

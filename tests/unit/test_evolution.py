@@ -9,7 +9,12 @@ from __future__ import annotations
 import pytest
 
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
-from cdc_console.source.evolution import column_change, describe_evolution, evolution
+from cdc_console.source.evolution import (
+    ColumnChange,
+    column_change,
+    describe_evolution,
+    evolution,
+)
 
 T = TableId("shop", "orders")
 ID = ColumnInfo("id", "int", "int(11)", nullable=False)
@@ -30,12 +35,17 @@ def shape(*columns: ColumnInfo, key: tuple[str, ...] = ("id",)) -> TableSchema:
         ("ALTER TABLE t COMMENT = 'orders, kept'", None),
         ("ALTER TABLE t ALTER COLUMN note SET DEFAULT 'x'", None),
         ("ALTER TABLE t ADD KEY k (a), RENAME INDEX k TO k2", None),
-        ("ALTER TABLE t ADD COLUMN label VARCHAR(10) NULL", ["label"]),
-        ("ALTER TABLE `db`.`t` ADD a INT, ADD COLUMN IF NOT EXISTS b DECIMAL(10,2)", ["a", "b"]),
-        ("ALTER ONLINE TABLE t ADD COLUMN c ENUM('x,y','z')", ["c"]),
+        ("ALTER TABLE t ADD COLUMN label VARCHAR(10) NULL", ColumnChange(("label",))),
+        (
+            "ALTER TABLE `db`.`t` ADD a INT, ADD COLUMN IF NOT EXISTS b DECIMAL(10,2)",
+            ColumnChange(("a", "b")),
+        ),
+        ("ALTER ONLINE TABLE t ADD COLUMN c ENUM('x,y','z')", ColumnChange(("c",))),
+        ("ALTER TABLE t MODIFY note VARCHAR(40)", ColumnChange((), ("note",))),
+        ("ALTER TABLE t CHANGE COLUMN note note TEXT, ADD d INT", ColumnChange(("d",), ("note",))),
     ],
 )
-def test_what_a_statement_does_to_the_columns(statement: str, change: list[str] | None) -> None:
+def test_what_a_statement_does_to_the_columns(statement: str, change: ColumnChange | None) -> None:
     assert column_change(statement) == change
 
 
@@ -43,7 +53,6 @@ def test_what_a_statement_does_to_the_columns(statement: str, change: list[str] 
     "statement",
     [
         "ALTER TABLE t DROP COLUMN note",
-        "ALTER TABLE t MODIFY note VARCHAR(40)",
         "ALTER TABLE t CHANGE note memo VARCHAR(20)",
         "ALTER TABLE t RENAME COLUMN note TO memo",
         "ALTER TABLE t RENAME TO orders_old",
@@ -103,7 +112,25 @@ def test_a_statement_that_changes_no_column_keeps_the_old_shape_whatever_came_la
             shape(ID, ColumnInfo("note", "varchar", "varchar(40)"), LABEL),
             "ALTER TABLE t ADD label VARCHAR(10)",
             {"note", "label"},
-            "existing column(s) changed: note",
+            "existing column note changed, but the statement does not name it",
+        ),
+        (
+            shape(ID, ColumnInfo("note", "varchar", "varchar(10)")),
+            "ALTER TABLE t MODIFY note VARCHAR(10)",
+            {"note"},
+            "column note: varchar(20) -> varchar(10) is narrower",
+        ),
+        (
+            shape(ColumnInfo("id", "bigint", "bigint(20)", nullable=False), NOTE),
+            "ALTER TABLE t MODIFY id BIGINT NOT NULL",
+            {"note"},
+            "changes its Delta type (int32 -> int64), which needs a re-dump",
+        ),
+        (
+            shape(ID, ColumnInfo("note", "varchar", "varchar(20)", nullable=False)),
+            "ALTER TABLE t MODIFY note VARCHAR(20) NOT NULL",
+            set(),
+            "NOT NULL now",
         ),
         (
             shape(ID, NOTE, ColumnInfo("u", "uuid", "uuid")),
@@ -128,3 +155,20 @@ def test_changes_that_would_leave_the_mirror_inexact_are_refused_with_why(
 
 def test_adding_a_primary_key_adds_no_column() -> None:
     assert column_change("ALTER TABLE t ADD PRIMARY KEY (id)") is None
+
+
+def test_a_widened_column_is_applied_online() -> None:
+    wider = shape(ID, ColumnInfo("note", "text", "text"))
+    result = evolution(OLD, wider, "ALTER TABLE t MODIFY note TEXT", {"note"})
+    assert result == wider
+    assert describe_evolution(OLD, wider) == "widened column(s) note"
+    more = ColumnInfo("s", "enum", "enum('a','b','c')", enum_values=("a", "b", "c"))
+    fewer = ColumnInfo("s", "enum", "enum('a','b')", enum_values=("a", "b"))
+    grown = evolution(
+        shape(ID, fewer), shape(ID, more), "ALTER TABLE t MODIFY s ENUM('a','b','c')", set()
+    )
+    assert grown == shape(ID, more)
+    shrunk = evolution(
+        shape(ID, more), shape(ID, fewer), "ALTER TABLE t MODIFY s ENUM('a','b')", set()
+    )
+    assert isinstance(shrunk, str) and "members were removed or reordered" in shrunk
