@@ -37,7 +37,7 @@ from cdc_console.values.arrow import arrow_schema, rows_to_table
 
 ROWS = 1_000_000
 CHUNK = 8096
-SECONDS = float(__import__("os").environ.get("LAKE_LONGRUN_SECONDS", 100))
+SECONDS = float(__import__("os").environ.get("LAKE_LONGRUN_SECONDS", 60))
 PER_BATCH = (40, 8, 2)  # updates, inserts, deletes
 ORDERS = TableId("shop", "orders")
 SCHEMA = TableSchema(

@@ -43,6 +43,8 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
 ROWS, CHUNK = 20_000, 1_000
 DOWN_SECONDS = 15
+#: the two later restarts in a row are shorter: the first two already show a 15 s outage
+SHORT_DOWN_SECONDS = 6
 
 
 @pytest.fixture
@@ -89,11 +91,13 @@ def status_json(config_path: Path) -> dict[str, Any]:
     return data
 
 
-def outage_while_down(db: SourceDb, config_path: Path, job: JobProcess) -> str:
-    """Stop the server for ``DOWN_SECONDS``; return what ``status --json`` said meanwhile."""
+def outage_while_down(
+    db: SourceDb, config_path: Path, job: JobProcess, seconds: float = DOWN_SECONDS
+) -> str:
+    """Stop the server for ``seconds``; return what ``status --json`` said meanwhile."""
     db.sandbox.stop()
     seen = ""
-    deadline = time.monotonic() + DOWN_SECONDS
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         assert job.proc is not None and job.proc.poll() is None, job.output()
         outage = status_json(config_path).get("outage")
@@ -128,9 +132,9 @@ def test_the_job_rides_through_four_server_restarts(own_server: SourceDb, tmp_pa
             "the snapshot to finish after the restart",
             job,
         )
-        for _ in range(3):
+        for seconds in (DOWN_SECONDS, SHORT_DOWN_SECONDS, SHORT_DOWN_SECONDS):
             time.sleep(3)  # a few windows of stream between restarts
-            summaries.append(outage_while_down(db, config_path, job))
+            summaries.append(outage_while_down(db, config_path, job, seconds))
         writer.stop()
         wait_for(lambda: caught_up(db, config), 300, "the job to catch up", job)
         assert job.proc is not None and job.proc.poll() is None, "the job never exited"
@@ -155,7 +159,7 @@ def test_a_source_that_stays_away_ends_the_job_with_exit_3(
 ) -> None:
     db = own_server
     create_orders(db, 2_000)
-    config_path = write_config(db, tmp_path, extra="[pipeline]\nsource_outage_seconds = 15\n")
+    config_path = write_config(db, tmp_path, extra="[pipeline]\nsource_outage_seconds = 8\n")
     config = load(config_path)
     job = JobProcess(config_path)
     with running(job):
@@ -164,7 +168,7 @@ def test_a_source_that_stays_away_ends_the_job_with_exit_3(
         code = job.wait(180)
     output = job.output()
     assert code == 3, output
-    assert "error: source unreachable for 15 s: " in output, output
+    assert "error: source unreachable for 8 s: " in output, output
     assert "state kept, start again" in output
     # The CLI's last word is the reason and the fix (Spark's own trace stays above it in the log).
     assert output.rstrip().splitlines()[-2].startswith("error: source unreachable for "), output
