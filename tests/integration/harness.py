@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pymysql
 from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig, load_config
@@ -357,6 +358,27 @@ class Writer(threading.Thread):
     def stop(self) -> None:
         self.stop_event.set()
         self.join(30)
+
+
+class ReconnectingWriter(Writer):
+    """The writer as an application behaves through an outage or a failover: a failed statement
+    drops the connection and it reconnects, to whichever server ``self.db`` names by then."""
+
+    def run(self) -> None:
+        conn: Any = None
+        current = self.db
+        while not self.stop_event.is_set():
+            try:
+                if conn is None or current is not self.db:
+                    current = self.db
+                    conn = current.connect()
+                self.step(conn)
+                self.ops += 1
+            except pymysql.err.MySQLError as exc:
+                if "Duplicate entry" not in str(exc):
+                    conn = None
+                    time.sleep(0.3)
+            time.sleep(1.0 / self.rate)
 
 
 @contextmanager

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pymysql
 import pytest
 
 from cdc_console.errors import SourceError
@@ -29,7 +28,7 @@ from cdc_console.state.store import StateStore
 from tests.conftest import CDC_PASSWORD_ENV, CDC_USER, SourceDb
 from tests.integration.harness import (
     JobProcess,
-    Writer,
+    ReconnectingWriter,
     changelog_replay,
     create_orders,
     events,
@@ -111,26 +110,6 @@ def wait_replica_has_all(primary: SourceDb, replica: SourceDb) -> str:
     return position
 
 
-class SwitchingWriter(Writer):
-    """The harness's writer, on whichever server ``self.db`` names, riding out the switch."""
-
-    def run(self) -> None:
-        conn: Any = None
-        current = self.db
-        while not self.stop_event.is_set():
-            try:
-                if conn is None or current is not self.db:
-                    current = self.db
-                    conn = current.connect()
-                self.step(conn)
-                self.ops += 1
-            except pymysql.err.MySQLError as exc:
-                if "Duplicate entry" not in str(exc):
-                    conn = None
-                    time.sleep(0.3)
-            time.sleep(1.0 / self.rate)
-
-
 def test_the_job_follows_a_failover_to_the_promoted_replica(
     pair: tuple[SourceDb, SourceDb], tmp_path: Path
 ) -> None:
@@ -146,7 +125,7 @@ def test_the_job_follows_a_failover_to_the_promoted_replica(
     )
     config_path.write_text(text)
     config = load(config_path)
-    writer = SwitchingWriter(primary, "orders", [1, 1000, 2500], rate=50)
+    writer = ReconnectingWriter(primary, "orders", [1, 1000, 2500], rate=50)
     writer.start()
     job = JobProcess(config_path)
     with running(job):

@@ -16,14 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pymysql
 import pytest
 
 from cdc_console.mysql.sandbox import MySQLSandbox
 from tests.conftest import CDC_PASSWORD_ENV, CDC_USER, SourceDb
 from tests.integration.harness import (
     JobProcess,
-    Writer,
+    ReconnectingWriter,
     caught_up,
     changelog_replay,
     create_orders,
@@ -65,25 +64,6 @@ def own_server(mariadb: MySQLSandbox, tmp_path: Path) -> Iterator[SourceDb]:
         sandbox.stop()
 
 
-class PatientWriter(Writer):
-    """The harness's writer, reconnecting while the server is down (as an application would)."""
-
-    def run(self) -> None:
-        conn: Any = None
-        while not self.stop_event.is_set():
-            try:
-                if conn is None:
-                    conn = self.db.connect()
-                self.step(conn)
-                self.ops += 1
-            except pymysql.err.MySQLError as exc:
-                if "Duplicate entry" in str(exc):
-                    continue
-                conn = None
-                time.sleep(0.5)
-            time.sleep(1.0 / self.rate)
-
-
 def status_json(config_path: Path) -> dict[str, Any]:
     result = run_cli("status", "--config", str(config_path), "--json")
     assert result.returncode == 0, result.stderr
@@ -119,7 +99,7 @@ def test_the_job_rides_through_four_server_restarts(own_server: SourceDb, tmp_pa
         extra="[pipeline]\nsource_outage_seconds = 300\n",
     )
     config = load(config_path)
-    writer = PatientWriter(db, "orders", list(range(1, ROWS, CHUNK)), rate=60)
+    writer = ReconnectingWriter(db, "orders", list(range(1, ROWS, CHUNK)), rate=60)
     writer.start()
     job = JobProcess(config_path)
     summaries: list[str] = []
