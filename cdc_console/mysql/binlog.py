@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -202,6 +202,7 @@ def read_window_events(
     tables: Collection[TableId],
     expected_columns: dict[TableId, list[str]] | None = None,
     on_schema_change: SchemaChangeHandler | None = None,
+    since: Mapping[TableId, BinlogOffset] | None = None,
 ) -> Iterator[RowEvent]:
     """``read_window`` one row event at a time: the same checks, errors and positions, without
     an object per row (the binlog reader's hot path).
@@ -209,10 +210,13 @@ def read_window_events(
     With ``on_schema_change``, a DDL on a captured table (or row events whose columns are not
     the expected ones) does not raise: the handler gets the table, the position and what
     changed, and nothing of that table is yielded from there on, while the other tables go on.
+    ``since`` gives a table's resume position: its events before it, and its DDL before it (a
+    change it already went through), are passed over.
     """
     if start >= end:
         return
     wanted = set(tables)
+    since_keys = {t: (binlog_file_index(p.file), p.pos) for t, p in (since or {}).items()}
     schemas = sorted({t.database for t in wanted})
     stream = CachingBinLogStreamReader(
         connection_settings=stream_settings(source),
@@ -272,6 +276,9 @@ def read_window_events(
                     after = BinlogOffset(current_file, packet.log_pos)
                     for changed in exc.tables:
                         assert isinstance(changed, TableId)
+                        resume = since_keys.get(changed)
+                        if resume is not None and (current_index, at) < resume:
+                            continue  # a change this table already went through
                         wanted.discard(changed)
                         for name_key, known in ids.items():
                             if known == changed:
@@ -286,6 +293,9 @@ def read_window_events(
                 table_id = ids[name] = candidate if candidate in wanted else None
             if table_id is None:
                 continue
+            resume = since_keys.get(table_id)
+            if resume is not None and (current_index, event_start) < resume:
+                continue  # delivered already, and maybe in a shape the table has since left
             if expected_columns is not None and checked.get(table_id) is not event.columns:
                 # The columns list is shared by every event of one cached TABLE_MAP, so each
                 # distinct list is checked once; a changed table brings a new list.

@@ -155,6 +155,7 @@ class BinlogSplitReader:
             list(watermarks),
             expected,
             on_schema_change=on_change,
+            since={t: m.start for t, m in watermarks.items() if m.start is not None},
         ):
             table_id = event.table_id
             marks = watermarks[table_id]
