@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pymysql
-from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent
+from pymysqlreplication.event import QueryEvent, RotateEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from cdc_console.config import SourceConfig
@@ -232,8 +232,6 @@ def read_window_events(
             DeleteRowsEvent,
             QueryEvent,
             RotateEvent,
-            GtidEvent,
-            MariadbGtidEvent,
         ],
         only_schemas=schemas or None,
         enable_logging=False,
@@ -244,7 +242,7 @@ def read_window_events(
     # (schema, table) of an event -> TableId, or None when not captured
     ids: dict[tuple[str, str], TableId | None] = {}
     checked: dict[TableId, Any] = {}
-    group_start: int | None = None
+    cache = stream.cdc_cache
     try:
         for event in stream:
             if isinstance(event, RotateEvent):
@@ -259,14 +257,11 @@ def read_window_events(
                 return
             if event_start < start.pos and current_file == start.file:
                 continue
-            if isinstance(event, GtidEvent | MariadbGtidEvent):
-                # A DDL's position is its transaction's start, this event: a boundary a
-                # reader can resume at and the server can name the GTID state of.
-                group_start = event_start
-                continue
             if isinstance(event, QueryEvent):
-                at = group_start if group_start is not None else event_start
-                group_start = None
+                # A DDL's position is its transaction's start (its GTID event): a boundary a
+                # reader can resume at and the server can name the GTID state of.
+                group = cache.group_start
+                at = group if group is not None and group < event_start else event_start
                 position = BinlogOffset(current_file, at)
                 try:
                     _check_ddl(event, wanted, position)

@@ -32,7 +32,7 @@ from cdc_console.core.splits import (
     TableStreamFilter,
 )
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError
-from cdc_console.mysql.binlog import RowChange, read_window, stream_settings
+from cdc_console.mysql.binlog import RowChange, read_window, read_window_events, stream_settings
 from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.position import current_position
@@ -420,6 +420,53 @@ def test_ddl_and_shape_changes_stop_the_window(source_db: SourceDb) -> None:
         list(read_window(source, 5437, after_ddl, head(source_db), [t], expected))
     rows = list(read_window(source, 5437, after_ddl, head(source_db), [t], {t: ["id", "v", "w"]}))
     assert [c.after for c in rows] == [{"id": 4, "v": 4, "w": 4}]
+
+
+def test_a_ddl_is_placed_at_its_transaction_start_and_passed_over_before_since(
+    source_db: SourceDb,
+) -> None:
+    source_db.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "CREATE TABLE u (id INT PRIMARY KEY)"
+    )
+    source = source_db.source_config()
+    t, u = TableId(source_db.name, "t"), TableId(source_db.name, "u")
+    start = head(source_db)
+    source_db.execute("INSERT INTO t VALUES (1, 1)", "INSERT INTO u VALUES (1)")
+    t_ddl = head(source_db)
+    source_db.execute("ALTER TABLE t ADD COLUMN w INT", "INSERT INTO u VALUES (2)")
+    u_ddl = head(source_db)
+    source_db.execute("ALTER TABLE u ADD COLUMN w INT", "INSERT INTO t VALUES (2, 2, 2)")
+    end = head(source_db)
+
+    def read(
+        since: dict[TableId, BinlogOffset], expected: dict[TableId, list[str]]
+    ) -> tuple[list[str], list[str]]:
+        changes: list[str] = []
+        rows = [
+            f"{e.table_id.table} {e.kind} {len(e.rows)}"
+            for e in read_window_events(
+                source,
+                5438,
+                start,
+                end,
+                [t, u],
+                expected,
+                on_schema_change=lambda table, c: changes.append(
+                    f"{table.table} {c.position} {c.what.split()[0]}"
+                ),
+                since=since,
+            )
+        ]
+        return rows, changes
+
+    rows, changes = read({}, {t: ["id", "v"], u: ["id"]})
+    # each DDL sits where its transaction (its GTID event) starts: the head read before it
+    assert changes == [f"t {t_ddl} ALTER", f"u {u_ddl} ALTER"]
+    assert rows == ["t insert 1", "u insert 1", "u insert 1"]
+    # a table resumed past its DDL passes over it (and its earlier rows) and reads on
+    rows, changes = read({t: u_ddl}, {t: ["id", "v", "w"], u: ["id"]})
+    assert changes == [f"u {u_ddl} ALTER"]
+    assert rows == ["u insert 1", "u insert 1", "t insert 1"]
 
 
 def test_missing_binlog_and_missing_grant_are_told_apart(source_db: SourceDb) -> None:
