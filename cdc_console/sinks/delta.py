@@ -233,6 +233,12 @@ class DeltaSink(TableBatchSink):
         ):
             version = DeltaTable(str(log_path)).version()
             aside = log_path.with_name(f"{log_path.name}.before-v{version}")
+            # A table reshaped again starts a new changelog at version 0 each time, so the
+            # name may be taken by an earlier set-aside: never overwrite history.
+            again = 2
+            while aside.exists():
+                aside = log_path.with_name(f"{log_path.name}.before-v{version}-{again}")
+                again += 1
             log_path.rename(aside)
             _log.warning("%s: changelog in the old shape kept at %s", table_id, aside)
 

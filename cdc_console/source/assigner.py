@@ -32,8 +32,9 @@ from cdc_console.core.schema import TableSchema, schema_from_dict, schema_to_dic
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.source.control import CommandProcessor
-from cdc_console.source.evolution import describe_evolution
-from cdc_console.source.parking import is_purged, park, park_table
+from cdc_console.source.evolution import Reread, describe_evolution
+from cdc_console.source.parking import is_purged, park_table
+from cdc_console.source.redump import reread_or_park
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,9 @@ ReadHead = Callable[[], BinlogOffset]
 BinlogFiles = Callable[[], list[str]]
 #: the new shape of a table held at a schema change (and where it goes on in it), or why it
 #: cannot be applied online
-SettleSchema = Callable[[TableState, SchemaChange], "tuple[TableSchema, BinlogOffset] | str"]
+SettleSchema = Callable[
+    [TableState, SchemaChange], "tuple[TableSchema, BinlogOffset] | Reread | str"
+]
 
 
 class SnapshotSplitAssigner:
@@ -142,39 +145,35 @@ class HybridSplitAssigner:
         return plan
 
     def _settle_schema_changes(self, tables: Sequence[TableState]) -> None:
-        """Apply the new shape of each table held at a schema change, or park it.
+        """Follow each table held at a schema change: in place, by reading it again, or parked.
 
         A table still catching up whose chunks were read after the change holds rows in the
-        old shape past it: only its re-dump makes it exact.
+        old shape past it: only reading it again makes it exact.
         """
         for table in tables:
             if not table.schema_pending:
                 continue
             change = SchemaChange.from_dict(json.loads(table.schema_pending))
+            settled = (
+                "schema changes are not applied online here"
+                if self.settle_schema is None
+                else self.settle_schema(table, change)
+            )
             late = [
                 f
                 for f in self.store.finished_splits(table.table_id)
                 if f.high_watermark > change.position
             ]
-            if table.state == Lifecycle.CATCHING_UP and late:
-                reason = f"{len(late)} chunk(s) were read after it, in the old shape"
-            elif self.settle_schema is None:
-                reason = "schema changes are not applied online here"
-            else:
-                settled = self.settle_schema(table, change)
-                reason = settled if isinstance(settled, str) else ""
-            if reason:
-                park(
-                    self.store,
-                    table.table_id,
-                    f"{table.table_id} changed shape at {change}: not applied online: {reason}; "
-                    f"parked (NEEDS_REDUMP), the other tables go on. Fix: cdc-console redump "
-                    f"--table {table.table_id}",
-                    stream_from=change.position,
-                    schema_pending=None,
+            if late and not isinstance(settled, str | Reread):
+                settled = Reread(
+                    f"{len(late)} chunk(s) were read after it, in the old shape", settled[0]
+                )
+            if isinstance(settled, str | Reread):
+                parked = {"stream_from": change.position} if isinstance(settled, str) else {}
+                reread_or_park(
+                    self.store, table, settled, f"at {change}", schema_pending=None, **parked
                 )
                 continue
-            assert not isinstance(settled, str)
             schema, resume = settled
             old = schema_from_dict(self.store.schemas()[table.table_id])
             message = (

@@ -42,6 +42,7 @@ from cdc_console.core.lifecycle import (
 )
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.errors import CdcError, SourceError
+from cdc_console.source.redump import start_redump
 from cdc_console.state.store import Command, StateStore, TableState
 
 log = logging.getLogger(__name__)
@@ -260,7 +261,7 @@ class CommandProcessor:
         if kind == CommandKind.REDUMP:
             chunk = command.args.get("chunk")
             if chunk is None:
-                return self._redump(table, conn, schema)
+                return start_redump(self.store, table, conn, schema)
             return self._redump_chunk(table, int(chunk), conn)
         if kind == CommandKind.REMOVE_TABLE:
             return self._remove(table, conn)
@@ -290,38 +291,6 @@ class CommandProcessor:
         if state == Lifecycle.CATCHING_UP:
             return f"{table.table_id} resumed: catching up from {table.stream_from}, then streaming"
         return f"{table.table_id} resumed: {state}"
-
-    def _redump(
-        self, table: TableState, conn: sqlite3.Connection, schema: TableSchema | None
-    ) -> str:
-        """A whole-table re-dump reads the table as it is now: a shape changed by DDL (the
-        reason a table is parked) becomes the stored schema, and the sink migrates the mirror
-        to it in the re-dump's first commit."""
-        generation = table.generation + 1
-        reshaped = ""
-        if schema is not None:
-            current = schema_to_dict(schema)
-            if self.store.schemas().get(table.table_id, {}).get("columns") != current["columns"]:
-                self.store.set_schema(table.table_id, current, conn)
-                reshaped = f"; new shape {', '.join(schema.column_names)}"
-        dropped = self.store.drop_splits(table.table_id, conn)
-        self.store.move_table(
-            table.table_id,
-            conn,
-            Lifecycle.REDUMP,
-            generation=generation,
-            splits_total=None,
-            splits_done=0,
-            rows_snapshotted=0,
-            resume_state=None,
-            paused_at=None,
-            redump_chunk=None,
-        )
-        was = f" (was {table.state}, {dropped} old chunks)" if dropped else f" (was {table.state})"
-        return (
-            f"{table.table_id} re-dump started, generation {generation}{was}{reshaped}: fresh "
-            "chunks replace the mirror's key ranges one by one, then it catches up"
-        )
 
     def _redump_chunk(self, table: TableState, chunk: int, conn: sqlite3.Connection) -> str:
         generation = table.generation + 1

@@ -1,24 +1,29 @@
-"""Whether a table's new shape can be applied online, keeping its mirror exact.
+"""Whether a table's new shape can be followed online, and how, keeping its mirror exact.
 
 When the binlog shows a captured table changing shape, the job holds the table at the change
-and asks this module (``schema_changes = "evolve"``): a change the mirror can follow exactly is
-applied (the table goes on in its new shape from right after the DDL), any other parks the
-table until its re-dump, with the reason. Exact means every row of the mirror still equals the
-source's row: a nullable column added at the end with no default holds NULL in every existing
-row on both sides, so it qualifies; a column with a default, or a NOT NULL one, holds in
-existing rows a value the binlog never carried, so it does not. Statements that change no
-column (an index, a comment, an engine rebuild) go on unchanged; TRUNCATE, DROP and RENAME
-TABLE change rows or names without row events and are parked.
+and asks this module (``schema_changes = "evolve"``). There are three answers:
+
+- **In place**: every existing mirror row still equals its source row in the new shape, so the
+  table goes on from right after the DDL. A nullable column added with no default holds NULL in
+  every existing row on both sides; a VARCHAR lengthened or an ENUM member appended changes no
+  stored value; an index, a comment or an engine rebuild changes no column at all.
+- **Re-read** (:class:`Reread`): the new shape is one the mirror can take, but rows changed
+  without row events (TRUNCATE, a column added with a default, INT -> BIGINT, a renamed
+  column, RENAME TABLE swapping in another table as online schema change tools do). The table
+  is read again online, lock-free, chunk by chunk, as a re-dump does, while the others stream.
+- **Park** (a reason): a breaking change a person should look at before the mirror follows
+  it: a new key, a column type changing family, a narrowed column, a dropped column (re-reading
+  would drop its stored values from the mirror).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from cdc_console.core.mysqltypes import TypeFamily
-from cdc_console.core.schema import ColumnInfo, TableSchema, schema_to_dict
+from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily
+from cdc_console.core.schema import ColumnInfo, TableSchema
 from cdc_console.values.arrow import codec_for
 
 _ALTER = re.compile(
@@ -95,21 +100,52 @@ def _name(token: str) -> str:
 
 @dataclass(frozen=True)
 class ColumnChange:
-    """The columns a DDL adds (in order) and the ones it redefines in place."""
+    """What an ALTER does to the columns: added (in order), redefined in place, renamed
+    (old, new) and dropped."""
 
     added: tuple[str, ...] = ()
     modified: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    dropped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reread:
+    """The table takes ``schema`` by being read again online: why in-place was not exact."""
+
+    reason: str
+    schema: TableSchema
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+#: what a settled change does: the shape to go on with, a re-read, or why the table is parked
+Evolution = TableSchema | Reread | str
+
+
+def _not_alter(statement: str) -> str:
+    words = statement.split()
+    if not words:
+        return "the binlog it reads does not say how"
+    verb = " ".join(words[:2]).upper()
+    if verb.startswith("TRUNCATE"):
+        return "TRUNCATE emptied it without row events"
+    if verb == "RENAME TABLE":
+        return "RENAME TABLE put another table under its name"
+    return f"{verb} changed it without row events"
 
 
 def column_change(statement: str) -> ColumnChange | str | None:
-    """What a DDL does to the table's columns: None when nothing, the columns it adds or
-    redefines in place, else why it is not applied online."""
+    """What a DDL does to the table's columns: None when nothing, the columns it adds,
+    redefines, renames or drops, else why its effect cannot be followed column by column."""
     match = _ALTER.match(statement)
     if match is None:
-        verb = " ".join(statement.split()[:2]).upper() or "the statement"
-        return f"{verb} is not applied online (it changes rows or names without row events)"
+        return _not_alter(statement)
     added: list[str] = []
     modified: list[str] = []
+    renamed: list[tuple[str, str]] = []
+    dropped: list[str] = []
     for clause in _clauses(match.group(1)):
         words = clause.replace("=", " = ").split()
         head = words[0].upper()
@@ -117,137 +153,198 @@ def column_change(statement: str) -> ColumnChange | str | None:
         if head == "ADD":
             if second in _ADD_NOT_COLUMN:
                 continue
-            if second == "COLUMN":
-                rest = words[2:]
-                if rest and rest[0].upper() == "IF":
-                    rest = rest[3:]  # IF NOT EXISTS
-            else:
-                rest = words[1:]
+            rest = _after_column(words, "IF NOT EXISTS")
             if not rest or rest[0].startswith("("):
-                return f"clause {clause[:60]!r} is not applied online"
+                return f"clause {clause[:60]!r} is not followed column by column"
             added.append(_name(rest[0]))
         elif head in ("MODIFY", "CHANGE"):
-            rest = words[2:] if second == "COLUMN" else words[1:]
-            if rest and rest[0].upper() == "IF":
-                rest = rest[2:]  # IF EXISTS
-            names = [_name(w).lower() for w in rest[:2]]
-            if not names or (head == "CHANGE" and (len(names) < 2 or names[0] != names[1])):
-                return f"clause {clause[:60]!r} is not applied online (a column renamed)"
-            modified.append(_name(rest[0]))
-        elif head == "DROP" and second in _DROP_NOT_COLUMN:
-            continue
+            rest = _after_column(words, "IF EXISTS")
+            names = [_name(w) for w in rest[:2]]
+            if not names or (head == "CHANGE" and len(names) < 2):
+                return f"clause {clause[:60]!r} is not followed column by column"
+            if head == "CHANGE" and names[0].lower() != names[1].lower():
+                renamed.append((names[0], names[1]))
+            modified.append(names[1] if head == "CHANGE" else names[0])
+        elif head == "RENAME" and second == "COLUMN" and len(words) >= 5:
+            renamed.append((_name(words[2]), _name(words[4])))
+        elif head == "DROP":
+            if second in _DROP_NOT_COLUMN:
+                continue
+            rest = _after_column(words, "IF EXISTS")
+            if not rest:
+                return f"clause {clause[:60]!r} is not followed column by column"
+            dropped.append(_name(rest[0]))
         elif head == "ALTER" and (second == "INDEX" or "DEFAULT" in (w.upper() for w in words)):
             continue  # an index's visibility, a default (existing rows keep their values)
-        elif head in _OPTIONS and not (head == "RENAME" and second in ("COLUMN", "TO", "AS")):
-            if head == "RENAME" and second in ("INDEX", "KEY"):
-                continue
-            if head == "RENAME":
-                return f"clause {clause[:60]!r} is not applied online"
+        elif (head == "RENAME" and second in ("INDEX", "KEY")) or (
+            head in _OPTIONS and head != "RENAME"
+        ):
             continue
         elif head == "DEFAULT" or head.startswith("CHARACTER") or head == "CHARSET":
             continue  # the table's default charset: existing columns keep theirs
         else:
-            return (
-                f"clause {clause[:60]!r} is not applied online (only added columns and widened "
-                "ones are)"
-            )
-    if not added and not modified:
+            return f"clause {clause[:60]!r} is not followed column by column"
+    if not (added or modified or renamed or dropped):
         return None
-    return ColumnChange(tuple(added), tuple(modified))
+    return ColumnChange(tuple(added), tuple(modified), tuple(renamed), tuple(dropped))
+
+
+def _after_column(words: list[str], condition: str) -> list[str]:
+    """The words after ``ADD|MODIFY|CHANGE|DROP [COLUMN] [IF [NOT] EXISTS]``."""
+    rest = words[2:] if len(words) > 1 and words[1].upper() == "COLUMN" else words[1:]
+    skip = len(condition.split())
+    if [w.upper() for w in rest[:skip]] == condition.split():
+        rest = rest[skip:]
+    return rest
 
 
 def evolution(
     old: TableSchema, new: TableSchema, statement: str, null_default: Collection[str]
-) -> TableSchema | str:
-    """``new`` when the change from ``old`` keeps the mirror exact, else why not.
+) -> Evolution:
+    """How the mirror follows ``old`` becoming ``new`` through ``statement``: ``new`` (or
+    ``old`` when no column changed) in place, a :class:`Reread`, or why the table is parked.
 
     ``null_default`` names the columns of ``new`` whose default is NULL (information_schema's
     ``COLUMN_DEFAULT``), which ``TableSchema`` does not carry.
     """
-    change = column_change(statement)
-    if isinstance(change, str):
-        return change
     if new.primary_key != old.primary_key or new.chunk_key != old.chunk_key:
         return f"its key changed ({', '.join(old.primary_key)} -> {', '.join(new.primary_key)})"
+    change = column_change(statement)
     if change is None:
         # No column changed, whatever the table's shape is by now (a later DDL is met in
         # the binlog and settled on its own).
         return old
-    want = [*old.column_names, *change.added]
-    if new.column_names != want:
+    renames = dict(change.renamed) if isinstance(change, ColumnChange) else {}
+    now_by_name = {c.name.lower(): c for c in new.columns}
+    for was in old.columns:
+        now = now_by_name.get(renames.get(was.name, was.name).lower())
+        if now is None:
+            return (
+                f"column {was.name} was dropped (or renamed): re-reading would take its stored "
+                "values out of the mirror"
+            )
+        why = _narrowed(was, now)
+        if why:
+            return f"column {was.name}: {why}"
+    for column in new.columns:
+        if column.family is None:
+            return f"column {column.name} has type {column.column_type}, not captured"
+    why = change if isinstance(change, str) else _not_in_place(old, new, change, null_default)
+    return Reread(why, new) if why else new
+
+
+def _not_in_place(
+    old: TableSchema, new: TableSchema, change: ColumnChange, null_default: Collection[str]
+) -> str:
+    """Why following ``change`` in place could leave a mirror row unlike its source row, or ""
+    when every existing row reads the same in the new shape (columns match by name, so an
+    added column's place does not matter)."""
+    if change.renamed:
+        old_name, new_name = change.renamed[0]
+        return f"column {old_name} renamed to {new_name}"
+    before = {c.name.lower(): c for c in old.columns}
+    added = {name.lower() for name in change.added}
+    if {c.name.lower() for c in new.columns} != before.keys() | added:
         return (
-            f"the table's columns are now {', '.join(new.column_names)}, not "
-            f"{', '.join(want)}: the columns were added elsewhere than at the end, or "
-            "the table changed again since"
+            f"the table's columns are now {', '.join(new.column_names)}, not those of "
+            f"{', '.join(old.column_names)} with {', '.join(change.added)} added: it changed "
+            "again since"
         )
-    kept = len(old.columns)
     redefined = {name.lower() for name in change.modified}
     keys = {*old.primary_key, old.chunk_key}
-    for was, now in zip(old.columns, new.columns[:kept], strict=True):
-        if schema_to_dict(_one(old, was))["columns"] == schema_to_dict(_one(new, now))["columns"]:
+    for now in new.columns:
+        was = before.get(now.name.lower())
+        if was is None:
+            if not now.nullable:
+                return (
+                    f"added column {now.name} is NOT NULL: its value in existing rows never "
+                    "appears in the binlog"
+                )
+            if now.name not in null_default:
+                return (
+                    f"added column {now.name} has a default: its value in existing rows never "
+                    "appears in the binlog"
+                )
+            continue
+        if was == now:
             continue
         if was.name.lower() not in redefined:
             return f"existing column {was.name} changed, but the statement does not name it"
-        why = _not_widened(was, now, was.name in keys)
+        why = _rewritten(was, now, was.name in keys)
         if why:
             return f"column {was.name}: {why}"
-    for column in new.columns[kept:]:
-        if column.family is None:
-            return f"added column {column.name} has type {column.column_type}, not captured"
-        if not column.nullable:
-            return (
-                f"added column {column.name} is NOT NULL: its value in existing rows never "
-                "appears in the binlog"
-            )
-        if column.name not in null_default:
-            return (
-                f"added column {column.name} has a default: its value in existing rows never "
-                "appears in the binlog"
-            )
-    return new
-
-
-def _one(schema: TableSchema, column: ColumnInfo) -> TableSchema:
-    return replace(schema, columns=(column,))
+    return ""
 
 
 _TEXT_SIZES = ("tinytext", "text", "mediumtext", "longtext")
 _BLOB_SIZES = ("tinyblob", "blob", "mediumblob", "longblob")
+#: family changes that keep every value: the re-read gives each row its new form
+_WIDER_FAMILY = {(TypeFamily.FLOAT, TypeFamily.DOUBLE), (TypeFamily.CHAR, TypeFamily.STRING)}
 
 
-def _not_widened(was: ColumnInfo, now: ColumnInfo, is_key: bool) -> str:
-    """Why redefining ``was`` as ``now`` could change stored values without row events (the
-    binlog never tells), or "" when every existing value reads the same: the same family and
-    Arrow type, no shorter length, no lost ENUM/SET member, no new NOT NULL, the same charset,
-    and for a key column the same collation."""
-    if was.family is None or was.family != now.family:
-        return f"{was.column_type} -> {now.column_type} changes its type family"
+def _narrowed(was: ColumnInfo, now: ColumnInfo) -> str:
+    """Why ``was`` -> ``now`` breaks the mirror's readers (a type family change, or a type that
+    holds less), or "" when every value of ``was`` fits ``now``."""
+    change = f"{was.column_type} -> {now.column_type}"
+    if was.family is None or (
+        was.family != now.family and (was.family, now.family) not in _WIDER_FAMILY
+    ):
+        return f"{change} changes its type family"
+    if was.family is TypeFamily.INTEGER:
+        (was_low, was_high), (now_low, now_high) = _integer_range(was), _integer_range(now)
+        if now_low > was_low or now_high < was_high:
+            return f"{change} is narrower"
+    if was.family is TypeFamily.DECIMAL:
+        was_scale, now_scale = was.numeric_scale or 0, now.numeric_scale or 0
+        was_digits = (was.numeric_precision or 0) - was_scale
+        if now_scale < was_scale or (now.numeric_precision or 0) - now_scale < was_digits:
+            return f"{change} is narrower"
+    if (now.datetime_precision or 0) < (was.datetime_precision or 0):
+        return f"{change} keeps fewer fractional digits"
+    if not set(was.enum_values) <= set(now.enum_values):
+        return f"{change} removes members"
+    for sizes in (_TEXT_SIZES, _BLOB_SIZES):
+        both = was.data_type in sizes and now.data_type in sizes
+        if both and sizes.index(now.data_type) < sizes.index(was.data_type):
+            return f"{change} is narrower"
+    was_length, now_length = _length(was), _length(now)
+    if was_length is not None and now_length is not None and now_length < was_length:
+        return f"{change} is narrower"
+    return ""
+
+
+def _integer_range(column: ColumnInfo) -> tuple[int, int]:
+    bits = INTEGER_BITS.get(column.data_type, 64)
+    if column.unsigned:
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def _rewritten(was: ColumnInfo, now: ColumnInfo, is_key: bool) -> str:
+    """Why redefining ``was`` as the no narrower ``now`` could change stored values or their
+    Delta type without row events (the binlog never tells), or "" when every existing value
+    reads the same: the same Arrow type, no new NOT NULL, the same charset, scale and
+    fractional digits, members only appended, and for a key column the same collation."""
+    change = f"{was.column_type} -> {now.column_type}"
     if codec_for(was).arrow_type != codec_for(now).arrow_type:
         return (
-            f"{was.column_type} -> {now.column_type} changes its Delta type "
-            f"({codec_for(was).arrow_type} -> {codec_for(now).arrow_type}), which needs a re-dump"
+            f"{change} changes its Delta type "
+            f"({codec_for(was).arrow_type} -> {codec_for(now).arrow_type})"
         )
     if was.nullable and not now.nullable:
-        return "NOT NULL now: existing NULLs would change without row events"
+        return "NOT NULL now: existing NULLs may have changed without row events"
     if (was.character_set or "") != (now.character_set or ""):
         return f"its charset changes ({was.character_set} -> {now.character_set})"
     if is_key and (was.collation or "") != (now.collation or ""):
         return "its collation changes, and it orders the table's key"
     if was.family is TypeFamily.BINARY and _length(now) != _length(was):
-        return "BINARY values are zero-padded to the length: they would all change"
+        return "BINARY values are zero-padded to the length: they all changed"
     if (was.numeric_scale or 0) != (now.numeric_scale or 0):
-        return "its scale changes: every value's digits would change"
+        return "its scale changes: every value's digits changed"
     if (was.datetime_precision or 0) != (now.datetime_precision or 0):
-        return "its fractional-second precision changes: every value's text would change"
+        return "its fractional-second precision changes: every value's text changed"
     if tuple(now.enum_values[: len(was.enum_values)]) != tuple(was.enum_values):
-        return "members were removed or reordered"
-    for sizes in (_TEXT_SIZES, _BLOB_SIZES):
-        both = was.data_type in sizes and now.data_type in sizes
-        if both and sizes.index(now.data_type) < sizes.index(was.data_type):
-            return f"{was.data_type} -> {now.data_type} is narrower"
-    was_length, now_length = _length(was), _length(now)
-    if was_length is not None and now_length is not None and now_length < was_length:
-        return f"{was.column_type} -> {now.column_type} is narrower"
+        return "its members were reordered"
     return ""
 
 
@@ -267,15 +364,19 @@ def _length(column: ColumnInfo) -> int | None:
 def describe_evolution(old: TableSchema, new: TableSchema) -> str:
     """``added column(s) a, b``, ``widened column(s) c`` or ``no column changed``: what an
     applied change did."""
-    added = [c.name for c in new.columns[len(old.columns) :]]
-    widened = [
-        a.name
-        for a, b in zip(old.columns, new.columns, strict=False)
-        if schema_to_dict(_one(old, a))["columns"] != schema_to_dict(_one(new, b))["columns"]
-    ]
+    before = {c.name.lower(): c for c in old.columns}
+    added = [c.name for c in new.columns if c.name.lower() not in before]
+    widened = [c.name for c in new.columns if before.get(c.name.lower(), c) != c]
     parts = []
     if added:
         parts.append(f"added column(s) {', '.join(added)}")
     if widened:
         parts.append(f"widened column(s) {', '.join(widened)}")
     return "; ".join(parts) or "no column changed"
+
+
+def reshaped_unseen(old: TableSchema, new: TableSchema) -> Reread | str:
+    """How to follow a change the binlog the job reads does not show (made while it was
+    down, when the server can describe only the new shape): read again, or why to park."""
+    result = evolution(old, new, "", ())
+    return result if isinstance(result, Reread | str) else Reread(_not_alter(""), new)

@@ -30,15 +30,17 @@ from cdc_console.core.lifecycle import (
     readmitted_state,
 )
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
+from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
 from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, redact
 from cdc_console.mysql.checks import preflight
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.retention import binlog_needs, missing_binlog
+from cdc_console.source.evolution import Reread, reshaped_unseen
 from cdc_console.source.failover import connect_following
-from cdc_console.source.parking import PARKABLE, is_purged, park, park_table
+from cdc_console.source.parking import PARKABLE, is_purged, park_table
+from cdc_console.source.redump import reread_or_park
 from cdc_console.spark.lag_monitor import LagMonitor
 from cdc_console.spark.shutdown import drain, quiet_cancellations, stop_query
 from cdc_console.state.store import StateStore, TableState
@@ -132,9 +134,12 @@ class PipelineJob:
                     continue
                 if previous_state is not None and previous_state.state == Lifecycle.NEEDS_REDUMP:
                     continue  # parked already: its re-dump reads the new shape
-                parkable = previous_state is not None and previous_state.state in PARKABLE
-                if self.config.schema_changes == "park" and parkable:
-                    self._park_reshaped(store, schema.table_id)
+                if (
+                    previous_state is not None
+                    and previous_state.state in PARKABLE
+                    and self.config.schema_changes != "stop"
+                ):
+                    self._follow_reshaped(store, previous_state, previous, schema)
                     continue
                 raise SchemaChangedError(
                     f"{schema.table_id} changed shape while the pipeline was stopped",
@@ -158,15 +163,20 @@ class PipelineJob:
                     "table", f"capturing {schema.table_id} ({mode})", table_id=schema.table_id
                 )
 
-    def _park_reshaped(self, store: StateStore, table_id: TableId) -> None:
-        """A table whose columns changed while the job was down waits for its re-dump; the
-        others start. Its stored schema stays the old one until the re-dump reads the new."""
-        park(
-            store,
-            table_id,
-            f"{table_id} changed shape while the pipeline was stopped: parked (NEEDS_REDUMP); "
-            f"the other tables go on. Fix: cdc-console redump --table {table_id}",
+    def _follow_reshaped(
+        self, store: StateStore, table: TableState, stored: dict[str, Any], now: TableSchema
+    ) -> None:
+        """A table whose columns changed while the job was down: with ``evolve`` it is read
+        again in its new shape unless the change breaks the mirror's readers, with ``park`` (or
+        a breaking change) it waits for its re-dump; the others start either way. Its binlog
+        up to the DDL is not replayed in place: the server describes only the new shape, so
+        the old rows could not be decoded by name."""
+        outcome: Reread | str = (
+            reshaped_unseen(schema_from_dict(stored), now)
+            if self.config.schema_changes == "evolve"
+            else 'schema_changes is "park"'
         )
+        reread_or_park(store, table, outcome, "while the pipeline was stopped")
 
     def _restore(self, store: StateStore, table: TableState) -> None:
         """A REMOVED table named again resumes where its mirror stopped.

@@ -26,7 +26,7 @@ from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.mysql.schema import null_default_columns
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.control import CommandProcessor
-from cdc_console.source.evolution import evolution
+from cdc_console.source.evolution import Reread, evolution
 from cdc_console.source.failover import connect_following
 from cdc_console.source.splitter import ChunkSplitter
 from cdc_console.spark.protocol import BinlogTask, ChunkTask, NoopTask, PlanPartition, SnapshotTask
@@ -120,9 +120,9 @@ class Planner:
 
     def _settle_schema(
         self, table: TableState, change: SchemaChange
-    ) -> tuple[TableSchema, BinlogOffset] | str:
-        """The table's shape now, if the change to it can be applied online, and where its
-        rows in that shape begin (with its GTID state, for failover); else why not."""
+    ) -> tuple[TableSchema, BinlogOffset] | Reread | str:
+        """The table's shape now and where its rows in that shape begin (with its GTID state,
+        for failover) when the change applies in place; a ``Reread``; or why it is parked."""
         if self.config.schema_changes != "evolve":
             return f'schema_changes is "{self.config.schema_changes}"'
         stored = self.store.schemas().get(table.table_id)
@@ -138,7 +138,7 @@ class Planner:
         result = evolution(
             schema_from_dict(stored), new, change.what, null_default_columns(conn, table.table_id)
         )
-        if isinstance(result, str):
+        if isinstance(result, str | Reread):
             return result
         return result, gtid_of(conn, change.after)
 

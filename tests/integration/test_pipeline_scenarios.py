@@ -293,8 +293,8 @@ def test_ddl_on_a_captured_table_stops_the_job_with_the_fix(
         ),
         *(f"INSERT INTO {t} SELECT seq, 'initial' FROM seq_1_to_5" for t in ("orders", "other")),
     )
-    # schema_changes = "stop": the whole job stops (the default, "park", parks only the table:
-    # tests/integration/test_table_control.py)
+    # schema_changes = "stop": the whole job stops (the default, "evolve", follows the change
+    # or parks only the table: tests/integration/test_table_control.py)
     stop = '[pipeline]\nschema_changes = "stop"\n'
     config_path = write_config(
         source_db, tmp_path, tables=[f"{db}.orders", f"{db}.other"], extra=stop
@@ -373,14 +373,24 @@ def test_ddl_on_a_captured_table_stops_the_job_with_the_fix(
     assert {"id": 6, "note": "wrong shape", "extra": 42} in mirror_rows(config, db, "orders", "id")
     assert list((config.sink.path / "_changelog" / db).glob("orders.before-v*"))
 
-    # The other fix: drop the table from the config; it stops being captured, its mirror stays.
-    write_config(source_db, tmp_path, tables=[f"{db}.other"], extra=stop)
-    source_db.execute("INSERT INTO orders VALUES (7, 'not captured', 1)")
+    # With schema_changes = "evolve" (the default), a table reshaped while the job was down is
+    # read again by itself at the next start, in its new shape, while the other one streams.
+    write_config(source_db, tmp_path, tables=[f"{db}.orders", f"{db}.other"])
+    source_db.execute(
+        "ALTER TABLE orders ADD COLUMN tag VARCHAR(8) NOT NULL DEFAULT 'd'",
+        "INSERT INTO orders VALUES (7, 'new shape', 1, 'x')",
+        "INSERT INTO other VALUES (9, 'while reshaped')",
+    )
     final = JobProcess(config_path, args=["--until-caught-up"]).start()
-    assert final.wait(120) == 0, final.output()
-    assert table_states(config) == {"orders": Lifecycle.REMOVED, "other": Lifecycle.STREAMING}
-    assert mirror_rows(config, db, "other", "id") == source_rows(source_db, "other", "id")
-    assert [r["id"] for r in mirror_rows(config, db, "orders", "id")] == [1, 2, 3, 4, 5, 6]
+    assert final.wait(180) == 0, final.output()
+    assert table_states(config) == {"orders": Lifecycle.STREAMING, "other": Lifecycle.STREAMING}
+    for table in ("orders", "other"):
+        assert mirror_rows(config, db, table, "id") == source_rows(source_db, table, "id")
+    assert any(
+        f"{db}.orders changed shape while the pipeline was stopped: followed by reading it "
+        "again online" in e.message
+        for e in events(config, "info")
+    ), [e.message for e in events(config, "info")]
     assert_no_password(
         output,
         fixed.output(),
