@@ -117,6 +117,10 @@ class HybridSplitAssigner:
         if self.store.pipeline_paused():
             return None
         tables = self.store.tables()
+        if any(t.schema_pending for t in tables):
+            # first, so a table read again gets its fresh chunks in this very plan
+            self._settle_schema_changes(tables)
+            tables = self.store.tables()
         schemas = {t: schema_from_dict(d) for t, d in self.store.schemas().items()}
         snapshotting = [
             schemas[t.table_id]
@@ -132,9 +136,6 @@ class HybridSplitAssigner:
             for i, split in enumerate(splits)
         )
         head = self.read_head()
-        if any(t.schema_pending for t in tables):
-            self._settle_schema_changes(tables)
-            tables = self.store.tables()
         tables = self._park_purged(tables)
         binlog = self._binlog_window(tables, head)
         plan = BatchPlan(batch_no, planned, binlog, self.server_ids[0], head)

@@ -16,6 +16,7 @@ from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.committer import WindowResult, commit_batch
+from cdc_console.source.evolution import Reread
 from cdc_console.state.store import SplitResult, StateStore
 
 ORDERS = TableId("shop", "orders")
@@ -270,3 +271,73 @@ def test_a_table_whose_shape_changed_in_the_window_is_parked_at_the_ddl(
     plan = assigner.next_plan()
     assert plan is not None and plan.binlog is not None
     assert str(plan.binlog) == "binlog [binlog.000001:300, binlog.000001:400) shop.orders"
+
+
+@pytest.mark.parametrize(
+    ("outcome", "state", "logged"),
+    [
+        ("in place", Lifecycle.CATCHING_UP, "applied online (added column(s) extra); it goes on"),
+        ("re-read", Lifecycle.REDUMP, "followed by reading it again online (TRUNCATE emptied"),
+        ("park", Lifecycle.NEEDS_REDUMP, "not applied online: its key changed"),
+    ],
+)
+def test_a_held_table_goes_on_in_place_is_read_again_or_is_parked(
+    store: StateStore, outcome: str, state: Lifecycle, logged: str
+) -> None:
+    """What the planner's settle callback answers decides, before the next window is cut;
+    USERS streams on whatever happens to ORDERS."""
+    head = Head()
+    wider = TableSchema(
+        ORDERS, (*schema(ORDERS).columns, ColumnInfo("extra", "int", "int(11)")), ("id",), "id"
+    )
+    ddl_at, after = BinlogOffset("binlog.000001", 200), BinlogOffset("binlog.000001", 220)
+    answers: dict[str, tuple[TableSchema, BinlogOffset] | Reread | str] = {
+        "in place": (wider, after),
+        "re-read": Reread("TRUNCATE emptied it without row events", wider),
+        "park": "its key changed (id -> note)",
+    }
+    assigner = HybridSplitAssigner(
+        store,
+        fake_split,
+        head,
+        range(5400, 5403),
+        8,
+        settle_schema=lambda table, change: answers[outcome],
+    )
+    snapshot_all(store, assigner)
+    head.pos = 300
+    plan = assigner.next_plan()
+    assert plan is not None
+    change = SchemaChange(ddl_at, after, "ALTER TABLE orders ADD COLUMN extra INT")
+    commit_batch(
+        store,
+        plan,
+        [],
+        WindowResult({"shop.orders": 1, "shop.users": 1}, 0, {}, {"shop.orders": change}),
+        evolve=True,
+    )
+    held = store.table(ORDERS)
+    assert held is not None and held.schema_pending and held.stream_from == ddl_at
+
+    head.pos = 400
+    plan = assigner.next_plan()
+    orders = store.table(ORDERS)
+    assert orders is not None and orders.state == state and not orders.schema_pending
+    assert any(logged in e.message for e in store.events()), [e.message for e in store.events()]
+    assert plan is not None and plan.binlog is not None
+    if outcome == "in place":
+        assert orders.stream_from == after
+        assert store.schemas()[ORDERS] == schema_to_dict(wider)
+        assert (
+            str(plan.binlog)
+            == "binlog [binlog.000001:220, binlog.000001:400) shop.orders,shop.users"
+        )
+    else:
+        assert str(plan.binlog) == "binlog [binlog.000001:300, binlog.000001:400) shop.users"
+    if outcome == "re-read":
+        assert store.schemas()[ORDERS] == schema_to_dict(wider)
+        assert [str(s.split) for s in plan.snapshot] == [
+            "shop.orders (-inf, 1000)",
+            "shop.orders [1000, 2000)",
+            "shop.orders [2000, +inf)",
+        ]
