@@ -68,13 +68,19 @@ class ColumnInfo:
 
 @dataclass(frozen=True)
 class TableSchema:
-    """A captured table: its columns in ordinal order, its key, and the column chunks split on."""
+    """A captured table: its columns in ordinal order, its key, and the column chunks split on.
+
+    ``retired`` are columns the source dropped that its mirror keeps (null in every row written
+    since): the mirror's columns are ``columns`` then ``retired``; the source is read with
+    ``columns`` only.
+    """
 
     table_id: TableId
     columns: tuple[ColumnInfo, ...]
     primary_key: tuple[str, ...]
     chunk_key: str
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    retired: tuple[ColumnInfo, ...] = ()
 
     @property
     def column_names(self) -> list[str]:
@@ -151,34 +157,44 @@ def mark_json_columns(
     )
 
 
-def schema_to_dict(schema: TableSchema) -> dict[str, Any]:
-    """Plain-dict form, so the schema a snapshot was read with travels in plans and state."""
+def _column_to_dict(c: ColumnInfo) -> dict[str, Any]:
     return {
-        "table": str(schema.table_id),
-        "columns": [
-            {
-                "name": c.name,
-                "data_type": c.data_type,
-                "column_type": c.column_type,
-                "nullable": c.nullable,
-                "numeric_precision": c.numeric_precision,
-                "numeric_scale": c.numeric_scale,
-                "datetime_precision": c.datetime_precision,
-                "character_set": c.character_set,
-                "collation": c.collation,
-                "enum_values": list(c.enum_values),
-            }
-            for c in schema.columns
-        ],
-        "primary_key": list(schema.primary_key),
-        "chunk_key": schema.chunk_key,
+        "name": c.name,
+        "data_type": c.data_type,
+        "column_type": c.column_type,
+        "nullable": c.nullable,
+        "numeric_precision": c.numeric_precision,
+        "numeric_scale": c.numeric_scale,
+        "datetime_precision": c.datetime_precision,
+        "character_set": c.character_set,
+        "collation": c.collation,
+        "enum_values": list(c.enum_values),
     }
 
 
+def _column_from_dict(c: dict[str, Any]) -> ColumnInfo:
+    return ColumnInfo(**{**c, "enum_values": tuple(c.get("enum_values", ()))})
+
+
+def schema_to_dict(schema: TableSchema) -> dict[str, Any]:
+    """Plain-dict form, so the schema a snapshot was read with travels in plans and state.
+    ``retired`` appears only when there are retired columns."""
+    data: dict[str, Any] = {
+        "table": str(schema.table_id),
+        "columns": [_column_to_dict(c) for c in schema.columns],
+        "primary_key": list(schema.primary_key),
+        "chunk_key": schema.chunk_key,
+    }
+    if schema.retired:
+        data["retired"] = [_column_to_dict(c) for c in schema.retired]
+    return data
+
+
 def schema_from_dict(data: dict[str, Any]) -> TableSchema:
-    columns = tuple(
-        ColumnInfo(**{**c, "enum_values": tuple(c.get("enum_values", ()))}) for c in data["columns"]
-    )
     return TableSchema(
-        TableId.parse(data["table"]), columns, tuple(data["primary_key"]), data["chunk_key"]
+        TableId.parse(data["table"]),
+        tuple(_column_from_dict(c) for c in data["columns"]),
+        tuple(data["primary_key"]),
+        data["chunk_key"],
+        retired=tuple(_column_from_dict(c) for c in data.get("retired", ())),
     )

@@ -85,7 +85,13 @@ from cdc_console.sinks.delta_tables import (
     table_properties,
     to_lake,
 )
-from cdc_console.values.arrow import arrow_schema, codec_for, columns_to_table, table_to_rows
+from cdc_console.values.arrow import (
+    arrow_schema,
+    codec_for,
+    columns_to_table,
+    mirror_schema,
+    table_to_rows,
+)
 
 CHANGELOG_DIR = "_changelog"
 # Appended to the typed row columns in the changelog table, in this order.
@@ -191,7 +197,7 @@ class DeltaSink(TableBatchSink):
         if not DeltaTable.is_deltatable(str(path)):
             return 0
         table = DeltaTable(str(path))
-        lake = lake_schema(arrow_schema(schema), self.lake)
+        lake = lake_schema(mirror_schema(schema), self.lake)
         check_schema(table, lake, path)
         (absent,) = _mirror_absent(table, schema, [(in_range, present_keys)], full_rows=False)
         if not absent:
@@ -265,7 +271,7 @@ class DeltaSink(TableBatchSink):
         _check_table(schema)
         table_id = schema.table_id
         typed = arrow_schema(schema)
-        lake = lake_schema(typed, self.lake)
+        lake = lake_schema(mirror_schema(schema), self.lake)
         changelog_schema = pa.schema([*lake, *CHANGELOG_FIELDS])
         stats = _empty_stats()
         for chunk in chunks:
@@ -319,7 +325,7 @@ class DeltaSink(TableBatchSink):
     ) -> dict[str, Any]:
         _check_table(schema)
         table_id = schema.table_id
-        lake = lake_schema(arrow_schema(schema), self.lake)
+        lake = lake_schema(mirror_schema(schema), self.lake)
         stats = _empty_stats()
         changelog_schema = pa.schema([*lake, *CHANGELOG_FIELDS])
         if replaces:
@@ -496,9 +502,11 @@ def _merge(
         streamed_exec=False,  # the source is in memory; lets delta-rs prune files by key bounds
         commit_properties=commit_properties,
     )
+    # A column the source dropped keeps, in rows it held, the value it had (TableSchema.retired)
+    kept = [_MERGE_OP, *(c.name for c in schema.retired)]
     return (
         merger.when_matched_delete(predicate=is_delete)
-        .when_matched_update_all(predicate=is_upsert, except_cols=[_MERGE_OP])
+        .when_matched_update_all(predicate=is_upsert, except_cols=kept)
         .when_not_matched_insert_all(predicate=is_upsert, except_cols=[_MERGE_OP])
         .execute()
     )
@@ -514,7 +522,7 @@ def _mirror_absent(
     when ``full_rows`` (the changelog's before image), else None. One scan for all checks."""
     key_columns = list(schema.key_columns)
     data = from_lake(
-        table.to_pyarrow_table(columns=None if full_rows else key_columns), arrow_schema(schema)
+        table.to_pyarrow_table(columns=None if full_rows else key_columns), mirror_schema(schema)
     )
     result: list[dict[Key, dict[str, Any] | None]] = [{} for _ in checks]
     if data.num_rows == 0:
@@ -750,7 +758,7 @@ def _changelog_table(
 ) -> pa.Table:
     """Typed changelog rows: the row image plus op, position, seq, event time and batch id."""
     names = schema.column_names
-    lake = pa.schema(list(changelog_schema)[: len(names)])
+    lake = pa.schema(list(changelog_schema)[: len(changelog_schema) - len(CHANGELOG_FIELDS)])
     typed = to_lake(
         columns_to_table(schema, {n: [c.row.get(n) for c in changes] for n in names}), lake
     )

@@ -59,8 +59,14 @@ def lake_schema(typed: pa.Schema, lake: LakeConfig) -> pa.Schema:
 
 
 def to_lake(data: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Rows in the pipeline's types, cast to the lake's: naive -> UTC keeps the digits."""
-    return data if data.schema == schema else data.cast(schema)
+    """Rows in the pipeline's types, cast to the lake's: naive -> UTC keeps the digits. Columns
+    of ``schema`` the rows lack (retired: the source dropped them) are null."""
+    if data.schema == schema:
+        return data
+    for field_ in schema:
+        if data.schema.get_field_index(field_.name) < 0:
+            data = data.append_column(field_, pa.nulls(data.num_rows, field_.type))
+    return data.cast(schema)
 
 
 def from_lake(data: pa.Table, typed: pa.Schema) -> pa.Table:

@@ -6,21 +6,26 @@ and asks this module (``schema_changes = "evolve"``). There are three answers:
 - **In place**: every existing mirror row still equals its source row in the new shape, so the
   table goes on from right after the DDL. A nullable column added with no default holds NULL in
   every existing row on both sides; a VARCHAR lengthened or an ENUM member appended changes no
-  stored value; an index, a comment or an engine rebuild changes no column at all.
+  stored value; an index, a comment or an engine rebuild changes no column at all; a dropped
+  column is kept (below).
 - **Re-read** (:class:`Reread`): the new shape is one the mirror can take, but rows changed
   without row events (TRUNCATE, a column added with a default, INT -> BIGINT, a renamed
   column, RENAME TABLE swapping in another table as online schema change tools do). The table
   is read again online, lock-free, chunk by chunk, as a re-dump does, while the others stream.
 - **Park** (a reason): a breaking change a person should look at before the mirror follows
-  it: a new key, a column type changing family, a narrowed column, a dropped column (re-reading
-  would drop its stored values from the mirror).
+  it: a new key, a column type changing family, a narrowed column, a column of a type not
+  captured.
+
+A dropped column stays in the mirror (``TableSchema.retired``) with the values it holds, and
+NULL in rows inserted from then on: nothing a user stored is destroyed, not even by a later
+re-read, and readers of the mirror keep their columns.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily
 from cdc_console.core.schema import ColumnInfo, TableSchema
@@ -215,21 +220,37 @@ def evolution(
         # the binlog and settled on its own).
         return old
     renames = dict(change.renamed) if isinstance(change, ColumnChange) else {}
+    dropped = {n.lower() for n in change.dropped} if isinstance(change, ColumnChange) else set()
     now_by_name = {c.name.lower(): c for c in new.columns}
+    retired = list(old.retired)
+    unexplained: list[str] = []
     for was in old.columns:
         now = now_by_name.get(renames.get(was.name, was.name).lower())
         if now is None:
-            return (
-                f"column {was.name} was dropped (or renamed): re-reading would take its stored "
-                "values out of the mirror"
-            )
+            # kept in the mirror with the values it holds; rows inserted from now on hold NULL
+            retired.append(replace(was, nullable=True))
+            if was.name.lower() not in dropped:
+                unexplained.append(was.name)
+            continue
         why = _narrowed(was, now)
         if why:
             return f"column {was.name}: {why}"
     for column in new.columns:
         if column.family is None:
             return f"column {column.name} has type {column.column_type}, not captured"
-    why = change if isinstance(change, str) else _not_in_place(old, new, change, null_default)
+    back = [r.name for r in retired if r.name.lower() in now_by_name]
+    new = replace(new, retired=tuple(r for r in retired if r.name.lower() not in now_by_name))
+    if back:
+        why = f"column {back[0]} was dropped before and the mirror still holds its old values"
+    elif unexplained:
+        why = (
+            f"column {unexplained[0]} is gone though the statement does not drop it (the table "
+            "changed again since); the mirror keeps it"
+        )
+    elif isinstance(change, str):
+        why = change
+    else:
+        why = _not_in_place(old, new, change, null_default)
     return Reread(why, new) if why else new
 
 
@@ -242,13 +263,14 @@ def _not_in_place(
     if change.renamed:
         old_name, new_name = change.renamed[0]
         return f"column {old_name} renamed to {new_name}"
-    before = {c.name.lower(): c for c in old.columns}
+    dropped = {name.lower() for name in change.dropped}
+    before = {c.name.lower(): c for c in old.columns if c.name.lower() not in dropped}
     added = {name.lower() for name in change.added}
     if {c.name.lower() for c in new.columns} != before.keys() | added:
         return (
             f"the table's columns are now {', '.join(new.column_names)}, not those of "
-            f"{', '.join(old.column_names)} with {', '.join(change.added)} added: it changed "
-            "again since"
+            f"{', '.join(old.column_names)} as the statement changes them: it changed again "
+            "since"
         )
     redefined = {name.lower() for name in change.modified}
     keys = {*old.primary_key, old.chunk_key}
@@ -367,11 +389,14 @@ def describe_evolution(old: TableSchema, new: TableSchema) -> str:
     before = {c.name.lower(): c for c in old.columns}
     added = [c.name for c in new.columns if c.name.lower() not in before]
     widened = [c.name for c in new.columns if before.get(c.name.lower(), c) != c]
+    kept = [c.name for c in new.retired[len(old.retired) :]]
     parts = []
     if added:
         parts.append(f"added column(s) {', '.join(added)}")
     if widened:
         parts.append(f"widened column(s) {', '.join(widened)}")
+    if kept:
+        parts.append(f"dropped column(s) {', '.join(kept)} kept in the mirror, null from now on")
     return "; ".join(parts) or "no column changed"
 
 

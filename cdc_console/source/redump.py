@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 from cdc_console.core.lifecycle import Lifecycle
-from cdc_console.core.schema import TableSchema, schema_to_dict
+from cdc_console.core.schema import TableSchema, schema_from_dict, schema_to_dict
 from cdc_console.source.evolution import Reread
 from cdc_console.source.parking import park
 from cdc_console.state.store import StateStore, TableState
@@ -36,9 +37,16 @@ def start_redump(
     generation = table.generation + 1
     reshaped = ""
     if schema is not None:
+        stored = store.schemas().get(table.table_id)
+        if stored is not None:
+            # dropped columns the mirror keeps stay kept, unless the table has them again
+            names = {c.name.lower() for c in (*schema.columns, *schema.retired)}
+            kept = [c for c in schema_from_dict(stored).retired if c.name.lower() not in names]
+            schema = replace(schema, retired=(*schema.retired, *kept))
         current = schema_to_dict(schema)
-        if store.schemas().get(table.table_id, {}).get("columns") != current["columns"]:
+        if stored != current:
             store.set_schema(table.table_id, current, conn)
+        if (stored or {}).get("columns") != current["columns"]:
             reshaped = f"; new shape {', '.join(schema.column_names)}"
     dropped = store.drop_splits(table.table_id, conn)
     store.move_table(

@@ -121,6 +121,8 @@ class PipelineJob:
                 continue
             previous = known.get(schema.table_id)
             current = schema_to_dict(schema)
+            if previous is not None and previous.get("retired"):
+                current["retired"] = previous["retired"]  # dropped columns the mirror keeps
             if previous is not None and previous["columns"] != current["columns"]:
                 if rebuilding(store, schema.table_id):
                     store.log_event(

@@ -193,8 +193,15 @@ def arrow_type(column: ColumnInfo) -> pa.DataType:
 
 
 def arrow_schema(schema: TableSchema) -> pa.Schema:
-    """The typed schema of a table's mirror: source column names, in source column order."""
+    """The typed schema of a table's rows as read from the source: source column names, in
+    source column order."""
     return pa.schema([codec_for(c).field for c in schema.columns])
+
+
+def mirror_schema(schema: TableSchema) -> pa.Schema:
+    """The typed schema of a table's mirror: its source columns, then the columns the source
+    dropped that the mirror keeps (``TableSchema.retired``)."""
+    return pa.schema([codec_for(c).field for c in (*schema.columns, *schema.retired)])
 
 
 def columns_to_table(schema: TableSchema, columns: Mapping[str, Sequence[Any]]) -> pa.Table:

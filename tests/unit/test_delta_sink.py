@@ -693,3 +693,39 @@ def test_typed_chunk_in_the_wrong_shape_is_refused(sink: DeltaSink) -> None:
     with pytest.raises(SinkSchemaError, match=r"typed rows of shop\.orders:0"):
         sink.apply_batch(1, SCHEMAS, [], appends={ORDERS: [wrong]})
     assert not DeltaTable.is_deltatable(str(sink.mirror_path(ORDERS)))
+
+
+def test_a_dropped_column_keeps_its_values_in_the_mirror(
+    sink: DeltaSink,
+) -> None:
+    """After ``DROP COLUMN name`` the table is read without it (``retired``): the mirror's rows
+    keep the value they held, even when updated; rows inserted since hold NULL; the changelog,
+    which records the source's row images, holds NULL."""
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(k, f"n{k}")) for k in (1, 2, 3)])
+    full = orders_schema()
+    dropped = TableSchema(
+        ORDERS,
+        tuple(c for c in full.columns if c.name != "name"),
+        ("id",),
+        "id",
+        retired=(full.column("name"),),
+    )
+
+    def short(key: int, amount: str = "1.00") -> dict[str, Any]:
+        return {k: v for k, v in order(key, amount=amount).items() if k != "name"}
+
+    batch = [
+        feed.rec("+U", short(1, "2.00")),
+        feed.rec("+I", short(4)),
+        feed.rec("-D", short(3)),
+    ]
+    stats = sink.apply_batch(1, {ORDERS: dropped}, batch)[ORDERS]
+    assert (stats["inserted"], stats["updated"], stats["deleted"]) == (1, 1, 1)
+    data = DeltaTable(str(sink.mirror_path(ORDERS))).to_pyarrow_table()
+    assert sorted(data.column_names) == ["amount", "id", "name", "updated"]
+    names = dict(zip(data.column("id").to_pylist(), data.column("name").to_pylist(), strict=True))
+    assert names == {1: "n1", 2: "n2", 4: None}
+    assert mirror(sink)[(1,)]["amount"] == "2.00"
+    log = DeltaTable(str(sink.changelog_path(ORDERS))).to_pyarrow_table()
+    assert log.filter(pa.compute.equal(log.column("_batch_id"), 1)).column("name").null_count == 3

@@ -204,12 +204,6 @@ def test_changes_that_rewrote_rows_without_row_events_are_read_again(
         ),
         (
             OLD,
-            shape(ID),
-            "ALTER TABLE t DROP COLUMN note",
-            "column note was dropped",
-        ),
-        (
-            OLD,
             shape(ID, ColumnInfo("note", "int", "int(11)")),
             "ALTER TABLE t MODIFY note INT",
             "varchar(20) -> int(11) changes its type family",
@@ -221,6 +215,32 @@ def test_breaking_changes_park_the_table_with_why(
 ) -> None:
     result = evolution(old, new, statement, {"note", "u"})
     assert isinstance(result, str) and reason in result, result
+
+
+def test_a_dropped_column_is_kept_in_the_mirror_in_place_until_it_comes_back() -> None:
+    required = ColumnInfo("note", "varchar", "varchar(20)", nullable=False)
+    kept = evolution(shape(ID, required), shape(ID), "ALTER TABLE t DROP COLUMN note", set())
+    assert isinstance(kept, TableSchema)
+    assert kept.columns == (ID,) and kept.retired == (NOTE,)  # nullable from now on
+    assert describe_evolution(shape(ID, required), kept) == (
+        "dropped column(s) note kept in the mirror, null from now on"
+    )
+    # dropped with another change that needs a re-read: the re-read keeps it too
+    both = evolution(
+        shape(ID, NOTE),
+        shape(ID, LABEL),
+        "ALTER TABLE t DROP note, ADD label VARCHAR(10) DEFAULT 'x'",
+        set(),
+    )
+    assert isinstance(both, Reread) and both.schema.retired == (NOTE,)
+    # gone without this statement dropping it (a later DDL did): read again, still kept
+    later = evolution(OLD, shape(ID, LABEL), "ALTER TABLE t ADD label VARCHAR(10)", {"label"})
+    assert isinstance(later, Reread) and "column note is gone" in later.reason
+    assert later.schema.retired == (NOTE,)
+    # added again: the mirror still holds the old values, so the table is read again
+    back = evolution(kept, shape(ID, NOTE), "ALTER TABLE t ADD note VARCHAR(20)", {"note"})
+    assert isinstance(back, Reread) and "dropped before" in back.reason
+    assert back.schema == shape(ID, NOTE)
 
 
 def test_widening_to_a_larger_type_is_read_again_not_parked() -> None:
