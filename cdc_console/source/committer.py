@@ -57,9 +57,9 @@ def _hold_for_evolution(
 def _park_on_schema_change(
     store: StateStore, conn: sqlite3.Connection, table_id: str, change: SchemaChange
 ) -> str:
+    """Park a table whose shape changed at ``change.position``: its changes before it were
+    applied, none after; a re-dump (which reads the new shape) brings it back."""
     position, what = change.position, change.what
-    """Park a table whose shape changed at ``position``: its changes before it were applied,
-    none after; a re-dump (which reads the new shape) brings it back."""
     return park(
         store,
         table_id,
