@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pymysql
+
 from cdc_console.config import SourceConfig
 from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
@@ -39,8 +41,9 @@ from cdc_console.mysql.binlog import read_window
 from cdc_console.mysql.connection import connect, text_mode_conversions, text_mode_decoders
 from cdc_console.mysql.position import current_position, gtid_of
 from cdc_console.mysql.rawrows import RawResult, select_raw
+from cdc_console.mysql.retry import error_code
 from cdc_console.source.jsonvalues import dump_json
-from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
+from cdc_console.values.canonical import RowNormalizer, raw_chunk_key, select_expression
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,15 @@ class SnapshotSplitResult:
     @property
     def row_count(self) -> int:
         return self.raw.row_count if self.raw is not None else len(self.rows)
+
+
+#: "Unknown column": a column the chunk's SELECT names is gone
+_ER_BAD_FIELD_ERROR = 1054
+
+
+def _name(value: Any) -> str:
+    """An information_schema name, which text-mode connections return as bytes."""
+    return value.decode() if isinstance(value, bytes | bytearray) else str(value)
 
 
 def chunk_query(schema: TableSchema, split: SnapshotSplit, columns: str) -> tuple[str, list[Any]]:
@@ -158,15 +170,32 @@ class SnapshotSplitReader:
             log.info("split %s step 1: low watermark %s", sid, low)
             self.hooks.run("post_low_watermark")
             sql, args = chunk_query(self.schema, split, self.normalizer.select_list)
-            raw: RawResult | None = None
-            if self.text_mode:
-                raw = select_raw(conn, sql, args)
-                count = raw.row_count
-            else:
-                with conn.cursor() as cur:
-                    cur.execute(sql, args)
-                    selected: list[tuple[Any, ...]] = list(cur.fetchall())
-                count = len(selected)
+            reshaped = False
+            try:
+                raw, selected = self._select(conn, sql, args)
+            except pymysql.err.MySQLError as exc:
+                if not self.park_on_schema_change or error_code(exc) != _ER_BAD_FIELD_ERROR:
+                    raise
+                # A column this snapshot reads was dropped or renamed since it began: read
+                # the chunk with NULL for it. The DDL lies before this chunk's high
+                # watermark, so the table's catch-up meets it and, with this chunk read
+                # after it, reads the table again in its new shape (or parks it).
+                gone = self._columns_gone(conn)
+                log.warning(
+                    "split %s: %s changed shape during its snapshot (%s gone): read with NULL "
+                    "for it; the table will be read again",
+                    sid,
+                    self.schema.table_id,
+                    ", ".join(gone) or "a column",
+                )
+                columns = ", ".join(
+                    f"NULL AS {quote_ident(c.name)}" if c.name in gone else select_expression(c)
+                    for c in self.schema.columns
+                )
+                sql, args = chunk_query(self.schema, split, columns)
+                raw, selected = self._select(conn, sql, args)
+                reshaped = True
+            count = raw.row_count if raw is not None else len(selected)
             log.info("split %s step 2: selected %d rows of %s", sid, count, split.range)
             self.hooks.run("pre_high_watermark")
             high = current_position(conn, with_gtid=True)
@@ -187,7 +216,7 @@ class SnapshotSplitReader:
             buffer[self.normalizer.key_of(row)] = row
         events = 0
         if high > low:
-            events, high = self._backfill(split, buffer, low, high)
+            events, high = self._backfill(split, buffer, low, high, reshaped)
             log.info(
                 "split %s step 4: backfilled %d binlog changes of [%s, %s)", sid, events, low, high
             )
@@ -197,6 +226,28 @@ class SnapshotSplitReader:
         duration_ms = int((time.monotonic() - clock) * 1000)
         records = [] if self.text_mode else self._records(split, rows, high)
         return SnapshotSplitResult(split, low, high, rows, events, started, duration_ms, records)
+
+    def _select(
+        self, conn: Any, sql: str, args: list[Any]
+    ) -> tuple[RawResult | None, list[tuple[Any, ...]]]:
+        """The chunk's rows: raw text (text mode) or the driver's tuples."""
+        if self.text_mode:
+            return select_raw(conn, sql, args), []
+        with conn.cursor() as cur:
+            cur.execute(sql, args)
+            return None, list(cur.fetchall())
+
+    def _columns_gone(self, conn: Any) -> list[str]:
+        """The columns of the stored schema the table no longer has."""
+        table = self.schema.table_id
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT COLUMN_NAME FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                (table.database, table.table),
+            )
+            present = {_name(row[0]).lower() for row in cur.fetchall()}
+        return [c.name for c in self.schema.columns if c.name.lower() not in present]
 
     def _driver_values(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
         """A text-mode row as the default connection would have returned it."""
@@ -221,12 +272,15 @@ class SnapshotSplitReader:
         buffer: dict[tuple[Any, ...], dict[str, Any]],
         low: BinlogOffset,
         high: BinlogOffset,
+        reshaped: bool = False,
     ) -> tuple[int, BinlogOffset]:
         """Apply the binlog changes of ``[low, high)`` in the chunk to ``buffer``; return how
         many, and the chunk's high watermark: ``high``, or the position of a DDL on the table
         inside the window. The rows are then only known to be in the old shape, not exact as
         of any one position; that is enough, because the table's catch-up starts at or before
-        that watermark, meets the DDL there and parks the table until its re-dump."""
+        that watermark, meets the DDL there and parks the table until its re-dump. A chunk
+        ``reshaped`` (selected after the DDL) keeps its high watermark: it is after the DDL,
+        which makes the table read again once its catch-up meets the DDL."""
         count = 0
         table = self.schema.table_id
         expected = {table: self.schema.column_names}
@@ -237,7 +291,8 @@ class SnapshotSplitReader:
             # A DDL ends the chunk at its transaction's start. Rows already in a new shape with
             # no DDL in the window (it came before the low watermark) start mid-transaction,
             # no place to resume at: the low watermark is, and the catch-up meets them there.
-            changed.append(change.position if change.after != change.position else low)
+            if not reshaped:
+                changed.append(change.position if change.after != change.position else low)
 
         handler = on_change if self.park_on_schema_change else None
         for change in read_window(

@@ -9,6 +9,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+import pymysql
 import pytest
 
 from cdc_console.core.chunk import ChunkRange
@@ -176,3 +177,55 @@ def test_a_ddl_between_the_watermarks_ends_the_chunk_there_or_fails_it(
     chunk = {int(r["id"]): str(r["v"]) for r in result.rows}
     assert chunk[LOWER] == "before ddl"
     assert set(chunk) == set(range(LOWER, UPPER))
+
+
+@pytest.mark.parametrize("text_mode", [False, True])
+def test_a_column_dropped_before_the_select_is_read_as_null_and_the_watermark_kept(
+    source_db: SourceDb, text_mode: bool
+) -> None:
+    """A column dropped after the snapshot began (here between the low watermark and the
+    SELECT) would fail the chunk's SELECT with "Unknown column". With schema changes followed
+    the chunk is read with NULL for it and keeps a high watermark after the DDL, so the table's
+    catch-up meets the DDL with this chunk read after it and reads the table again; with
+    ``"stop"`` the read fails as before."""
+    table = f"t{next(_tables)}"
+    source_db.execute(
+        f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(20), w INT) ENGINE=InnoDB",
+        f"INSERT INTO {table} SELECT seq, 'initial', seq FROM seq_0_to_29",
+    )
+    source = source_db.source_config()
+    table_id = TableId(source_db.name, table)
+    conn = connect(source)
+    schema = load_table_schema(conn, table_id)
+    conn.close()
+    marks: list[Any] = []
+
+    def drop() -> None:
+        conn = connect(source)
+        marks.append(current_position(conn))
+        conn.close()
+        source_db.execute(
+            f"ALTER TABLE {table} DROP COLUMN w",
+            f"UPDATE {table} SET v = 'after the drop' WHERE id = {LOWER}",
+        )
+
+    split = SnapshotSplit(table_id, 1, "id", ChunkRange(LOWER, UPPER))
+    strict = SnapshotSplitReader(
+        source, schema, 5402, SnapshotPhaseHooks(post_low_watermark=drop), text_mode=text_mode
+    )
+    with pytest.raises(pymysql.err.MySQLError, match="Unknown column"):
+        strict.read(split)
+    source_db.execute(f"ALTER TABLE {table} ADD COLUMN w INT")
+    reader = SnapshotSplitReader(
+        source,
+        schema,
+        5402,
+        SnapshotPhaseHooks(post_low_watermark=drop),
+        text_mode=text_mode,
+        park_on_schema_change=True,
+    )
+    result = reader.read(split)
+    assert result.high_watermark > marks[-1] and result.row_count == UPPER - LOWER
+    rows = {int(r["id"]): r for r in result.rows}
+    assert rows[LOWER]["v"] == "after the drop"
+    assert all(r["w"] is None for r in rows.values())
