@@ -94,6 +94,9 @@ from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily, UnsupportedCol
 from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
 
 __all__ = [
+    "CanonicalRow",
+    "CanonicalValue",
+    "RawKey",
     "RowNormalizer",
     "UnsupportedColumnType",
     "chunk_key_converter",
@@ -103,7 +106,17 @@ __all__ = [
     "snapshot_converter",
 ]
 
-Converter = Callable[[Any], Any]
+#: A column's value as the pipeline carries it, whichever path read it (the table above). The
+#: input of a converter is a driver's value, typed ``Any`` because pymysql and
+#: pymysqlreplication return it so.
+CanonicalValue = int | float | str | None
+#: A canonical row: column name -> canonical value.
+CanonicalRow = dict[str, CanonicalValue]
+#: A chunk key as the server's driver shapes it, comparable with chunk boundaries.
+RawKey = int | float | str | bytes | Decimal | dt.date | dt.datetime | dt.timedelta | None
+
+Converter = Callable[[Any], CanonicalValue]
+KeyConverter = Callable[[Any], RawKey]
 
 #: ``row["none_sources"]`` value pymysqlreplication gives an empty SET (``NONE_SOURCE.EMPTY_SET``).
 EMPTY_SET_SOURCE = "empty set"
@@ -123,13 +136,13 @@ def _unsigned(bits: int) -> Converter:
     """Wrap a negative value back: only possible when the binlog lacks signedness metadata."""
     modulus = 1 << bits
 
-    def conv(value: Any) -> Any:
+    def conv(value: int) -> CanonicalValue:
         return value if value >= 0 else value + modulus
 
     return conv
 
 
-def _year(value: Any) -> Any:
+def _year(value: Any) -> CanonicalValue:
     # The binlog stores YEAR as (year - 1900) in one byte, with 0 meaning 0000; the decoder adds
     # 1900 unconditionally, so 0000 arrives as 1900 (not a storable YEAR value).
     return 0 if value == 1900 else value
@@ -145,7 +158,7 @@ def _decimal_text(scale: int) -> Converter:
     quantum = Decimal(1).scaleb(-scale)
     zero = format(Decimal(0).quantize(quantum), "f")
 
-    def conv(value: Any) -> Any:
+    def conv(value: Any) -> CanonicalValue:
         if type(value) is not Decimal:
             value = Decimal(str(value))
         if not value:
@@ -155,26 +168,27 @@ def _decimal_text(scale: int) -> Converter:
     return conv
 
 
-def _float32(value: Any) -> Any:
+def _float32(value: Any) -> CanonicalValue:
     """The exact float32 value as a Python float; ``-0.0`` folds to ``0.0`` (``+ 0.0``)."""
     try:
-        return _FLOAT32.unpack(_FLOAT32.pack(value))[0] + 0.0
+        exact: float = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+        return exact + 0.0
     except OverflowError:  # a decimal rendering rounded past FLT_MAX: keep what we were given
         return float(value) + 0.0
 
 
-def _double(value: Any) -> Any:
+def _double(value: Any) -> CanonicalValue:
     return float(value) + 0.0
 
 
-def _bit(value: Any) -> Any:
+def _bit(value: Any) -> CanonicalValue:
     # pymysql: big-endian bytes; binlog: a string of '0'/'1' characters.
     if type(value) is str:
         return int(value, 2) if value else 0
     return int.from_bytes(value, "big")
 
 
-def _char(value: Any) -> Any:
+def _char(value: str) -> CanonicalValue:
     # CHAR never keeps trailing spaces on retrieval; a session with PAD_CHAR_TO_FULL_LENGTH would
     # add them back on the snapshot path only.
     return value.rstrip(" ")
@@ -183,7 +197,7 @@ def _char(value: Any) -> Any:
 def _set_text(members: tuple[str, ...]) -> Converter:
     """SET as its member list in definition order; pymysql already sends that text."""
 
-    def conv(value: Any) -> Any:
+    def conv(value: Any) -> CanonicalValue:
         if type(value) is str:
             return value
         chosen = [m for m in members if m in value]
@@ -203,14 +217,14 @@ def _as_bytes(value: Any) -> bytes:
     return bytes(value)
 
 
-def _base64(value: Any) -> Any:
+def _base64(value: Any) -> CanonicalValue:
     return base64.b64encode(_as_bytes(value)).decode("ascii")
 
 
-def _padded_bytes(length: int) -> Converter:
+def _padded_bytes(length: int) -> Callable[[Any], bytes]:
     """BINARY(n) as the server stores it: the binlog strips trailing zero bytes, pymysql does not."""
 
-    def conv(value: Any) -> Any:
+    def conv(value: Any) -> bytes:
         data = _as_bytes(value)
         if len(data) < length:
             data += bytes(length - len(data))
@@ -222,31 +236,31 @@ def _padded_bytes(length: int) -> Converter:
 def _padded_base64(length: int) -> Converter:
     pad = _padded_bytes(length)
 
-    def conv(value: Any) -> Any:
+    def conv(value: Any) -> CanonicalValue:
         return base64.b64encode(pad(value)).decode("ascii")
 
     return conv
 
 
-def _date_text(value: Any) -> Any:
+def _date_text(value: dt.date | str) -> CanonicalValue:
     # pymysql returns the raw text of a date Python cannot hold ('0000-00-00', '2024-00-00'); the
     # binlog returns None for the same values.
-    if type(value) is str:
+    if isinstance(value, str):
         return None
     return value.isoformat()
 
 
-def _date_value(value: Any) -> Any:
-    return None if type(value) is str else value
+def _date_value(value: dt.date | str) -> RawKey:
+    return None if isinstance(value, str) else value
 
 
-def _datetime_value(value: Any) -> Any:
-    return None if type(value) is str else value
+def _datetime_value(value: dt.datetime | str) -> RawKey:
+    return None if isinstance(value, str) else value
 
 
-def _timestamp_value(value: Any) -> Any:
+def _timestamp_value(value: dt.datetime | str) -> dt.datetime | None:
     """A naive UTC datetime, or None for the zero timestamp (epoch 0 in the binlog)."""
-    if type(value) is str or value == _EPOCH:
+    if isinstance(value, str) or value == _EPOCH:
         return None
     if value.tzinfo is not None:
         value = value.astimezone(dt.UTC).replace(tzinfo=None)
@@ -256,8 +270,8 @@ def _timestamp_value(value: Any) -> Any:
 def _datetime_text(precision: int) -> Converter:
     width = 19 if precision <= 0 else 20 + min(precision, 6)
 
-    def conv(value: Any) -> Any:
-        if type(value) is str:
+    def conv(value: dt.datetime | str) -> CanonicalValue:
+        if isinstance(value, str):
             return None
         return value.isoformat(" ", "microseconds")[:width]
 
@@ -267,11 +281,11 @@ def _datetime_text(precision: int) -> Converter:
 def _timestamp_text(precision: int) -> Converter:
     width = 19 if precision <= 0 else 20 + min(precision, 6)
 
-    def conv(value: Any) -> Any:
-        value = _timestamp_value(value)
-        if value is None:
+    def conv(value: dt.datetime | str) -> CanonicalValue:
+        instant = _timestamp_value(value)
+        if instant is None:
             return None
-        return value.isoformat(" ", "microseconds")[:width] + "Z"
+        return instant.isoformat(" ", "microseconds")[:width] + "Z"
 
     return conv
 
@@ -301,7 +315,7 @@ def _repair_time2(micros: int) -> int:
 def _time_text(precision: int, repair: bool) -> Converter:
     digits = max(0, min(precision, 6))
 
-    def conv(value: Any) -> Any:
+    def conv(value: Any) -> CanonicalValue:
         micros = _micros(value)
         if repair:
             micros = _repair_time2(micros)
@@ -320,8 +334,8 @@ def _time_text(precision: int, repair: bool) -> Converter:
     return conv
 
 
-def _time_value(repair: bool) -> Converter:
-    def conv(value: Any) -> Any:
+def _time_value(repair: bool) -> KeyConverter:
+    def conv(value: dt.timedelta) -> RawKey:
         if not repair:
             return value
         return dt.timedelta(microseconds=_repair_time2(_micros(value)))
@@ -329,7 +343,7 @@ def _time_value(repair: bool) -> Converter:
     return conv
 
 
-def _plain_json(value: Any) -> Any:
+def _plain_json(value: Any) -> object:
     """MySQL binary-JSON decoder output -> what ``json.loads`` of MySQL's JSON text would give."""
     if isinstance(value, dict):
         return {
@@ -353,10 +367,10 @@ def _plain_json(value: Any) -> Any:
     return value
 
 
-def _json_text(null_value: Any, decoded: bool) -> Converter:
+def _json_text(null_value: str | None, decoded: bool) -> Converter:
     """Canonical JSON text. ``decoded``: the binlog may hand over already-parsed MySQL JSON."""
 
-    def conv(value: Any) -> Any:
+    def conv(value: Any) -> CanonicalValue:
         if type(value) is str or (not decoded and isinstance(value, bytes)):
             parsed = json.loads(value)
         else:
@@ -390,7 +404,7 @@ class _Plan:
     snapshot: Converter | None
     binlog: Converter | None
     #: canonical value for a binlog ``None`` in a NOT NULL column ('' for SET, 'null' for JSON)
-    binlog_not_null: Any = None
+    binlog_not_null: CanonicalValue = None
     is_set: bool = False
 
 
@@ -456,7 +470,7 @@ def _plan(column: ColumnInfo) -> _Plan:
 
 
 @lru_cache(maxsize=4096)
-def _key_plan(column: ColumnInfo, binlog: bool) -> Converter | None:
+def _key_plan(column: ColumnInfo, binlog: bool) -> KeyConverter | None:
     """Chunk keys keep the driver's comparable type (Decimal, bytes, date) instead of text."""
     match _family(column):
         case TypeFamily.DECIMAL:
@@ -479,7 +493,7 @@ def _key_plan(column: ColumnInfo, binlog: bool) -> Converter | None:
             return _plan(column).binlog
 
 
-def _decimal_value(value: Any) -> Any:
+def _decimal_value(value: Any) -> RawKey:
     return value if type(value) is Decimal else Decimal(str(value))
 
 
@@ -488,7 +502,7 @@ def _decimal_value(value: Any) -> Any:
 
 def normalize_value(
     column: ColumnInfo, value: Any, *, binlog: bool = False, none_source: str | None = None
-) -> Any:
+) -> CanonicalValue:
     """The canonical value of one raw driver value; :class:`RowNormalizer` uses the same plans.
 
     ``binlog`` says the value came from pymysqlreplication (it needs the TIME2 repair and the
@@ -510,7 +524,7 @@ def snapshot_converter(column: ColumnInfo) -> Converter | None:
     return _plan(column).snapshot
 
 
-def chunk_key_converter(column: ColumnInfo, *, binlog: bool = False) -> Converter:
+def chunk_key_converter(column: ColumnInfo, *, binlog: bool = False) -> KeyConverter:
     """The function :func:`raw_chunk_key` applies, for callers that convert many keys."""
     conv = _key_plan(column, binlog)
     if conv is None:
@@ -518,18 +532,18 @@ def chunk_key_converter(column: ColumnInfo, *, binlog: bool = False) -> Converte
     return _none_safe(conv)
 
 
-def _identity(value: Any) -> Any:
+def _identity(value: RawKey) -> RawKey:
     return value
 
 
-def _none_safe(conv: Converter) -> Converter:
-    def wrapped(value: Any) -> Any:
+def _none_safe(conv: KeyConverter) -> KeyConverter:
+    def wrapped(value: Any) -> RawKey:
         return None if value is None else conv(value)
 
     return wrapped
 
 
-def raw_chunk_key(column: ColumnInfo, value: Any, *, binlog: bool = False) -> Any:
+def raw_chunk_key(column: ColumnInfo, value: Any, *, binlog: bool = False) -> RawKey:
     """A raw driver value as a Python object comparable with chunk boundaries.
 
     Chunk boundaries come from the server through pymysql; a key decoded from the binlog must be
@@ -579,7 +593,7 @@ class RowNormalizer:
         )
         # Columns where a binlog None may stand for a non-NULL value (empty SET, JSON null).
         self._set_columns: frozenset[str] = frozenset(n for n, p in plans if p.is_set)
-        self._binlog_nones: tuple[tuple[str, Any], ...] = tuple(
+        self._binlog_nones: tuple[tuple[str, CanonicalValue], ...] = tuple(
             (name, plan.binlog_not_null)
             for name, plan in plans
             if plan.binlog_not_null is not None or plan.is_set
@@ -595,7 +609,7 @@ class RowNormalizer:
     def column_names(self) -> tuple[str, ...]:
         return self._names
 
-    def snapshot_row(self, values: Sequence[Any]) -> dict[str, Any]:
+    def snapshot_row(self, values: Sequence[Any]) -> CanonicalRow:
         """A pymysql row tuple, in schema column order (``SELECT {select_list}``) -> canonical."""
         if len(values) != len(self._names):
             raise ValueError(
@@ -611,7 +625,7 @@ class RowNormalizer:
 
     def binlog_row(
         self, values: Mapping[str, Any], none_sources: Mapping[str, str] | None = None
-    ) -> dict[str, Any]:
+    ) -> CanonicalRow:
         """A decoded row image (``row["values"]``, ``row["after_values"]``…) -> canonical.
 
         Pass the matching ``none_sources`` (``row["none_sources"]``, ``row["after_none_sources"]``)
@@ -642,12 +656,12 @@ class RowNormalizer:
                     row[name] = not_null
         return row
 
-    def key_of(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
+    def key_of(self, row: Mapping[str, CanonicalValue]) -> tuple[CanonicalValue, ...]:
         """The canonical values of the key columns of a canonical row, in key order."""
         return tuple(row[name] for name in self._key_names)
 
 
-def canonical_chunk_key(column: ColumnInfo, value: Any) -> Any:
+def canonical_chunk_key(column: ColumnInfo, value: CanonicalValue) -> RawKey:
     """The inverse of normalisation for a chunk key: canonical value -> ``raw_chunk_key`` shape.
 
     A range replace (re-dump) must place the sink's keys, which hold canonical values (decimal
@@ -660,15 +674,15 @@ def canonical_chunk_key(column: ColumnInfo, value: Any) -> Any:
         case TypeFamily.DECIMAL:
             return Decimal(str(value))
         case TypeFamily.BINARY:
-            return _padded_bytes(_length(column, 1))(base64.b64decode(value))
+            return _padded_bytes(_length(column, 1))(base64.b64decode(str(value)))
         case TypeFamily.BYTES:
-            return base64.b64decode(value)
+            return base64.b64decode(str(value))
         case TypeFamily.DATE:
-            return dt.date.fromisoformat(value)
+            return dt.date.fromisoformat(str(value))
         case TypeFamily.DATETIME | TypeFamily.TIMESTAMP:
             return dt.datetime.fromisoformat(str(value).rstrip("Z"))
         case TypeFamily.TIME:
-            return _parse_time(value)
+            return _parse_time(str(value))
         case _:
             return raw_chunk_key(column, value)
 
