@@ -65,13 +65,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily
 from cdc_console.core.schema import ColumnInfo, TableSchema
+from cdc_console.values.canonical import CanonicalRow, CanonicalValue
 
 MAX_DELTA_DECIMAL_PRECISION = 38
 UNSIGNED_BIGINT_TYPE = pa.decimal128(20, 0)
@@ -112,7 +113,7 @@ class ColumnCodec:
     def field(self) -> pa.Field:
         return pa.field(self.column.name, self.arrow_type, nullable=True)
 
-    def to_arrow(self, values: Sequence[Any]) -> pa.Array:
+    def to_arrow(self, values: Sequence[CanonicalValue]) -> pa.Array:
         """Canonical values (``None`` = NULL) -> an Arrow array of ``arrow_type``.
 
         Raises ``SinkTypeError`` naming the column when a value does not fit exactly.
@@ -126,13 +127,13 @@ class ColumnCodec:
                 f"column {self.column.name!r} ({self.column.column_type}): {exc}"
             ) from exc
 
-    def to_canonical(self, value: Any) -> Any:
+    def to_canonical(self, value: Any) -> CanonicalValue:
         """A Python value read back from Arrow (``as_py``) -> its canonical JSON value."""
         if value is None:
             return None
         return _ENCODERS[self.kind](self, value)
 
-    def array_to_canonical(self, array: pa.Array | pa.ChunkedArray) -> list[Any]:
+    def array_to_canonical(self, array: pa.Array | pa.ChunkedArray) -> list[CanonicalValue]:
         encode = _ENCODERS[self.kind]
         return [None if v is None else encode(self, v) for v in array.to_pylist()]
 
@@ -204,20 +205,22 @@ def mirror_schema(schema: TableSchema) -> pa.Schema:
     return pa.schema([codec_for(c).field for c in (*schema.columns, *schema.retired)])
 
 
-def columns_to_table(schema: TableSchema, columns: Mapping[str, Sequence[Any]]) -> pa.Table:
+def columns_to_table(
+    schema: TableSchema, columns: Mapping[str, Sequence[CanonicalValue]]
+) -> pa.Table:
     """Canonical values per column -> a typed Arrow table (every schema column must be given)."""
     arrays = [codec_for(c).to_arrow(columns[c.name]) for c in schema.columns]
     return pa.Table.from_arrays(arrays, schema=arrow_schema(schema))
 
 
-def rows_to_table(schema: TableSchema, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+def rows_to_table(schema: TableSchema, rows: Iterable[Mapping[str, CanonicalValue]]) -> pa.Table:
     """Canonical row dicts -> a typed Arrow table; a column absent from a row is NULL."""
     materialised = list(rows)
     columns = {c.name: [row.get(c.name) for row in materialised] for c in schema.columns}
     return columns_to_table(schema, columns)
 
 
-def table_to_rows(schema: TableSchema, table: pa.Table) -> list[dict[str, Any]]:
+def table_to_rows(schema: TableSchema, table: pa.Table) -> list[CanonicalRow]:
     """A typed Arrow table (a mirror read back) -> canonical row dicts, in source column order.
 
     Columns of ``table`` that are not in ``schema`` are ignored; schema columns missing from
@@ -231,7 +234,9 @@ def table_to_rows(schema: TableSchema, table: pa.Table) -> list[dict[str, Any]]:
 # --- decoders: canonical -> Arrow -------------------------------------------------------------
 
 
-def _check_types(codec: ColumnCodec, values: Sequence[Any], allowed: tuple[type, ...]) -> None:
+def _check_types(
+    codec: ColumnCodec, values: Sequence[CanonicalValue], allowed: tuple[type, ...]
+) -> None:
     for value in values:
         if value is not None and type(value) not in allowed:
             raise SinkTypeError(
@@ -240,7 +245,21 @@ def _check_types(codec: ColumnCodec, values: Sequence[Any], allowed: tuple[type,
             )
 
 
-def _check_range(codec: ColumnCodec, values: Sequence[Any]) -> None:
+def _strings(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> Sequence[str | None]:
+    """``values``, checked to be text (or NULL)."""
+    _check_types(codec, values, (str,))
+    return cast("Sequence[str | None]", values)
+
+
+def _ints(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> Sequence[int | None]:
+    """``values``, checked to be integers (or NULL) in the column's range."""
+    _check_types(codec, values, (int,))
+    checked = cast("Sequence[int | None]", values)
+    _check_range(codec, checked)
+    return checked
+
+
+def _check_range(codec: ColumnCodec, values: Sequence[int | None]) -> None:
     if codec.value_range is None:
         return
     low, high = codec.value_range
@@ -252,20 +271,18 @@ def _check_range(codec: ColumnCodec, values: Sequence[Any]) -> None:
             )
 
 
-def _decode_int(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+def _decode_int(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> pa.Array:
     # pyarrow silently truncates 1.5 to 1 for an integer type; a float here is a normaliser bug.
-    _check_types(codec, values, (int,))
-    _check_range(codec, values)
+    values = _ints(codec, values)
     return pa.array(values, type=codec.arrow_type)
 
 
-def _decode_wide_int(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
-    _check_types(codec, values, (int,))
-    _check_range(codec, values)
+def _decode_wide_int(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> pa.Array:
+    values = _ints(codec, values)
     return pa.array(values, type=codec.arrow_type)
 
 
-def _decode_decimal(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+def _decode_decimal(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> pa.Array:
     # Arrow's string -> decimal cast is exact and refuses to round ("would cause data loss").
     if all(v is None or type(v) is str for v in values):
         return pc.cast(pa.array(values, type=pa.string()), codec.arrow_type)
@@ -274,7 +291,7 @@ def _decode_decimal(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
     return pa.array(decimals, type=codec.arrow_type)
 
 
-def _decode_decimal_text(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+def _decode_decimal_text(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> pa.Array:
     _check_types(codec, values, (str, int))
     scale = codec.column.numeric_scale or 0
     out: list[str | None] = []
@@ -286,17 +303,17 @@ def _decode_decimal_text(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
     return pa.array(out, type=pa.string())
 
 
-def _decode_float(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+def _decode_float(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> pa.Array:
     _check_types(codec, values, (float, int))
     return pa.array(values, type=codec.arrow_type)
 
 
-def _decode_string(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+def _decode_string(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> pa.Array:
     _check_types(codec, values, (str,))
     return pa.array(values, type=pa.string())
 
 
-def _decode_text(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+def _decode_text(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> pa.Array:
     """Unknown types: keep the canonical value, serialising non-strings as compact JSON."""
     out = [
         v if v is None or type(v) is str else json.dumps(v, separators=(",", ":")) for v in values
@@ -304,10 +321,10 @@ def _decode_text(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
     return pa.array(out, type=pa.string())
 
 
-def _decode_binary(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
-    _check_types(codec, values, (str,))
+def _decode_binary(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> pa.Array:
+    texts = _strings(codec, values)
     try:
-        raw = [None if v is None else base64.b64decode(v, validate=True) for v in values]
+        raw = [None if v is None else base64.b64decode(v, validate=True) for v in texts]
     except binascii.Error as exc:
         raise SinkTypeError(
             f"column {codec.column.name!r} ({codec.column.column_type}): not base64: {exc}"
@@ -331,21 +348,21 @@ def _zero_or_invalid_date(text: str) -> bool:
     return False
 
 
-def _decode_temporal(codec: ColumnCodec, values: Sequence[Any]) -> pa.Array:
+def _decode_temporal(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> pa.Array:
     """Arrow's strict ISO-8601 cast; zero/invalid dates are nulled first, only if it fails.
 
     The cast rejects a zone on DATETIME and requires one ('Z') on TIMESTAMP.
     """
-    _check_types(codec, values, (str,))
+    texts = _strings(codec, values)
     try:
-        return pc.cast(pa.array(values, type=pa.string()), codec.arrow_type)
+        return pc.cast(pa.array(texts, type=pa.string()), codec.arrow_type)
     except pa.ArrowInvalid:
         pass
-    cleaned = [None if v is None or _zero_or_invalid_date(v) else v for v in values]
+    cleaned = [None if v is None or _zero_or_invalid_date(v) else v for v in texts]
     return pc.cast(pa.array(cleaned, type=pa.string()), codec.arrow_type)
 
 
-_DECODERS: dict[str, Callable[[ColumnCodec, Sequence[Any]], pa.Array]] = {
+_DECODERS: dict[str, Callable[[ColumnCodec, Sequence[CanonicalValue]], pa.Array]] = {
     "int": _decode_int,
     "wide_int": _decode_wide_int,
     "decimal": _decode_decimal,
@@ -384,11 +401,11 @@ def _format_datetime(codec: ColumnCodec, value: dt.datetime) -> str:
     )
 
 
-def _encode_int(codec: ColumnCodec, value: Any) -> Any:
+def _encode_int(codec: ColumnCodec, value: Any) -> CanonicalValue:
     return int(value)
 
 
-def _encode_decimal(codec: ColumnCodec, value: Any) -> Any:
+def _encode_decimal(codec: ColumnCodec, value: Any) -> CanonicalValue:
     scale = codec.column.numeric_scale or 0
     try:
         return f"{Decimal(value):.{scale}f}"
@@ -396,33 +413,33 @@ def _encode_decimal(codec: ColumnCodec, value: Any) -> Any:
         raise SinkTypeError(f"column {codec.column.name!r}: {value!r} is not a decimal") from exc
 
 
-def _encode_float(codec: ColumnCodec, value: Any) -> Any:
+def _encode_float(codec: ColumnCodec, value: Any) -> CanonicalValue:
     return float(value)
 
 
-def _encode_str(codec: ColumnCodec, value: Any) -> Any:
+def _encode_str(codec: ColumnCodec, value: Any) -> CanonicalValue:
     return str(value)
 
 
-def _encode_binary(codec: ColumnCodec, value: Any) -> Any:
+def _encode_binary(codec: ColumnCodec, value: Any) -> CanonicalValue:
     return base64.b64encode(bytes(value)).decode("ascii")
 
 
-def _encode_date(codec: ColumnCodec, value: Any) -> Any:
+def _encode_date(codec: ColumnCodec, value: Any) -> CanonicalValue:
     return _format_date(value)
 
 
-def _encode_datetime(codec: ColumnCodec, value: Any) -> Any:
+def _encode_datetime(codec: ColumnCodec, value: Any) -> CanonicalValue:
     return _format_datetime(codec, value)
 
 
-def _encode_timestamp(codec: ColumnCodec, value: Any) -> Any:
+def _encode_timestamp(codec: ColumnCodec, value: Any) -> CanonicalValue:
     if value.tzinfo is not None:
         value = value.astimezone(dt.UTC)
     return _format_datetime(codec, value) + "Z"
 
 
-_ENCODERS: dict[str, Callable[[ColumnCodec, Any], Any]] = {
+_ENCODERS: dict[str, Callable[[ColumnCodec, Any], CanonicalValue]] = {
     "int": _encode_int,
     "wide_int": _encode_int,
     "decimal": _encode_decimal,
