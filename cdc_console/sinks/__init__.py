@@ -20,7 +20,7 @@ in ``ChangeRecord.sort_key`` order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
@@ -28,6 +28,7 @@ from cdc_console.sinks.base import (
     ReplaceRange,
     SinkError,
     SinkSchemaError,
+    SinkStats,
     TableBatchSink,
     TypedChunk,
 )
@@ -47,7 +48,7 @@ class Sink(Protocol):
         replace_ranges: Sequence[ReplaceRange] = (),
         appends: Mapping[TableId, Sequence[TypedChunk]] | None = None,
         commit_info: Mapping[str, str] | None = None,
-    ) -> dict[TableId, dict[str, Any]]: ...
+    ) -> dict[TableId, SinkStats]: ...
 
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "Sink",
     "SinkError",
     "SinkSchemaError",
+    "SinkStats",
     "SinkTypeError",
     "TableBatchSink",
     "TypedChunk",

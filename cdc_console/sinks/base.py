@@ -11,18 +11,21 @@ from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.values.canonical import CanonicalValue
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-Key = tuple[Any, ...]  # canonical key values in key_columns order
+Key = tuple[CanonicalValue, ...]  # canonical key values in key_columns order
 Position = tuple[int, int, int, int]  # file_index, pos, event_index, row_index
-KeyRow = Mapping[str, Any]
+KeyRow = Mapping[str, CanonicalValue]
 InRange = Callable[[KeyRow], bool]
+#: what a sink did for one table in one batch: row and file counts, skip flags, a file written
+SinkStats = dict[str, int | bool | str | None]
 
 
 class SinkError(RuntimeError):
@@ -90,7 +93,7 @@ class TableBatchSink(ABC):
         replace_ranges: Sequence[ReplaceRange] = (),
         appends: Mapping[TableId, Sequence[TypedChunk]] | None = None,
         commit_info: Mapping[str, str] | None = None,
-    ) -> dict[TableId, dict[str, Any]]:
+    ) -> dict[TableId, SinkStats]:
         """Apply one micro-batch to every table it touches; idempotent per ``batch_id``.
 
         ``commit_info`` is metadata the sink records with the batch where it can (Delta: in
@@ -112,7 +115,7 @@ class TableBatchSink(ABC):
             ranges[replace.table_id].append(replace)
         appends = appends or {}
         self._commit_info = dict(commit_info or {})
-        stats: dict[TableId, dict[str, Any]] = {}
+        stats: dict[TableId, SinkStats] = {}
         for table_id in sorted(set(by_table) | set(ranges) | set(appends)):
             schema = schemas.get(table_id)
             if schema is None:
@@ -132,7 +135,7 @@ class TableBatchSink(ABC):
 
     def _append_table(
         self, batch_id: int, schema: TableSchema, chunks: Sequence[TypedChunk]
-    ) -> dict[str, Any]:
+    ) -> SinkStats:
         """Append typed first-snapshot chunks; sinks that cannot take them refuse."""
         raise SinkError(f"{type(self).__name__} does not take typed snapshot chunks")
 
@@ -143,5 +146,5 @@ class TableBatchSink(ABC):
         schema: TableSchema,
         records: list[ChangeRecord],
         replaces: list[ReplaceRange],
-    ) -> dict[str, Any]:
+    ) -> SinkStats:
         """Apply one table's share of the batch; return its stats."""

@@ -22,12 +22,12 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from cdc_console.core.records import OPS, UPSERT_OPS, ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
-from cdc_console.sinks.base import Key, ReplaceRange, TableBatchSink
+from cdc_console.sinks.base import Key, ReplaceRange, SinkStats, TableBatchSink
 from cdc_console.sinks.delta import plan_table_batch, split_keys
+from cdc_console.values.canonical import CanonicalRow, CanonicalValue
 
 _BATCH_FILE = re.compile(r"^batch-(\d+)\.jsonl$")
 
@@ -36,7 +36,7 @@ class ReplayError(ValueError):
     """A changelog does not fold cleanly: a change applied twice or out of order (strict mode)."""
 
 
-def changelog_line(op: str, row: Mapping[str, Any]) -> str:
+def changelog_line(op: str, row: Mapping[str, CanonicalValue]) -> str:
     """One changelog-json line (no newline): ``{"data":{...},"op":"+I"}``."""
     if op not in OPS:
         raise ValueError(f"changelog op must be one of {sorted(OPS)}, not {op!r}")
@@ -45,7 +45,7 @@ def changelog_line(op: str, row: Mapping[str, Any]) -> str:
 
 def replay_changelog(
     lines: Iterable[str], key_columns: Sequence[str], strict: bool = False
-) -> dict[Key, dict[str, Any]]:
+) -> dict[Key, CanonicalRow]:
     """Fold changelog-json lines into the final table state: key tuple -> row.
 
     ``+I``/``+U`` set the key's row, ``-U``/``-D`` remove it. The key tuple holds the canonical
@@ -54,7 +54,7 @@ def replay_changelog(
     already present, or a removal (``-U``/``-D``) of a key that is absent or whose before image
     differs from the current row. Blank lines are ignored.
     """
-    state: dict[Key, dict[str, Any]] = {}
+    state: dict[Key, CanonicalRow] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -116,7 +116,7 @@ class ChangelogJsonSink(TableBatchSink):
 
     def replay(
         self, table_id: TableId, key_columns: Sequence[str], strict: bool = False
-    ) -> dict[Key, dict[str, Any]]:
+    ) -> dict[Key, CanonicalRow]:
         """The table state the files describe (``replay_changelog`` over all batches)."""
         return replay_changelog(self.read_lines(table_id), key_columns, strict)
 
@@ -126,8 +126,8 @@ class ChangelogJsonSink(TableBatchSink):
         schema: TableSchema,
         records: list[ChangeRecord],
         replaces: list[ReplaceRange],
-    ) -> dict[str, Any]:
-        absent: list[dict[Key, dict[str, Any] | None]] = []
+    ) -> SinkStats:
+        absent: list[dict[Key, CanonicalRow | None]] = []
         if replaces:
             absent = self._state_absent(batch_id, schema, records, replaces)
         plan = plan_table_batch(schema, records, replaces, absent, want_changes=True)
@@ -144,12 +144,12 @@ class ChangelogJsonSink(TableBatchSink):
         schema: TableSchema,
         records: Sequence[ChangeRecord],
         replaces: Sequence[ReplaceRange],
-    ) -> list[dict[Key, dict[str, Any] | None]]:
+    ) -> list[dict[Key, CanonicalRow | None]]:
         """Per replace: keys the earlier batches leave present, in its range, not in its split."""
         key_columns = list(schema.key_columns)
         state = replay_changelog(self.read_lines(schema.table_id, before=batch_id), key_columns)
         present = split_keys(records, replaces)
-        result: list[dict[Key, dict[str, Any] | None]] = []
+        result: list[dict[Key, CanonicalRow | None]] = []
         for replace in replaces:
             keys = present[replace.split_id]
             result.append(

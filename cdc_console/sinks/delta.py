@@ -72,6 +72,7 @@ from cdc_console.sinks.base import (
     ReplaceRange,
     SinkError,
     SinkSchemaError,
+    SinkStats,
     TableBatchSink,
     TypedChunk,
 )
@@ -92,6 +93,7 @@ from cdc_console.values.arrow import (
     mirror_schema,
     table_to_rows,
 )
+from cdc_console.values.canonical import CanonicalRow, CanonicalValue
 
 CHANGELOG_DIR = "_changelog"
 # Appended to the typed row columns in the changelog table, in this order.
@@ -116,7 +118,7 @@ class PlannedChange:
     """One changelog row: a change record, or a ``-D`` written by a range replace (seq -1)."""
 
     op: str
-    row: dict[str, Any]
+    row: CanonicalRow
     position: Position
     seq: int
     ts_ms: int
@@ -128,7 +130,7 @@ class TableBatchPlan:
 
     # key -> the row it holds after the batch, or None: absent (delete). Plain dicts, no objects:
     # this is the per-record hot path.
-    nets: dict[Key, dict[str, Any] | None] = field(default_factory=dict)
+    nets: dict[Key, CanonicalRow | None] = field(default_factory=dict)
     changes: list[PlannedChange] = field(default_factory=list)
     range_deleted: int = 0
 
@@ -202,7 +204,7 @@ class DeltaSink(TableBatchSink):
         (absent,) = _mirror_absent(table, schema, [(in_range, present_keys)], full_rows=False)
         if not absent:
             return 0
-        nets: dict[Key, dict[str, Any] | None] = dict.fromkeys(absent)
+        nets: dict[Key, CanonicalRow | None] = dict.fromkeys(absent)
         metrics = _merge(table, schema, lake, nets, commit_properties=None)
         return int(metrics.get("num_target_rows_deleted", 0))
 
@@ -267,7 +269,7 @@ class DeltaSink(TableBatchSink):
 
     def _append_table(
         self, batch_id: int, schema: TableSchema, chunks: Sequence[TypedChunk]
-    ) -> dict[str, Any]:
+    ) -> SinkStats:
         _check_table(schema)
         table_id = schema.table_id
         typed = arrow_schema(schema)
@@ -322,7 +324,7 @@ class DeltaSink(TableBatchSink):
         schema: TableSchema,
         records: list[ChangeRecord],
         replaces: list[ReplaceRange],
-    ) -> dict[str, Any]:
+    ) -> SinkStats:
         _check_table(schema)
         table_id = schema.table_id
         lake = lake_schema(mirror_schema(schema), self.lake)
@@ -343,7 +345,7 @@ class DeltaSink(TableBatchSink):
 
         # Range deletes need the mirror as of before this batch, so they are planned only while
         # the mirror has not taken the batch (it is committed last, see the module docstring).
-        absent: list[dict[Key, dict[str, Any] | None]] = []
+        absent: list[dict[Key, CanonicalRow | None]] = []
         if replaces and not mirror_done:
             presents = split_keys(records, replaces)
             checks = [(r.in_range, presents[r.split_id]) for r in replaces]
@@ -367,10 +369,11 @@ class DeltaSink(TableBatchSink):
             metrics = _merge(
                 mirror, schema, lake, plan.nets, self._commit(batch_id, table_id, "merge")
             )
-            stats["inserted"] = int(metrics.get("num_target_rows_inserted", 0))
-            stats["updated"] = int(metrics.get("num_target_rows_updated", 0))
+            inserted = int(metrics.get("num_target_rows_inserted", 0))
+            updated = int(metrics.get("num_target_rows_updated", 0))
+            stats["inserted"], stats["updated"] = inserted, updated
             stats["deleted"] = int(metrics.get("num_target_rows_deleted", 0))
-            stats["upserted"] = stats["inserted"] + stats["updated"]
+            stats["upserted"] = inserted + updated
             stats["range_deleted"] = plan.range_deleted
             stats["rows_copied"] = int(metrics.get("num_target_rows_copied", 0))
             stats["files_added"] = int(metrics.get("num_target_files_added", 0))
@@ -392,7 +395,7 @@ class DeltaSink(TableBatchSink):
 # --- Delta helpers -------------------------------------------------------------------------
 
 
-def _empty_stats() -> dict[str, Any]:
+def _empty_stats() -> SinkStats:
     """A table's batch stats before anything is written (see ``TableBatchSink.apply_batch``)."""
     return {
         "inserted": 0,
@@ -466,12 +469,12 @@ def _merge(
     table: DeltaTable,
     schema: TableSchema,
     lake: pa.Schema,
-    nets: Mapping[Key, dict[str, Any] | None],
+    nets: Mapping[Key, CanonicalRow | None],
     commit_properties: CommitProperties | None,
 ) -> dict[str, Any]:
     """One MERGE of the net changes into the mirror; returns delta-rs' metrics."""
     key_columns = list(schema.key_columns)
-    source_rows: list[Mapping[str, Any]] = []
+    source_rows: list[Mapping[str, CanonicalValue]] = []
     ops: list[str] = []
     for key, row in nets.items():
         if row is not None:
@@ -517,14 +520,14 @@ def _mirror_absent(
     schema: TableSchema,
     checks: Sequence[tuple[InRange, set[Key]]],
     full_rows: bool,
-) -> list[dict[Key, dict[str, Any] | None]]:
+) -> list[dict[Key, CanonicalRow | None]]:
     """Per check: mirror keys in its range and not in its present set, with the canonical row
     when ``full_rows`` (the changelog's before image), else None. One scan for all checks."""
     key_columns = list(schema.key_columns)
     data = from_lake(
         table.to_pyarrow_table(columns=None if full_rows else key_columns), mirror_schema(schema)
     )
-    result: list[dict[Key, dict[str, Any] | None]] = [{} for _ in checks]
+    result: list[dict[Key, CanonicalRow | None]] = [{} for _ in checks]
     if data.num_rows == 0:
         return result
     key_values = [
@@ -536,7 +539,7 @@ def _mirror_absent(
         for check, (in_range, present) in enumerate(checks):
             if values not in present and in_range(key_row):
                 hits.append((check, values, index))
-    rows: list[dict[str, Any] | None] = [None] * len(hits)
+    rows: list[CanonicalRow | None] = [None] * len(hits)
     if full_rows and hits:
         indices = pa.array([index for _, _, index in hits], type=pa.int64())
         rows = list(table_to_rows(schema, data.take(indices)))
@@ -562,7 +565,7 @@ def _key_of(record: ChangeRecord) -> Key:
         raise SinkError(f"bad key in change record {record}: {exc}") from exc
 
 
-def _row_of(record: ChangeRecord, names: Sequence[str]) -> dict[str, Any]:
+def _row_of(record: ChangeRecord, names: Sequence[str]) -> CanonicalRow:
     try:
         row = record.row_dict()
     except ValueError as exc:
@@ -591,7 +594,7 @@ def _parse_keys(records: Sequence[ChangeRecord]) -> list[Key]:
     return [tuple(k) for k in parsed]
 
 
-def _parse_rows(records: Sequence[ChangeRecord], names: Sequence[str]) -> list[dict[str, Any]]:
+def _parse_rows(records: Sequence[ChangeRecord], names: Sequence[str]) -> list[CanonicalRow]:
     """All records' row images in one ``json.loads``; each must have exactly the columns."""
     try:
         parsed = json.loads("[" + ",".join(r.row for r in records) + "]")
@@ -632,7 +635,7 @@ def plan_table_batch(
     schema: TableSchema,
     records: Sequence[ChangeRecord],
     replaces: Sequence[ReplaceRange],
-    absent: Sequence[Mapping[Key, dict[str, Any] | None]],
+    absent: Sequence[Mapping[Key, CanonicalRow | None]],
     want_changes: bool,
 ) -> TableBatchPlan:
     """Net one table's batch per key, and list its changelog rows, in apply order.
@@ -697,7 +700,7 @@ def _replace(
     schema: TableSchema,
     replace: ReplaceRange,
     sort_key: tuple[int, int, int, int, int, int],
-    mirror_absent: Mapping[Key, dict[str, Any] | None],
+    mirror_absent: Mapping[Key, CanonicalRow | None],
     presents: Mapping[str, set[Key]],
     want_changes: bool,
 ) -> None:
@@ -706,7 +709,7 @@ def _replace(
     nets = plan.nets
     key_columns = list(schema.key_columns)
     present = presents.get(replace.split_id, set())
-    doomed: list[tuple[Key, dict[str, Any] | None]] = []
+    doomed: list[tuple[Key, CanonicalRow | None]] = []
     for key, sink_row in mirror_absent.items():
         if key not in nets:
             doomed.append((key, sink_row))
