@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cdc_console.core.schema import TableId
+from cdc_console.core.values import CanonicalRow
 
 OP_INSERT: Final = "+I"
 OP_UPDATE_BEFORE: Final = "-U"
@@ -119,7 +120,7 @@ class ChangeRecord:
             raise ValueError(f"change key must be a JSON list, got {self.key!r}")
         return tuple(values)
 
-    def row_dict(self) -> dict[str, Any]:
+    def row_dict(self) -> CanonicalRow:
         """The row image as a dict of column -> canonical value, in column order."""
         row = json.loads(self.row)
         if not isinstance(row, dict):

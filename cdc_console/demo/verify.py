@@ -25,6 +25,7 @@ from deltalake import DeltaTable
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.schema import TableSchema, schema_from_dict
+from cdc_console.core.values import CanonicalRow
 from cdc_console.mysql.connection import connect
 from cdc_console.sinks.delta_tables import from_lake
 from cdc_console.state.store import StateStore
@@ -118,7 +119,7 @@ def _hashable(key: tuple[Any, ...]) -> Hashable:
     return key
 
 
-def _source_rows(cur: Any, normalizer: RowNormalizer) -> Iterator[dict[str, Any]]:
+def _source_rows(cur: Any, normalizer: RowNormalizer) -> Iterator[CanonicalRow]:
     schema = normalizer.schema
     cur.execute(f"SELECT {normalizer.select_list} FROM {schema.table_id.quoted()}")
     while True:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
-from cdc_console.values.canonical import CanonicalValue
+from cdc_console.core.values import CanonicalValue
 
 if TYPE_CHECKING:
     import pyarrow as pa

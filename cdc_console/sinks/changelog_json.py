@@ -25,9 +25,9 @@ from pathlib import Path
 
 from cdc_console.core.records import OPS, UPSERT_OPS, ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.sinks.base import Key, ReplaceRange, SinkStats, TableBatchSink
 from cdc_console.sinks.delta import plan_table_batch, split_keys
-from cdc_console.values.canonical import CanonicalRow, CanonicalValue
 
 _BATCH_FILE = re.compile(r"^batch-(\d+)\.jsonl$")
 

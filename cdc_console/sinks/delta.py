@@ -65,6 +65,7 @@ from deltalake.transaction import CommitProperties, Transaction
 from cdc_console.config import LakeConfig
 from cdc_console.core.records import OP_DELETE, UPSERT_OPS, ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.sinks.base import (
     InRange,
     Key,
@@ -93,7 +94,6 @@ from cdc_console.values.arrow import (
     mirror_schema,
     table_to_rows,
 )
-from cdc_console.values.canonical import CanonicalRow, CanonicalValue
 
 CHANGELOG_DIR = "_changelog"
 # Appended to the typed row columns in the changelog table, in this order.

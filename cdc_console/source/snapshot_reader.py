@@ -43,7 +43,13 @@ from cdc_console.mysql.position import current_position, gtid_of
 from cdc_console.mysql.rawrows import RawResult, select_raw
 from cdc_console.mysql.retry import error_code
 from cdc_console.source.jsonvalues import dump_json
-from cdc_console.values.canonical import RowNormalizer, raw_chunk_key, select_expression
+from cdc_console.values.canonical import (
+    CanonicalRow,
+    CanonicalValue,
+    RowNormalizer,
+    raw_chunk_key,
+    select_expression,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +76,7 @@ class SnapshotSplitResult:
     split: SnapshotSplit
     low_watermark: BinlogOffset
     high_watermark: BinlogOffset
-    rows: list[dict[str, Any]]
+    rows: list[CanonicalRow]
     backfill_events: int
     started_at: float
     duration_ms: int
@@ -210,7 +216,7 @@ class SnapshotSplitReader:
                 duration_ms = int((time.monotonic() - clock) * 1000)
                 return SnapshotSplitResult(split, low, high, [], 0, started, duration_ms, raw=raw)
             selected = raw.driver_rows()
-        buffer: dict[tuple[Any, ...], dict[str, Any]] = {}
+        buffer: dict[tuple[CanonicalValue, ...], CanonicalRow] = {}
         for values in selected:
             row = self.normalizer.snapshot_row(self._driver_values(values))
             buffer[self.normalizer.key_of(row)] = row
@@ -269,7 +275,7 @@ class SnapshotSplitReader:
     def _backfill(
         self,
         split: SnapshotSplit,
-        buffer: dict[tuple[Any, ...], dict[str, Any]],
+        buffer: dict[tuple[CanonicalValue, ...], CanonicalRow],
         low: BinlogOffset,
         high: BinlogOffset,
         reshaped: bool = False,
@@ -318,7 +324,7 @@ class SnapshotSplitReader:
         return count, high
 
     def _records(
-        self, split: SnapshotSplit, rows: list[dict[str, Any]], high: BinlogOffset
+        self, split: SnapshotSplit, rows: list[CanonicalRow], high: BinlogOffset
     ) -> list[ChangeRecord]:
         """Snapshot rows as ``+I`` records positioned at the split's high watermark."""
         table = self.schema.table_id

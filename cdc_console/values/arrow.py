@@ -72,7 +72,7 @@ import pyarrow.compute as pc
 
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily
 from cdc_console.core.schema import ColumnInfo, TableSchema
-from cdc_console.values.canonical import CanonicalRow, CanonicalValue
+from cdc_console.core.values import CanonicalRow, CanonicalValue
 
 MAX_DELTA_DECIMAL_PRECISION = 38
 UNSIGNED_BIGINT_TYPE = pa.decimal128(20, 0)

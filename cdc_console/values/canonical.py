@@ -92,6 +92,7 @@ from typing import Any
 
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily, UnsupportedColumnType
 from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
+from cdc_console.core.values import CanonicalRow, CanonicalValue, RawKey
 
 __all__ = [
     "CanonicalRow",
@@ -106,15 +107,8 @@ __all__ = [
     "snapshot_converter",
 ]
 
-#: A column's value as the pipeline carries it, whichever path read it (the table above). The
-#: input of a converter is a driver's value, typed ``Any`` because pymysql and
-#: pymysqlreplication return it so.
-CanonicalValue = int | float | str | None
-#: A canonical row: column name -> canonical value.
-CanonicalRow = dict[str, CanonicalValue]
-#: A chunk key as the server's driver shapes it, comparable with chunk boundaries.
-RawKey = int | float | str | bytes | Decimal | dt.date | dt.datetime | dt.timedelta | None
-
+#: The input of a converter is a driver's value, typed ``Any`` because pymysql and
+#: pymysqlreplication return it so; the output is ``cdc_console.core.values``' types.
 Converter = Callable[[Any], CanonicalValue]
 KeyConverter = Callable[[Any], RawKey]
 
