@@ -259,13 +259,22 @@ class DeltaSink(TableBatchSink):
             },
         )
 
-    def _mirror(self, table_id: TableId, typed: pa.Schema) -> DeltaTable:
+    def _mirror(self, table_id: TableId, typed: pa.Schema, in_write: bool = False) -> DeltaTable:
         properties = table_properties(typed, self.lake, self.lake.change_data_feed)
-        return open_or_create(self.mirror_path(table_id), typed, properties)
+        return open_or_create(
+            self.mirror_path(table_id), typed, properties, new_columns_in_write=in_write
+        )
 
-    def _changelog(self, table_id: TableId, changelog_schema: pa.Schema) -> DeltaTable:
+    def _changelog(
+        self, table_id: TableId, changelog_schema: pa.Schema, in_write: bool = False
+    ) -> DeltaTable:
         properties = table_properties(changelog_schema, self.lake, change_data_feed=False)
-        return open_or_create(self.changelog_path(table_id), changelog_schema, properties)
+        return open_or_create(
+            self.changelog_path(table_id),
+            changelog_schema,
+            properties,
+            new_columns_in_write=in_write,
+        )
 
     def _append_table(
         self, batch_id: int, schema: TableSchema, chunks: Sequence[TypedChunk]
@@ -332,11 +341,12 @@ class DeltaSink(TableBatchSink):
         changelog_schema = pa.schema([*lake, *CHANGELOG_FIELDS])
         if replaces:
             self._migrate(table_id, lake, changelog_schema)
-        mirror = self._mirror(table_id, lake)
+        # Columns added online join the mirror and the changelog in the batch's own commits.
+        mirror = self._mirror(table_id, lake, in_write=True)
         mirror_done = _already(mirror, self.app_id, batch_id)
         log: DeltaTable | None = None
         if self.changelog:
-            log = self._changelog(table_id, changelog_schema)
+            log = self._changelog(table_id, changelog_schema, in_write=True)
             if _already(log, self.app_id, batch_id):
                 log = None
         if mirror_done and log is None:
@@ -355,7 +365,11 @@ class DeltaSink(TableBatchSink):
         if log is not None:
             data = _changelog_table(schema, changelog_schema, batch_id, plan.changes)
             write_deltalake(
-                log, data, mode="append", commit_properties=self._commit(batch_id, table_id, "log")
+                log,
+                data,
+                mode="append",
+                schema_mode="merge",
+                commit_properties=self._commit(batch_id, table_id, "log"),
             )
             stats["changelog_rows"] = data.num_rows
             stats["changelog_skipped"] = False
@@ -367,7 +381,12 @@ class DeltaSink(TableBatchSink):
         if plan.nets:
             version = mirror.version()
             metrics = _merge(
-                mirror, schema, lake, plan.nets, self._commit(batch_id, table_id, "merge")
+                mirror,
+                schema,
+                lake,
+                plan.nets,
+                self._commit(batch_id, table_id, "merge"),
+                merge_schema=True,
             )
             inserted = int(metrics.get("num_target_rows_inserted", 0))
             updated = int(metrics.get("num_target_rows_updated", 0))
@@ -387,6 +406,7 @@ class DeltaSink(TableBatchSink):
                 mirror,
                 lake.empty_table(),
                 mode="append",
+                schema_mode="merge",
                 commit_properties=self._commit(batch_id, table_id, "noop"),
             )
         return stats
@@ -471,8 +491,11 @@ def _merge(
     lake: pa.Schema,
     nets: Mapping[Key, CanonicalRow | None],
     commit_properties: CommitProperties | None,
+    *,
+    merge_schema: bool = False,
 ) -> dict[str, Any]:
-    """One MERGE of the net changes into the mirror; returns delta-rs' metrics."""
+    """One MERGE of the net changes into the mirror; returns delta-rs' metrics. With
+    ``merge_schema`` the source's columns the mirror lacks are added in the same commit."""
     key_columns = list(schema.key_columns)
     source_rows: list[Mapping[str, CanonicalValue]] = []
     ops: list[str] = []
@@ -503,6 +526,7 @@ def _merge(
         source_alias="s",
         target_alias="t",
         streamed_exec=False,  # the source is in memory; lets delta-rs prune files by key bounds
+        merge_schema=merge_schema,
         commit_properties=commit_properties,
     )
     # A column the source dropped keeps, in rows it held, the value it had (TableSchema.retired)

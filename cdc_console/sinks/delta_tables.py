@@ -87,12 +87,23 @@ def open_table(path: Path) -> DeltaTable:
 
 
 def open_or_create(
-    path: Path, schema: pa.Schema, configuration: dict[str, str | None]
+    path: Path,
+    schema: pa.Schema,
+    configuration: dict[str, str | None],
+    *,
+    new_columns_in_write: bool = False,
 ) -> DeltaTable:
     """Open the Delta table at ``path``, creating it empty with ``schema`` and the table
-    properties ``configuration`` on first use."""
+    properties ``configuration`` on first use. Columns of ``schema`` the table lacks (a source
+    table evolved online) are added in a metadata commit, or, with ``new_columns_in_write``,
+    left to the caller's write (``merge_schema`` / ``schema_mode="merge"``), so the table's
+    schema changes in the same commit as its first rows of the new shape."""
     if DeltaTable.is_deltatable(str(path)):
         table = DeltaTable(str(path))
+        if new_columns_in_write:
+            later = set(addable_columns(table, schema))
+            check_schema(table, pa.schema([f for f in schema if f.name not in later]), path)
+            return table
         if add_new_columns(table, schema):
             table = DeltaTable(str(path))
         check_schema(table, schema, path)
@@ -155,18 +166,25 @@ def _expected(schema: pa.Schema) -> list[tuple[str, str]]:
     return [(f.name, str(f.type)) for f in Schema.from_arrow(schema).fields]
 
 
-def add_new_columns(table: DeltaTable, expected: pa.Schema) -> bool:
-    """Give ``table`` the columns of ``expected`` it lacks, nullable, when it has no others and
-    every column it has keeps its type: a source table evolved online (a nullable column added
-    with no default). One metadata commit, made just before the batch that first writes rows of
-    the new shape; True when it made one. Writers match columns by name, so their place at the
-    end of the Delta schema does not matter."""
+def addable_columns(table: DeltaTable, expected: pa.Schema) -> list[str]:
+    """The columns of ``expected`` ``table`` lacks, when it has no others and every column it
+    has keeps its type (a source table evolved online); else none."""
     have = dict(_columns(table))
     want = _expected(expected)
     missing = [name for name, _ in want if name not in have]
     if not missing or set(have) - {name for name, _ in want}:
-        return False
+        return []
     if any(have[name] != kind for name, kind in want if name in have):
+        return []
+    return missing
+
+
+def add_new_columns(table: DeltaTable, expected: pa.Schema) -> bool:
+    """Give ``table`` the ``addable_columns`` of ``expected``, nullable, in one metadata commit;
+    True when it made one. Writers match columns by name, so their place at the end of the
+    Delta schema does not matter."""
+    missing = addable_columns(table, expected)
+    if not missing:
         return False
     fields = Schema.from_arrow(pa.schema([expected.field(name) for name in missing])).fields
     table.alter.add_columns(list(fields))

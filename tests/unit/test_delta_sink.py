@@ -729,3 +729,37 @@ def test_a_dropped_column_keeps_its_values_in_the_mirror(
     assert mirror(sink)[(1,)]["amount"] == "2.00"
     log = DeltaTable(str(sink.changelog_path(ORDERS))).to_pyarrow_table()
     assert log.filter(pa.compute.equal(log.column("_batch_id"), 1)).column("name").null_count == 3
+
+
+def test_a_column_added_online_joins_mirror_and_changelog_in_the_batch_commit(
+    sink: DeltaSink,
+) -> None:
+    """No commit of the mirror or the changelog ever has the new column without its first
+    rows: readers see the schema change and the rows of the new shape at one version."""
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(k)) for k in (1, 2)])
+    mirror_path, log_path = sink.mirror_path(ORDERS), sink.changelog_path(ORDERS)
+    before = DeltaTable(str(mirror_path)).version(), DeltaTable(str(log_path)).version()
+    full = orders_schema()
+    wider = TableSchema(
+        ORDERS, (*full.columns, ColumnInfo("label", "varchar", "varchar(10)")), ("id",), "id"
+    )
+    batch = [
+        feed.rec("+U", {**order(1), "label": "new"}),
+        feed.rec("+I", {**order(3), "label": "x"}),
+    ]
+    sink.apply_batch(1, {ORDERS: wider}, batch)
+    mirror, log = DeltaTable(str(mirror_path)), DeltaTable(str(log_path))
+    assert (mirror.version(), log.version()) == (before[0] + 1, before[1] + 1)
+    assert "label" in mirror.schema().to_arrow().names and "label" in log.schema().to_arrow().names
+    labels = dict(
+        zip(
+            mirror.to_pyarrow_table().column("id").to_pylist(),
+            mirror.to_pyarrow_table().column("label").to_pylist(),
+            strict=True,
+        )
+    )
+    assert labels == {1: "new", 2: None, 3: "x"}
+    # a retry of the batch changes nothing
+    sink.apply_batch(1, {ORDERS: wider}, batch)
+    assert DeltaTable(str(mirror_path)).version() == before[0] + 1
