@@ -12,6 +12,9 @@ from textual.pilot import Pilot
 from cdc_console.tui.app import ConsoleApp
 
 SIZE = (150, 42)
+#: How long a test waits for the console to get somewhere: generous, since the suite runs two
+#: workers on two cores beside Spark jobs; a wait that passes costs only what it takes.
+WAIT_SECONDS = 20.0
 
 
 async def settle(pilot: Pilot[None], polls: int = 2, pipeline: str | None = None) -> None:
@@ -22,17 +25,16 @@ async def settle(pilot: Pilot[None], polls: int = 2, pipeline: str | None = None
     name = pipeline or app.current
     await until(pilot, lambda: app.probes[name] >= 1, f"the first probe of {name}")
     target = app.refreshes[name] + polls
-    for _ in range(500):
-        if app.refreshes[name] >= target:
-            break
+    deadline = time.monotonic() + WAIT_SECONDS
+    while app.refreshes[name] < target:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{name}: no refresh arrived (errors: {app.poll_errors(name)})")
         await pilot.pause(0.01)
-    else:
-        raise AssertionError(f"{name}: no refresh arrived (errors: {app.poll_errors(name)})")
     await pilot.pause()
 
 
 async def until(
-    pilot: Pilot[None], condition: Callable[[], bool], what: str, timeout: float = 5.0
+    pilot: Pilot[None], condition: Callable[[], bool], what: str, timeout: float = WAIT_SECONDS
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

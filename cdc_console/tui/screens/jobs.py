@@ -94,6 +94,7 @@ def details(view: PipelineView) -> Group:
 
 class JobsScreen(ConsoleScreen):
     SCREEN_NAME = "jobs"
+    _shown_current: str | None = None
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable(JOB_COLUMNS, id="jobs")
@@ -106,8 +107,11 @@ class JobsScreen(ConsoleScreen):
         jobs = self.query_one("#jobs", KeyedTable)
         with self.app.batch_update():
             jobs.sync([job_row(name, host.view_of(name)) for name in host.pipeline_names])
-            if jobs.cursor_key != host.current:
+            # Follow a pipeline chosen elsewhere, but never pull back a cursor the user just
+            # moved: its highlight, still queued, is what makes that row current.
+            if host.current != self._shown_current:
                 jobs.select_key(host.current)
+                self._shown_current = host.current
             self.query_one("#job-detail", Static).update(details(view))
             self.query_one("#runs", KeyedTable).sync([run_row(r) for r in view.job.runs])
 
