@@ -522,12 +522,42 @@ def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
         assert any("changes its Delta type" in m for m in reread), reread
         assert any("TRUNCATE emptied it without row events" in m for m in reread), reread
 
+        # A renamed column, then the cut-over of an online schema change tool (gh-ost's
+        # RENAME TABLE swap of a ghost copy in under the captured name): read again each time.
+        db.execute("ALTER TABLE t2 RENAME COLUMN note TO memo")
+        wait_for(
+            lambda: (
+                t2_rows().get(7, {}).get("memo") == "kept"
+                and all_in(config, Lifecycle.STREAMING, ["t2"])
+            ),
+            180,
+            "t2 read again with its renamed column",
+            job,
+        )
+        db.execute(
+            "CREATE TABLE t2_gho LIKE t2",
+            "INSERT INTO t2_gho SELECT * FROM t2",
+            "INSERT INTO t2_gho (id, amount, memo) VALUES (8, 3.00, 'from the ghost')",
+            "RENAME TABLE t2 TO t2_del, t2_gho TO t2",
+        )
+        wait_for(
+            lambda: sorted(t2_rows()) == [7, 8] and all_in(config, Lifecycle.STREAMING, ["t2"]),
+            180,
+            "t2 swapped in by the cut-over",
+            job,
+        )
+        store = StateStore(config.state_path)
+        reread = [e.message for e in store.events(300) if "reading it again online" in e.message]
+        store.close()
+        assert any("column note renamed to memo" in m for m in reread), reread
+        assert any("RENAME TABLE put another table under its name" in m for m in reread), reread
+
         # A change that breaks the mirror's readers (a type family change) parks t2 at the
         # DDL with the reason; rows before it are applied; t1 goes on.
         db.execute(
-            "UPDATE t2 SET note = 'before the park' WHERE id = 7",
+            "UPDATE t2 SET memo = 'before the park' WHERE id = 7",
             "ALTER TABLE t2 MODIFY updated TIMESTAMP(6) NULL",
-            "UPDATE t2 SET note = 'after the park' WHERE id = 7",
+            "UPDATE t2 SET memo = 'after the park' WHERE id = 7",
         )
         wait_for(lambda: all_in(config, Lifecycle.NEEDS_REDUMP, ["t2"]), 60, "t2 parked", job)
         store = StateStore(config.state_path)
@@ -541,7 +571,7 @@ def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
             in m
             for m in parked
         ), parked
-        assert t2_rows()[7]["note"] == "before the park"
+        assert t2_rows()[7]["memo"] == "before the park"
         applied = tables_state(config)["t1"].events_applied
         wait_for(
             lambda: tables_state(config)["t1"].events_applied > applied, 60, "t1 streaming", job
