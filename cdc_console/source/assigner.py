@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, PlannedSplit
-from cdc_console.core.schema import TableSchema, schema_from_dict, schema_to_dict
+from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.source.control import CommandProcessor
@@ -47,6 +47,9 @@ BinlogFiles = Callable[[], list[str]]
 SettleSchema = Callable[
     [TableState, SchemaChange], "tuple[TableSchema, BinlogOffset] | Reread | str"
 ]
+#: told how a table's schema change is followed (``in place``, ``re-read``, ``parked``), why,
+#: and the shape it goes on with, before the state records it (the lake's schema history)
+SchemaFollowed = Callable[[TableId, SchemaChange, str, str, "TableSchema | None"], None]
 
 
 class SnapshotSplitAssigner:
@@ -88,6 +91,7 @@ class HybridSplitAssigner:
         readers: int | None = None,
         binlog_files: BinlogFiles | None = None,
         settle_schema: SettleSchema | None = None,
+        schema_followed: SchemaFollowed | None = None,
     ) -> None:
         if len(server_ids) < 2:
             raise ValueError("need at least two server ids: one binlog reader, one chunk reader")
@@ -103,6 +107,7 @@ class HybridSplitAssigner:
         self.commands = commands
         self.binlog_files = binlog_files
         self.settle_schema = settle_schema
+        self.schema_followed = schema_followed
 
     def next_plan(self) -> BatchPlan | None:
         """The plan of the next batch, persisted; the pending one again if it never applied."""
@@ -171,15 +176,26 @@ class HybridSplitAssigner:
                 )
             if isinstance(settled, str | Reread):
                 parked = {"stream_from": change.position} if isinstance(settled, str) else {}
+                if self.schema_followed is not None:
+                    self.schema_followed(
+                        table.table_id,
+                        change,
+                        "parked" if isinstance(settled, str) else "re-read",
+                        str(settled),
+                        None if isinstance(settled, str) else settled.schema,
+                    )
                 reread_or_park(
                     self.store, table, settled, f"at {change}", schema_pending=None, **parked
                 )
                 continue
             schema, resume = settled
             old = schema_from_dict(self.store.schemas()[table.table_id])
+            described = describe_evolution(old, schema)
+            if self.schema_followed is not None:
+                self.schema_followed(table.table_id, change, "in place", described, schema)
             message = (
                 f"{table.table_id} changed shape at {change}: applied online "
-                f"({describe_evolution(old, schema)}); it goes on from {resume}"
+                f"({described}); it goes on from {resume}"
             )
             with self.store.transaction() as conn:
                 self.store.set_schema(table.table_id, schema_to_dict(schema), conn)

@@ -37,6 +37,7 @@ from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.retention import binlog_needs, missing_binlog
+from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
 from cdc_console.source.evolution import Reread, reshaped_unseen
 from cdc_console.source.failover import connect_following
 from cdc_console.source.parking import PARKABLE, is_purged, park_table
@@ -178,6 +179,11 @@ class PipelineJob:
             if self.config.schema_changes == "evolve"
             else 'schema_changes is "park"'
         )
+        if self.config.sink.kind == "delta":
+            followed = "parked" if isinstance(outcome, str) else "re-read"
+            shape = None if isinstance(outcome, str) else outcome.schema
+            entry = SchemaChangeEntry(table.table_id, None, "", followed, str(outcome), shape)
+            record_schema_change(self.config.sink.path, entry)
         reread_or_park(store, table, outcome, "while the pipeline was stopped")
 
     def _restore(self, store: StateStore, table: TableState) -> None:

@@ -24,6 +24,7 @@ from cdc_console.mysql.connection import close_quietly
 from cdc_console.mysql.position import binary_logs, current_position, gtid_of
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.mysql.schema import null_default_columns
+from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.evolution import Reread, evolution
@@ -74,6 +75,7 @@ class Planner:
             readers=config.snapshot.parallelism,
             binlog_files=self._binlog_files,
             settle_schema=self._settle_schema,
+            schema_followed=self._record_schema_change if config.sink.kind == "delta" else None,
         )
 
     @classmethod
@@ -141,6 +143,17 @@ class Planner:
         if isinstance(result, str | Reread):
             return result
         return result, gtid_of(conn, change.after)
+
+    def _record_schema_change(
+        self,
+        table_id: TableId,
+        change: SchemaChange,
+        outcome: str,
+        detail: str,
+        schema: TableSchema | None,
+    ) -> None:
+        entry = SchemaChangeEntry(table_id, change.position, change.what, outcome, detail, schema)
+        record_schema_change(self.config.sink.path, entry)
 
     def _describe_table(self, table_id: TableId) -> TableSchema:
         try:

@@ -22,6 +22,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.sinks.schema_history import read_schema_changes
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import (
@@ -586,6 +587,20 @@ def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
         assert job.wait(120) == 0, job.output()
     assert_converged(db, config, ["t1", "t2"], kept={"t2": "customer"})
     assert {r["id"]: r for r in mirror_rows(config, db.name, "t1", "id")}[3]["tag"] == "tagged"
+    # The lake records each change beside the changelog: where, the statement, how it went.
+    history = read_schema_changes(config.sink.path)
+
+    def recorded(table: str, outcome: str, statement: str) -> bool:
+        return any(
+            (r["table"], r["outcome"]) == (table, outcome) and statement in str(r["statement"])
+            for r in history
+        )
+
+    assert recorded("t2", "in place", "ADD COLUMN label"), history
+    assert recorded("t2", "in place", "DROP COLUMN customer"), history
+    assert recorded("t1", "in place", "ADD COLUMN tag"), history
+    assert recorded("t2", "re-read", "TRUNCATE TABLE t2"), history
+    assert recorded("t2", "parked", "MODIFY updated TIMESTAMP"), history
 
 
 def test_a_column_dropped_mid_snapshot_is_followed_without_stopping_anything(
