@@ -119,6 +119,10 @@ def _moves() -> dict[tuple[Lifecycle | None, Lifecycle], str]:
             "the binlog can no longer keep its mirror exact (the binlog it needs was purged, or "
             "its shape changed): only a re-dump does"
         )
+    for state in (Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP):
+        moves[state, Lifecycle.NEEDS_REDUMP] = (
+            "its shape changed during its snapshot in a way the mirror cannot follow online"
+        )
     for state in _CAPTURED:
         if state != Lifecycle.REDUMP:  # a re-dump started again stays REDUMP: no move
             moves[state, Lifecycle.REDUMP] = "re-dump: fresh chunks replace the mirror's key ranges"

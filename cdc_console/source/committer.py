@@ -71,6 +71,22 @@ def _park_on_schema_change(
     )
 
 
+def _hold_reshaped(
+    store: StateStore, conn: sqlite3.Connection, table_id: str, result: SplitResult
+) -> str:
+    """Hold a table whose columns changed during its snapshot (a chunk found them changed and
+    read nothing): before the next plan the table is read again in its new shape, or parked."""
+    table = store.table(table_id, conn)
+    if table is None or table.schema_pending:
+        return f"{table_id}: changed shape during its snapshot (already held)"
+    at = result.low_watermark
+    change = SchemaChange(at, at, f"its columns changed during its snapshot: {result.reshaped}")
+    store.move_table(table_id, conn, table.state, schema_pending=json.dumps(change.to_dict()))
+    message = f"{table_id} changed shape at {change}: held until it is read again in its new shape"
+    store.log_event("table", message, level="warning", table_id=table_id, conn=conn)
+    return message
+
+
 def commit_batch(
     store: StateStore,
     plan: BatchPlan,
@@ -95,6 +111,8 @@ def commit_batch(
                 )
             store.finish_split(split, result, conn)
             touched.add(str(split.table_id))
+            if result.reshaped:
+                changes.append(_hold_reshaped(store, conn, str(split.table_id), result))
         for table_id in sorted(touched):
             if store.count_splits(table_id, (SplitStatus.PENDING, SplitStatus.ASSIGNED), conn):
                 continue

@@ -129,9 +129,14 @@ class Reread:
 Evolution = TableSchema | Reread | str
 
 
+#: first words of a statement that changes a table (anything else describes a change seen only
+#: in the rows or the table's description)
+_DDL_VERBS = frozenset({"ALTER", "CREATE", "DROP", "RENAME", "TRUNCATE"})
+
+
 def _not_alter(statement: str) -> str:
     words = statement.split()
-    if not words:
+    if not words or words[0].upper() not in _DDL_VERBS:
         return "the binlog it reads does not say how"
     verb = " ".join(words[:2]).upper()
     if verb.startswith("TRUNCATE"):

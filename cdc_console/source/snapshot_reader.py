@@ -48,7 +48,6 @@ from cdc_console.values.canonical import (
     CanonicalValue,
     RowNormalizer,
     raw_chunk_key,
-    select_expression,
 )
 
 log = logging.getLogger(__name__)
@@ -81,6 +80,8 @@ class SnapshotSplitResult:
     started_at: float
     duration_ms: int
     records: list[ChangeRecord] = field(default_factory=list)
+    #: why nothing was read: the table's columns changed during its snapshot ("" when read)
+    reshaped: str = ""
     #: Text mode, no backfill: the SELECT's raw columns (select-list order, see
     #: ``mysql.rawrows``). ``rows`` and ``records`` are then empty.
     raw: RawResult | None = None
@@ -175,32 +176,30 @@ class SnapshotSplitReader:
             low = current_position(conn, with_gtid=True)
             log.info("split %s step 1: low watermark %s", sid, low)
             self.hooks.run("post_low_watermark")
-            sql, args = chunk_query(self.schema, split, self.normalizer.select_list)
-            reshaped = False
-            try:
-                raw, selected = self._select(conn, sql, args)
-            except pymysql.err.MySQLError as exc:
-                if not self.park_on_schema_change or error_code(exc) != _ER_BAD_FIELD_ERROR:
-                    raise
-                # A column this snapshot reads was dropped or renamed since it began: read
-                # the chunk with NULL for it. The DDL lies before this chunk's high
-                # watermark, so the table's catch-up meets it and, with this chunk read
-                # after it, reads the table again in its new shape (or parks it).
-                gone = self._columns_gone(conn)
+            # A table whose columns changed since its snapshot began is not read in its old
+            # shape (a value of a widened column may not fit it, a dropped one fails the
+            # SELECT): the chunk reads nothing and the table is read again in its new shape.
+            changed = self._shape_changed(conn) if self.park_on_schema_change else ""
+            if not changed:
+                sql, args = chunk_query(self.schema, split, self.normalizer.select_list)
+                try:
+                    raw, selected = self._select(conn, sql, args)
+                except pymysql.err.MySQLError as exc:
+                    if not self.park_on_schema_change or error_code(exc) != _ER_BAD_FIELD_ERROR:
+                        raise
+                    changed = f"a column it reads is gone: {exc.args[-1]}"
+            if changed:
                 log.warning(
-                    "split %s: %s changed shape during its snapshot (%s gone): read with NULL "
-                    "for it; the table will be read again",
+                    "split %s: %s changed shape during its snapshot (%s): nothing read; the "
+                    "table is read again in its new shape",
                     sid,
                     self.schema.table_id,
-                    ", ".join(gone) or "a column",
+                    changed,
                 )
-                columns = ", ".join(
-                    f"NULL AS {quote_ident(c.name)}" if c.name in gone else select_expression(c)
-                    for c in self.schema.columns
+                duration_ms = int((time.monotonic() - clock) * 1000)
+                return SnapshotSplitResult(
+                    split, low, low, [], 0, started, duration_ms, reshaped=changed
                 )
-                sql, args = chunk_query(self.schema, split, columns)
-                raw, selected = self._select(conn, sql, args)
-                reshaped = True
             count = raw.row_count if raw is not None else len(selected)
             log.info("split %s step 2: selected %d rows of %s", sid, count, split.range)
             self.hooks.run("pre_high_watermark")
@@ -222,7 +221,7 @@ class SnapshotSplitReader:
             buffer[self.normalizer.key_of(row)] = row
         events = 0
         if high > low:
-            events, high = self._backfill(split, buffer, low, high, reshaped)
+            events, high = self._backfill(split, buffer, low, high)
             log.info(
                 "split %s step 4: backfilled %d binlog changes of [%s, %s)", sid, events, low, high
             )
@@ -243,17 +242,24 @@ class SnapshotSplitReader:
             cur.execute(sql, args)
             return None, list(cur.fetchall())
 
-    def _columns_gone(self, conn: Any) -> list[str]:
-        """The columns of the stored schema the table no longer has."""
+    def _shape_changed(self, conn: Any) -> str:
+        """How the table's columns (names, types, nullability, in order) differ from the ones
+        this snapshot reads, or "" when they do not."""
         table = self.schema.table_id
         with conn.cursor() as cur:
             cur.execute(
-                "SELECT COLUMN_NAME FROM information_schema.COLUMNS "
-                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
                 (table.database, table.table),
             )
-            present = {_name(row[0]).lower() for row in cur.fetchall()}
-        return [c.name for c in self.schema.columns if c.name.lower() not in present]
+            now = [(_name(n), _name(t), _name(y) == "YES") for n, t, y in cur.fetchall()]
+        was = [(c.name, c.column_type, c.nullable) for c in self.schema.columns]
+        if now == was:
+            return ""
+        if [n for n, _, _ in now] != [n for n, _, _ in was]:
+            return f"columns now {', '.join(n for n, _, _ in now)}"
+        differ = [f"{n} {t}" for (n, t, y), old in zip(now, was, strict=True) if (n, t, y) != old]
+        return f"redefined {', '.join(differ)}"
 
     def _driver_values(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
         """A text-mode row as the default connection would have returned it."""
@@ -278,15 +284,12 @@ class SnapshotSplitReader:
         buffer: dict[tuple[CanonicalValue, ...], CanonicalRow],
         low: BinlogOffset,
         high: BinlogOffset,
-        reshaped: bool = False,
     ) -> tuple[int, BinlogOffset]:
         """Apply the binlog changes of ``[low, high)`` in the chunk to ``buffer``; return how
         many, and the chunk's high watermark: ``high``, or the position of a DDL on the table
         inside the window. The rows are then only known to be in the old shape, not exact as
         of any one position; that is enough, because the table's catch-up starts at or before
-        that watermark, meets the DDL there and parks the table until its re-dump. A chunk
-        ``reshaped`` (selected after the DDL) keeps its high watermark: it is after the DDL,
-        which makes the table read again once its catch-up meets the DDL."""
+        that watermark, meets the DDL there and parks the table until its re-dump."""
         count = 0
         table = self.schema.table_id
         expected = {table: self.schema.column_names}
@@ -297,8 +300,7 @@ class SnapshotSplitReader:
             # A DDL ends the chunk at its transaction's start. Rows already in a new shape with
             # no DDL in the window (it came before the low watermark) start mid-transaction,
             # no place to resume at: the low watermark is, and the catch-up meets them there.
-            if not reshaped:
-                changed.append(change.position if change.after != change.position else low)
+            changed.append(change.position if change.after != change.position else low)
 
         handler = on_change if self.park_on_schema_change else None
         for change in read_window(

@@ -144,6 +144,10 @@ class BatchApplier:
         has_data = bool(records or replaces or appends)
         reports = read_controls(controls)
         split_results, window = list(reports.splits), reports.window
+        # A chunk not read (its table changed shape) must not empty its key range.
+        unread = {r.split_id for r in split_results if r.reshaped}
+        replaces = [r for r in replaces if r.split_id not in unread]
+        has_data = bool(records or replaces or appends)
         position = batch_position(plan, split_results)
         info = {"cdc_console.position": str(position)} if position is not None else None
         stats = (

@@ -148,6 +148,7 @@ def split_control(batch_no: int, result: SplitResult) -> dict[str, Any]:
             "backfill": result.backfill_events,
             "started_at": result.started_at,
             "duration_ms": result.duration_ms,
+            "reshaped": result.reshaped,
         },
     )
 
@@ -194,6 +195,7 @@ def read_controls(controls: Iterable[dict[str, Any]]) -> Reports:
                     backfill_events=int(data["backfill"]),
                     started_at=float(data["started_at"]),
                     duration_ms=int(data["duration_ms"]),
+                    reshaped=str(data.get("reshaped", "")),
                 )
             )
         elif control["key"] == "window":

@@ -125,7 +125,9 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[dict[str
                 outage_seconds=partition.source.outage_seconds,
                 on_failure=slot.close,
             )
-            if typed:
+            if result.reshaped:
+                pass  # nothing of it was read: its table is read again or parked
+            elif typed:
                 if result.raw is not None:
                     builder = builders.get(split.table_id)
                     if builder is None:
@@ -151,6 +153,7 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[dict[str
                     backfill_events=result.backfill_events,
                     started_at=result.started_at,
                     duration_ms=result.duration_ms,
+                    reshaped=result.reshaped,
                 ),
             )
     finally:

@@ -116,6 +116,8 @@ class SplitResult:
     backfill_events: int
     started_at: float
     duration_ms: int
+    #: why the chunk was not read: its table's columns changed during its snapshot ("" if read)
+    reshaped: str = ""
 
 
 @dataclass(frozen=True)
