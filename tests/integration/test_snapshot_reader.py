@@ -13,7 +13,7 @@ import pymysql
 import pytest
 
 from cdc_console.core.chunk import ChunkRange
-from cdc_console.core.schema import TableId
+from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.splits import (
     BinlogSplit,
     FinishedSnapshotSplitInfo,
@@ -134,6 +134,23 @@ def test_chunk_output_is_its_state_at_the_high_watermark(
     assert chunk == _range_state(source_db, table)
 
 
+def _chunked_table(
+    source_db: SourceDb, columns: str, values: str
+) -> tuple[str, TableId, TableSchema]:
+    """A fresh table ``(id INT PRIMARY KEY, <columns>)`` with ids 0..29, and its schema."""
+    table = f"t{next(_tables)}"
+    source_db.execute(
+        f"CREATE TABLE {table} (id INT PRIMARY KEY, {columns}) ENGINE=InnoDB",
+        f"INSERT INTO {table} SELECT seq, {values} FROM seq_0_to_29",
+    )
+    table_id = TableId(source_db.name, table)
+    conn = connect(source_db.source_config())
+    try:
+        return table, table_id, load_table_schema(conn, table_id)
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize("park", [True, False])
 def test_a_ddl_between_the_watermarks_ends_the_chunk_there_or_fails_it(
     source_db: SourceDb, park: bool
@@ -141,16 +158,8 @@ def test_a_ddl_between_the_watermarks_ends_the_chunk_there_or_fails_it(
     """``schema_changes = "park"``: the chunk's high watermark becomes the DDL's position (with
     its GTID), where the table's catch-up will park it; the change before the DDL is in the
     chunk. ``"stop"``: the read fails with the DDL, as before."""
-    table = f"t{next(_tables)}"
-    source_db.execute(
-        f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
-        f"INSERT INTO {table} SELECT seq, 'initial' FROM seq_0_to_29",
-    )
+    table, table_id, schema = _chunked_table(source_db, "v VARCHAR(20)", "'initial'")
     source = source_db.source_config()
-    table_id = TableId(source_db.name, table)
-    conn = connect(source)
-    schema = load_table_schema(conn, table_id)
-    conn.close()
     marks: list[Any] = []
 
     def alter() -> None:
@@ -188,16 +197,8 @@ def test_a_chunk_of_a_table_reshaped_mid_snapshot_reads_nothing_and_says_why(
     hold values its old type cannot. With schema changes followed, the chunk reads nothing and
     reports why, so the table is read again in its new shape; with ``"stop"`` a dropped column
     fails the read as before."""
-    table = f"t{next(_tables)}"
-    source_db.execute(
-        f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(20), w INT) ENGINE=InnoDB",
-        f"INSERT INTO {table} SELECT seq, 'initial', seq FROM seq_0_to_29",
-    )
+    table, table_id, schema = _chunked_table(source_db, "v VARCHAR(20), w INT", "'initial', seq")
     source = source_db.source_config()
-    table_id = TableId(source_db.name, table)
-    conn = connect(source)
-    schema = load_table_schema(conn, table_id)
-    conn.close()
     split = SnapshotSplit(table_id, 1, "id", ChunkRange(LOWER, UPPER))
 
     def reader(ddl: str, follow: bool) -> SnapshotSplitReader:
