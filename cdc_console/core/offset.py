@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from functools import total_ordering
 from typing import Any
 
+from cdc_console.core.values import JSONObject
+
 _FILE_INDEX = re.compile(r"\.(\d+)$")
 
 
@@ -67,7 +69,7 @@ class BinlogOffset:
         """The same ``(file, pos)`` with no skip counters: where a reader must reopen the stream."""
         return replace(self, events_to_skip=0, rows_to_skip=0)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """Canonical dict form, used in SQLite, Spark offsets and JSON output."""
         out: dict[str, Any] = {"file": self.file, "pos": self.pos}
         if self.events_to_skip:

@@ -13,6 +13,7 @@ from typing import Any
 
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit
+from cdc_console.core.values import JSONObject
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,8 @@ class PlannedSplit:
     server_id: int
     replace: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"split": self.split.to_dict(), "server_id": self.server_id}
+    def to_dict(self) -> JSONObject:
+        data: JSONObject = {"split": self.split.to_dict(), "server_id": self.server_id}
         if self.replace:
             data["replace"] = True
         return data
@@ -76,7 +77,7 @@ class BatchPlan:
             parts.append(str(self.binlog))
         return " ".join(parts)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "batch": self.batch_no,
             "snapshot": [p.to_dict() for p in self.snapshot],

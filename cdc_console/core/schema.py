@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdc_console.core.mysqltypes import TypeFamily, family_of
+from cdc_console.core.values import JSONObject
 
 
 @dataclass(frozen=True, order=True)
@@ -157,7 +158,7 @@ def mark_json_columns(
     )
 
 
-def _column_to_dict(c: ColumnInfo) -> dict[str, Any]:
+def _column_to_dict(c: ColumnInfo) -> JSONObject:
     return {
         "name": c.name,
         "data_type": c.data_type,
@@ -176,10 +177,10 @@ def _column_from_dict(c: dict[str, Any]) -> ColumnInfo:
     return ColumnInfo(**{**c, "enum_values": tuple(c.get("enum_values", ()))})
 
 
-def schema_to_dict(schema: TableSchema) -> dict[str, Any]:
+def schema_to_dict(schema: TableSchema) -> JSONObject:
     """Plain-dict form, so the schema a snapshot was read with travels in plans and state.
     ``retired`` appears only when there are retired columns."""
-    data: dict[str, Any] = {
+    data: JSONObject = {
         "table": str(schema.table_id),
         "columns": [_column_to_dict(c) for c in schema.columns],
         "primary_key": list(schema.primary_key),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.values import JSONObject
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class SchemaChange:
     def __str__(self) -> str:
         return f"{self.position} ({self.what})"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "position": self.position.to_dict(),
             "after": self.after.to_dict(),

@@ -13,6 +13,7 @@ from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keycodec import decode_key, encode_key
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
+from cdc_console.core.values import JSONObject
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class SnapshotSplit:
     def __str__(self) -> str:
         return f"{self.table_id} {self.range}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "table": str(self.table_id),
             "split_no": self.split_no,
@@ -60,7 +61,7 @@ class FinishedSnapshotSplitInfo:
     def __str__(self) -> str:
         return f"{self.split} hw={self.high_watermark}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"split": self.split.to_dict(), "hw": self.high_watermark.to_dict()}
 
     @classmethod
@@ -85,7 +86,7 @@ class TableStreamFilter:
     def max_high_watermark(self) -> BinlogOffset | None:
         return max((f.high_watermark for f in self.finished_splits), default=None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "table": str(self.table_id),
             "resume_from": self.resume_from.to_dict() if self.resume_from else None,
@@ -118,7 +119,7 @@ class BinlogSplit:
         names = ",".join(str(t.table_id) for t in self.tables)
         return f"binlog [{self.start}, {self.end}) {names}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "start": self.start.to_dict(),
             "end": self.end.to_dict(),

@@ -16,3 +16,9 @@ CanonicalValue = int | float | str | None
 CanonicalRow = dict[str, CanonicalValue]
 #: A chunk key as the server's driver shapes it, comparable with chunk boundaries.
 RawKey = int | float | str | bytes | Decimal | dt.date | dt.datetime | dt.timedelta | None
+
+#: A value of a JSON document, as the value types' ``to_dict`` forms are (stored in the state
+#: database, carried in plans and task reports). Their ``from_dict`` take ``Mapping[str, Any]``:
+#: what ``json.loads`` returns.
+JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+JSONObject = dict[str, JSONValue]
