@@ -8,17 +8,17 @@ chunk.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from cdc_console.core.keys import NATURAL_ORDER, KeyOrder
+from cdc_console.core.values import RawKey
 
 
 @dataclass(frozen=True)
 class ChunkRange:
-    start: Any = None
-    end: Any = None
+    start: RawKey = None
+    end: RawKey = None
 
-    def contains(self, key: Any, order: KeyOrder = NATURAL_ORDER) -> bool:
+    def contains(self, key: RawKey, order: KeyOrder = NATURAL_ORDER) -> bool:
         """Whether ``key`` falls in ``[start, end)`` under the column's server ordering."""
         if key is None:
             return False
@@ -27,6 +27,6 @@ class ChunkRange:
         return self.end is None or order.compare(key, self.end) < 0
 
     def __str__(self) -> str:
-        left = "(-inf" if self.start is None else f"[{self.start}"
-        right = "+inf)" if self.end is None else f"{self.end})"
+        left = "(-inf" if self.start is None else "[" + str(self.start)
+        right = "+inf)" if self.end is None else str(self.end) + ")"
         return f"{left}, {right}"

@@ -12,8 +12,10 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
+from cdc_console.core.values import JSONValue, RawKey
 
-def encode_key(value: Any) -> Any:
+
+def encode_key(value: RawKey) -> JSONValue:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
@@ -35,9 +37,11 @@ def encode_key(value: Any) -> Any:
     raise TypeError(f"cannot encode chunk key value of type {type(value).__name__}")
 
 
-def decode_key(value: Any) -> Any:
+def decode_key(value: Any) -> RawKey:
+    """``value``: a parsed JSON value (``json.loads`` returns ``Any``)."""
     if not isinstance(value, dict):
-        return value
+        plain: RawKey = value
+        return plain
     ((tag, raw),) = value.items()
     if tag == "$int":
         return int(raw)
