@@ -113,6 +113,9 @@ def test_the_job_rides_through_four_server_restarts(own_server: SourceDb, tmp_pa
             job,
         )
         for seconds in (DOWN_SECONDS, SHORT_DOWN_SECONDS, SHORT_DOWN_SECONDS):
+            # Every part of the job back before the next restart, so each is an outage of its
+            # own (a lag probe still backing off would see two restarts as one outage).
+            wait_for(lambda: status_json(config_path)["outage"] is None, 60, "reconnected", job)
             time.sleep(3)  # a few windows of stream between restarts
             summaries.append(outage_while_down(db, config_path, job, seconds))
         writer.stop()
