@@ -25,6 +25,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.sinks.delta import CHANGELOG_DIR
 
 #: where the record lives, beside the changelog tables of each database
 HISTORY_DIR = "_schema_changes"
@@ -61,7 +62,7 @@ class SchemaChangeEntry:
 
 
 def history_path(lake: Path) -> Path:
-    return lake / "_changelog" / HISTORY_DIR
+    return lake / CHANGELOG_DIR / HISTORY_DIR
 
 
 def record_schema_change(lake: Path, entry: SchemaChangeEntry) -> bool:

@@ -141,7 +141,6 @@ class BatchApplier:
         }
         replaces = replace_ranges(plan, schemas)
         clock = time.monotonic()
-        has_data = bool(records or replaces or appends)
         reports = read_controls(controls)
         split_results, window = list(reports.splits), reports.window
         # A chunk not read (its table changed shape) must not empty its key range.
