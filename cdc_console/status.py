@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
+from cdc_console.core.values import JSONObject
 from cdc_console.errors import redact
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.state.store import StateStore, TableState
@@ -77,21 +77,21 @@ class TableStatus:
 class PipelineStatus:
     name: str
     tables: list[TableStatus]
-    committed: dict[str, Any] | None
-    head: dict[str, Any] | None
+    committed: JSONObject | None
+    head: JSONObject | None
     bytes_behind: int | None
     files_behind: int | None
     event_lag_ms: int | None
-    job: dict[str, Any] | None
+    job: JSONObject | None
     last_error: str | None
     head_error: str | None = None
-    recent_events: list[dict[str, Any]] = field(default_factory=list)
+    recent_events: list[JSONObject] = field(default_factory=list)
     pipeline_paused: bool = False
-    recent_commands: list[dict[str, Any]] = field(default_factory=list)
+    recent_commands: list[JSONObject] = field(default_factory=list)
     #: the source outage the running job is waiting out, with its ``summary`` wording
-    outage: dict[str, Any] | None = None
+    outage: JSONObject | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
 
 
@@ -208,7 +208,7 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
     return "\n".join(lines)
 
 
-def _fmt_offset(data: dict[str, Any] | None) -> str:
+def _fmt_offset(data: JSONObject | None) -> str:
     if not data:
         return "none yet"
     offset = BinlogOffset.from_dict(data)

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cdc_console.commands import Subparsers
 from cdc_console.errors import CdcError
 
 SNAPSHOT_CONTENDERS = ("pymysql", "jdbc", "ours")
@@ -85,7 +86,7 @@ def _common(parser: argparse.ArgumentParser, contenders: tuple[str, ...]) -> Non
     )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "bench",
         help="benchmark the pipeline against pymysql, Spark JDBC and raw binlog decoding",

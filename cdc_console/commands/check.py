@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
+from cdc_console.commands import Subparsers
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.core.schema import TableSchema
 from cdc_console.errors import ConfigError, redact
@@ -23,7 +23,7 @@ from cdc_console.mysql.probe import ServerInfo
 MARKS = {"ok": "✓", "error": "✗", "warning": "⚠"}
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "check",
         help="verify the source server, privileges and tables (read-only)",

@@ -12,8 +12,8 @@ import argparse
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+from cdc_console.commands import Subparsers
 from cdc_console.errors import CdcError
 from cdc_console.logs import logging_to
 
@@ -22,7 +22,7 @@ DEMO_CONFIG = Path(".demo") / "pipeline.toml"
 SCREENS = ("jobs", "tables", "binlog", "events")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "console",
         help="the operations console: watch and steer pipelines (the default command)",

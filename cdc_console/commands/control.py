@@ -13,13 +13,14 @@ import getpass
 import time
 from typing import Any
 
+from cdc_console.commands import Subparsers
 from cdc_console.config import load_config
 from cdc_console.errors import CdcError
 
 POLL_SECONDS = 0.5
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     specs: list[tuple[str, str, str, str]] = [
         # name, kind, table argument (none/optional/required/positional), help
         ("pause", "pause", "optional", "pause one table (or the whole pipeline)"),

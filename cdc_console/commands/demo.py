@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
+from cdc_console.commands import Subparsers
 from cdc_console.errors import CdcError
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     from cdc_console.demo import (
         ADMIN_PASSWORD_ENV,
         DEFAULT_DATABASE,

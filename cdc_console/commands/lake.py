@@ -13,6 +13,7 @@ import json
 import time
 from typing import Any
 
+from cdc_console.commands import Subparsers
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.errors import CdcError
 
@@ -23,7 +24,7 @@ _EXAMPLES = """examples:
 """
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "lake",
         help="the Delta lake's files and sizes; compact or vacuum it",

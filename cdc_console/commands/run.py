@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from cdc_console.commands import Subparsers
 from cdc_console.config import load_config
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "run", help="run the pipeline (preflight, snapshot, stream) until SIGINT/SIGTERM"
     )

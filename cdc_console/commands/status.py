@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
+from cdc_console.commands import Subparsers
 from cdc_console.config import load_config
 from cdc_console.errors import CdcError
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "status", help="per-table state, chunk progress, binlog position and lag"
     )

@@ -15,6 +15,7 @@ import threading
 from types import FrameType
 from typing import Any
 
+from cdc_console.commands import Subparsers
 from cdc_console.demo import DEFAULT_DATABASE, DEFAULT_MIX, DEFAULT_RATE
 from cdc_console.errors import CdcError
 
@@ -23,7 +24,7 @@ log = logging.getLogger("cdc_console.demo")
 WRITER_PASSWORD_ENV = "CDC_WORKLOAD_PASSWORD"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "workload",
         help="insert/update/delete load on the demo's shop tables at a set rate and mix",

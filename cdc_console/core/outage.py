@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cdc_console.core.values import JSONObject
+
 
 @dataclass(frozen=True)
 class Outage:
@@ -29,7 +31,7 @@ class Outage:
     def duration(self, now: float) -> float:
         return max(0.0, (self.ended_at if self.ended_at is not None else now) - self.since)
 
-    def to_dict(self, now: float) -> dict[str, object]:
+    def to_dict(self, now: float) -> JSONObject:
         return {
             "component": self.component,
             "since": self.since,

@@ -19,11 +19,12 @@ readers number their records independently.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from cdc_console.core.schema import TableId
-from cdc_console.core.values import CanonicalRow
+from cdc_console.core.values import CanonicalRow, CanonicalValue
 
 OP_INSERT: Final = "+I"
 OP_UPDATE_BEFORE: Final = "-U"
@@ -50,6 +51,9 @@ FIELDS: Final = (
     ("split_id", "string"),
 )
 FIELD_NAMES: Final = tuple(name for name, _ in FIELDS)
+#: A change record as a plain dict in ``FIELD_NAMES`` order (``ChangeRecord.to_dict``); the wire
+#: adds a ``bytes`` payload (``spark/protocol.py``).
+RecordDict = dict[str, str | int | bytes | None]
 
 _ROW_PREVIEW = 120
 
@@ -113,7 +117,7 @@ class ChangeRecord:
     def is_snapshot(self) -> bool:
         return self.split_id != ""
 
-    def key_values(self) -> tuple[Any, ...]:
+    def key_values(self) -> tuple[CanonicalValue, ...]:
         """The canonical key values as a tuple (hashable, comparable with other records' keys)."""
         values = json.loads(self.key)
         if not isinstance(values, list):
@@ -127,7 +131,7 @@ class ChangeRecord:
             raise ValueError(f"change row must be a JSON object, got {self.row[:_ROW_PREVIEW]!r}")
         return row
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RecordDict:
         """Plain dict in ``FIELD_NAMES`` order (for Arrow batches, JSON and SQLite).
 
         Built by hand: ``dataclasses.asdict`` deep-copies and cost a quarter of a reader's CPU.
@@ -148,7 +152,7 @@ class ChangeRecord:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ChangeRecord:
+    def from_dict(cls, data: Mapping[str, Any]) -> ChangeRecord:
         """Inverse of ``to_dict``; unknown keys are rejected so schema drift fails loudly."""
         unknown = set(data) - set(FIELD_NAMES)
         if unknown:

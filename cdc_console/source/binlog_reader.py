@@ -16,15 +16,15 @@ import bisect
 import json
 import logging
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from cdc_console.config import SourceConfig
 from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
-from cdc_console.core.records import ChangeRecord
+from cdc_console.core.records import ChangeRecord, RecordDict
 from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
+from cdc_console.core.values import RawKey
 from cdc_console.mysql.binlog import read_window_events
 from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
 
@@ -48,7 +48,7 @@ class SplitWatermarks:
         self._starts = [order.sort_key(f.split.range.start) for f in ordered[1:]]
         self._infos = ordered
 
-    def owner_high_watermark(self, key: Any) -> BinlogOffset | None:
+    def owner_high_watermark(self, key: RawKey) -> BinlogOffset | None:
         if not self._infos:
             return None
         index = bisect.bisect_right(self._starts, self.order.sort_key(key))
@@ -58,7 +58,7 @@ class SplitWatermarks:
         return info.high_watermark
 
 
-def should_emit(watermarks: SplitWatermarks, position: BinlogOffset, key: Any) -> bool:
+def should_emit(watermarks: SplitWatermarks, position: BinlogOffset, key: RawKey) -> bool:
     """Whether a change at ``position`` on chunk key ``key`` is new to the sink."""
     if watermarks.start is not None and position < watermarks.start:
         return False
@@ -120,9 +120,9 @@ class BinlogSplitReader:
 
     def read(self, split: BinlogSplit) -> Iterator[ChangeRecord]:
         for record in self.read_dicts(split):
-            yield ChangeRecord(**record)
+            yield ChangeRecord.from_dict(record)
 
-    def read_dicts(self, split: BinlogSplit) -> Iterator[dict[str, Any]]:
+    def read_dicts(self, split: BinlogSplit) -> Iterator[RecordDict]:
         """``read`` as ``ChangeRecord.to_dict()`` dicts, built directly (the Spark task's path)."""
         watermarks: dict[TableId, SplitWatermarks] = {}
         key_columns = {}

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from typing import Any
+from collections.abc import Mapping
 
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.schema import TableId
+from cdc_console.state.rows import FieldValue
 from cdc_console.state.store import StateStore
 
 log = logging.getLogger(__name__)
@@ -38,16 +39,16 @@ def park(
     *,
     conn: sqlite3.Connection | None = None,
     stream_from: BinlogOffset | None = None,
-    **fields: Any,
+    fields: Mapping[str, FieldValue] | None = None,
 ) -> str:
     """Move ``table_id`` to NEEDS_REDUMP (at ``stream_from`` when given, setting ``fields``)
     and journal ``message`` (why, and the fix) as an error, in ``conn``'s transaction or one
     of its own."""
     if conn is None:
         with store.transaction() as own:
-            return park(store, table_id, message, conn=own, stream_from=stream_from, **fields)
+            return park(store, table_id, message, conn=own, stream_from=stream_from, fields=fields)
     moved = {"stream_from": stream_from} if stream_from is not None else {}
-    store.move_table(table_id, conn, Lifecycle.NEEDS_REDUMP, **moved, **fields)
+    store.move_table(table_id, conn, Lifecycle.NEEDS_REDUMP, **moved, **(fields or {}))
     store.log_event("table", message, level="error", table_id=table_id, conn=conn)
     log.error("%s", message)
     return message

@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 import sqlite3
 from dataclasses import replace
-from typing import Any
 
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.schema import TableSchema, schema_from_dict, schema_to_dict
 from cdc_console.source.evolution import Reread
 from cdc_console.source.parking import park
+from cdc_console.state.rows import FieldValue
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ def start_redump(
     table: TableState,
     conn: sqlite3.Connection,
     schema: TableSchema | None = None,
-    **fields: Any,
+    **fields: FieldValue,
 ) -> str:
     """Move ``table`` to REDUMP in ``conn``'s transaction (setting ``fields`` too); return
     what happened, for the journal."""
@@ -74,7 +74,7 @@ def reread_or_park(
     table: TableState,
     outcome: Reread | str,
     where: str,
-    **fields: Any,
+    **fields: FieldValue,
 ) -> str:
     """Follow a table's schema change that cannot apply in place: read the table again
     (``Reread``) or park it with the reason (a string); ``where`` says where it changed
@@ -87,7 +87,7 @@ def reread_or_park(
             f"{table.table_id} changed shape {where}: not applied online: {outcome}; parked "
             f"(NEEDS_REDUMP), the other tables go on. Fix: cdc-console redump --table "
             f"{table.table_id}",
-            **fields,
+            fields=fields,
         )
     with store.transaction() as conn:
         started = start_redump(store, table, conn, outcome.schema, **fields)

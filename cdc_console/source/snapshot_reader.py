@@ -37,6 +37,7 @@ from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema, quote_ident
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
+from cdc_console.core.values import RawKey
 from cdc_console.mysql.binlog import read_window
 from cdc_console.mysql.connection import connect, text_mode_conversions, text_mode_decoders
 from cdc_console.mysql.position import current_position, gtid_of
@@ -100,7 +101,9 @@ def _name(value: Any) -> str:
     return value.decode() if isinstance(value, bytes | bytearray) else str(value)
 
 
-def chunk_query(schema: TableSchema, split: SnapshotSplit, columns: str) -> tuple[str, list[Any]]:
+def chunk_query(
+    schema: TableSchema, split: SnapshotSplit, columns: str
+) -> tuple[str, list[RawKey]]:
     """The chunk's SELECT: half-open on the chunk key, unbounded ends omitted.
 
     ``columns`` is the normaliser's select list (FLOAT must be selected as ``f + 0e0`` or the
@@ -108,7 +111,7 @@ def chunk_query(schema: TableSchema, split: SnapshotSplit, columns: str) -> tupl
     """
     key = quote_ident(split.chunk_key)
     where: list[str] = []
-    args: list[Any] = []
+    args: list[RawKey] = []
     if split.range.start is not None:
         where.append(f"{key} >= %s")
         args.append(split.range.start)

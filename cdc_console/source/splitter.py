@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -32,6 +33,7 @@ from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.mysqltypes import TypeFamily, is_enum
 from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
 from cdc_console.core.splits import SnapshotSplit
+from cdc_console.core.values import RawKey
 from cdc_console.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -96,9 +98,9 @@ def even_boundaries(min_key: int, max_key: int, step: int) -> list[int]:
     return list(range(first, max_key + 1, step))
 
 
-def ranges_from_boundaries(boundaries: list[Any]) -> list[ChunkRange]:
+def ranges_from_boundaries(boundaries: Sequence[RawKey]) -> list[ChunkRange]:
     """Contiguous ranges ``(-inf, b0), [b0, b1), ..., [bn, +inf)``; no boundaries gives one range."""
-    edges: list[Any] = [None, *boundaries, None]
+    edges: list[RawKey] = [None, *boundaries, None]
     return [ChunkRange(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
 
 
@@ -248,8 +250,8 @@ class ChunkSplitter:
         return int(count), "counted"
 
     def _uneven_boundaries(
-        self, schema: TableSchema, column: ColumnInfo, min_key: Any, max_key: Any
-    ) -> list[Any]:
+        self, schema: TableSchema, column: ColumnInfo, min_key: RawKey, max_key: RawKey
+    ) -> list[RawKey]:
         """Walk the key in server order, ``chunk_size`` rows at a time.
 
         Each step asks for the largest of the next ``chunk_size`` keys from the current start.
@@ -273,7 +275,7 @@ class ChunkSplitter:
         next_greater_sql = (
             f"SELECT e, e > %s FROM (SELECT MIN({key}) AS e FROM {table} WHERE {key} > %s) AS t"
         )
-        boundaries: list[Any] = []
+        boundaries: list[RawKey] = []
         start = min_key
         queries = 0
         while True:

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +37,9 @@ from cdc_console.source.committer import commit_batch
 from cdc_console.spark.protocol import CONTROL_OP, ROWS_OP, read_controls, rows_payload
 from cdc_console.state.store import SplitResult, StateStore
 from cdc_console.values.canonical import canonical_chunk_key
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +85,7 @@ class BatchApplier:
         #: held while a batch is applied; lake upkeep runs only when it can take it
         self.lock = threading.Lock()
 
-    def __call__(self, df: Any, spark_batch_id: int) -> None:
+    def __call__(self, df: DataFrame, spark_batch_id: int) -> None:
         table = df.toArrow()
         with self.lock:
             self.apply_arrow(table)

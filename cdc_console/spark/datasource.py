@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -32,6 +32,15 @@ from pyspark.sql.datasource import (
 )
 
 from cdc_console.spark.protocol import SPARK_SCHEMA_DDL, PlanPartition, to_batches
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming.datasource import ReadLimit
+    from pyspark.sql.types import StructType
+
+    from cdc_console.spark.planner import Planner
+
+#: The stream's offset as Spark stores it in its checkpoint: the last planned batch's number.
+SparkOffset = dict[str, int]
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +52,12 @@ class CdcStreamReader(DataSourceStreamReader):
 
     def __init__(self, config_path: str) -> None:
         self.config_path = config_path
-        self._planner: Any = None
+        self._planner: Planner | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, str | None]:
         return {"config_path": self.config_path, "_planner": None}
 
-    def _get_planner(self) -> Any:
+    def _get_planner(self) -> Planner:
         if self._planner is None:
             from cdc_console.spark.planner import Planner
             from cdc_console.spark.tasks import narrate
@@ -57,20 +66,17 @@ class CdcStreamReader(DataSourceStreamReader):
             self._planner = Planner.from_config_path(self.config_path)
         return self._planner
 
-    def initialOffset(self) -> dict[str, Any]:
+    def initialOffset(self) -> SparkOffset:
         return {"batch": self._get_planner().store.last_applied_batch()}
 
-    def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
+    def latestOffset(self, start: SparkOffset, limit: ReadLimit | None = None) -> SparkOffset:
         plan = self._get_planner().next_plan()
         if plan is None:
             return {"batch": int(start["batch"])}
         return {"batch": plan.batch_no}
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        parts: list[InputPartition] = self._get_planner().partitions(
-            int(start["batch"]), int(end["batch"])
-        )
-        return parts
+    def partitions(self, start: SparkOffset, end: SparkOffset) -> list[InputPartition]:
+        return list(self._get_planner().partitions(int(start["batch"]), int(end["batch"])))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from cdc_console.spark.tasks import run_partition
@@ -78,7 +84,7 @@ class CdcStreamReader(DataSourceStreamReader):
         assert isinstance(partition, PlanPartition)
         yield from to_batches(run_partition(partition))
 
-    def commit(self, end: dict[str, Any]) -> None:
+    def commit(self, end: SparkOffset) -> None:
         """Nothing to do: ``foreachBatch`` recorded the batch in SQLite before Spark committed."""
 
     def stop(self) -> None:
@@ -97,5 +103,5 @@ class CdcDataSource(DataSource):
     def schema(self) -> str:
         return SPARK_SCHEMA_DDL
 
-    def streamReader(self, schema: Any) -> CdcStreamReader:
+    def streamReader(self, schema: StructType) -> CdcStreamReader:
         return CdcStreamReader(self.options["config"])

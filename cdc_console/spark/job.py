@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from cdc_console import errors
 from cdc_console.config import PipelineConfig
@@ -31,6 +31,7 @@ from cdc_console.core.lifecycle import (
 )
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
+from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, redact
 from cdc_console.mysql.checks import preflight
 from cdc_console.mysql.connection import close_quietly, connect
@@ -45,6 +46,12 @@ from cdc_console.source.redump import reread_or_park
 from cdc_console.spark.lag_monitor import LagMonitor
 from cdc_console.spark.shutdown import drain, quiet_cancellations, stop_query
 from cdc_console.state.store import StateStore, TableState
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    from cdc_console.sinks import Sink
+    from cdc_console.spark.applier import BatchApplier
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +174,7 @@ class PipelineJob:
                 )
 
     def _follow_reshaped(
-        self, store: StateStore, table: TableState, stored: dict[str, Any], now: TableSchema
+        self, store: StateStore, table: TableState, stored: JSONObject, now: TableSchema
     ) -> None:
         """A table whose columns changed while the job was down: with ``evolve`` it is read
         again in its new shape unless the change breaks the mirror's readers, with ``park`` (or
@@ -303,7 +310,7 @@ class PipelineJob:
         self._finish(store, "stopped", code, None)
         return code
 
-    def check_lake_matches_state(self, store: StateStore, sink: Any) -> None:
+    def check_lake_matches_state(self, store: StateStore, sink: Sink) -> None:
         """Refuse a lake that holds batches the state database never made.
 
         Delta commits carry the batch number, and a batch a mirror already holds is skipped as
@@ -392,7 +399,7 @@ class PipelineJob:
             level="error" if error else "info",
         )
 
-    def _stream(self, store: StateStore, applier: Any, until_caught_up: bool) -> int:
+    def _stream(self, store: StateStore, applier: BatchApplier, until_caught_up: bool) -> int:
         from cdc_console.spark.datasource import SOURCE_NAME, CdcDataSource
         from cdc_console.spark.session import spark_session
 
@@ -404,7 +411,7 @@ class PipelineJob:
         spark.dataSource.register(CdcDataSource)
         trigger = f"{self.config.spark.trigger_seconds} seconds"
 
-        def start_query() -> Any:
+        def start_query() -> StreamingQuery:
             return (
                 spark.readStream.format(SOURCE_NAME)
                 .option("config", str(self.config.path))
@@ -454,8 +461,12 @@ class PipelineJob:
         return 0
 
     def _restart_for_failover(
-        self, store: StateStore, query: Any, moved_to: str, start_query: Callable[[], Any]
-    ) -> Any:
+        self,
+        store: StateStore,
+        query: StreamingQuery,
+        moved_to: str,
+        start_query: Callable[[], StreamingQuery],
+    ) -> StreamingQuery:
         """Abandon the batch in flight (it is pinned to the server that is gone; nothing of it
         was applied) and start the query again: the planner re-maps the state and that batch's
         plan to ``moved_to`` by GTID, and the batch is read there under its own number."""

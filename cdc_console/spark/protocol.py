@@ -18,17 +18,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.records import FIELDS
+from cdc_console.core.records import FIELDS, RecordDict
 from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit
+from cdc_console.core.values import JSONObject
 from cdc_console.source.committer import WindowResult
 from cdc_console.state.store import SplitResult
 
@@ -45,7 +46,7 @@ _ARROW_TYPES: Final = {
 _SPARK_TYPES: Final = {"string": "STRING", "int64": "BIGINT", "int32": "INT", "binary": "BINARY"}
 ARROW_SCHEMA: Final = pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in WIRE_FIELDS])
 SPARK_SCHEMA_DDL: Final = ", ".join(f"{name} {_SPARK_TYPES[kind]}" for name, kind in WIRE_FIELDS)
-_EMPTY_RECORD: Final[dict[str, Any]] = {
+_EMPTY_RECORD: Final[RecordDict] = {
     name: ("" if kind == "string" else None if kind == "binary" else 0)
     for name, kind in WIRE_FIELDS
 }
@@ -120,7 +121,7 @@ class PlanPartition(InputPartition):
 # -- records ----------------------------------------------------------------------------------
 
 
-def _control(batch_no: int, kind: str, details: dict[str, Any]) -> dict[str, Any]:
+def _control(batch_no: int, kind: str, details: JSONObject) -> RecordDict:
     """A record that carries a task's report to ``foreachBatch``: ``key`` names the kind."""
     return {
         **_EMPTY_RECORD,
@@ -130,11 +131,11 @@ def _control(batch_no: int, kind: str, details: dict[str, Any]) -> dict[str, Any
     }
 
 
-def noop_control(batch_no: int) -> dict[str, Any]:
+def noop_control(batch_no: int) -> RecordDict:
     return _control(batch_no, "noop", {})
 
 
-def split_control(batch_no: int, result: SplitResult) -> dict[str, Any]:
+def split_control(batch_no: int, result: SplitResult) -> RecordDict:
     """The finished split's report: its watermarks, rows and backfill (Flink CDC's
     ``FinishedSnapshotSplitInfo``)."""
     return _control(
@@ -153,7 +154,7 @@ def split_control(batch_no: int, result: SplitResult) -> dict[str, Any]:
     )
 
 
-def window_control(batch_no: int, result: WindowResult) -> dict[str, Any]:
+def window_control(batch_no: int, result: WindowResult) -> RecordDict:
     return _control(
         batch_no,
         "window",
@@ -177,13 +178,13 @@ class Reports:
     window: WindowResult | None
 
 
-def read_controls(controls: Iterable[dict[str, Any]]) -> Reports:
+def read_controls(controls: Iterable[RecordDict]) -> Reports:
     """Inverse of the ``*_control`` builders over a batch's control records."""
     batches: set[int] = set()
     splits: list[SplitResult] = []
     window: WindowResult | None = None
     for control in controls:
-        data = json.loads(control["row"])
+        data = json.loads(str(control["row"]))
         batches.add(int(data["batch"]))
         if control["key"] == "split":
             splits.append(
@@ -211,7 +212,7 @@ def read_controls(controls: Iterable[dict[str, Any]]) -> Reports:
 
 def rows_record(
     table_id: TableId, split_id: str, position: tuple[int, int], ts_ms: int, rows: pa.Table
-) -> dict[str, Any]:
+) -> RecordDict:
     """A chunk's typed rows as one record: ``position`` is its high watermark (file index, pos)."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, rows.schema) as writer:
@@ -236,14 +237,14 @@ def rows_payload(payload: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
 
 
-def to_batches(rows: Iterator[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
+def to_batches(rows: Iterator[RecordDict]) -> Iterator[pa.RecordBatch]:
     """Record dicts as Arrow batches of at most ``ARROW_CHUNK_ROWS`` rows / ``_BYTES`` payload."""
-    chunk: list[dict[str, Any]] = []
+    chunk: list[RecordDict] = []
     size = 0
     for row in rows:
         chunk.append(row)
         payload = row.get("payload")
-        if payload is not None:
+        if isinstance(payload, bytes):
             size += len(payload)
         if len(chunk) >= ARROW_CHUNK_ROWS or size >= ARROW_CHUNK_BYTES:
             yield pa.RecordBatch.from_pylist(chunk, schema=ARROW_SCHEMA)

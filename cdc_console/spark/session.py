@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdc_console.config import PipelineConfig
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
-def spark_session(config: PipelineConfig) -> Any:
+
+def spark_session(config: PipelineConfig) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession

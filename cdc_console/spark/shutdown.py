@@ -16,10 +16,14 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdc_console.core.lifecycle import BatchStatus
 from cdc_console.state.store import StateStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +31,7 @@ log = logging.getLogger(__name__)
 _NOISY_ON_STOP = ("py4j", "py4j.clientserver", "py4j.java_gateway")
 
 
-def in_flight(store: StateStore, query: Any) -> int | None:
+def in_flight(store: StateStore, query: StreamingQuery) -> int | None:
     """The batch planned but not yet applied (or a trigger Spark is still running), if any."""
     last = store.last_batch()
     if last is not None and last.status != BatchStatus.APPLIED:
@@ -41,7 +45,7 @@ def in_flight(store: StateStore, query: Any) -> int | None:
 
 def drain(
     store: StateStore,
-    query: Any,
+    query: StreamingQuery,
     grace: float,
     *,
     tick: Callable[[], None] = lambda: None,
@@ -86,7 +90,7 @@ def quiet_cancellations() -> Iterator[None]:
             logger.setLevel(level)
 
 
-def stop_query(query: Any, spark: Any) -> None:
+def stop_query(query: StreamingQuery, spark: SparkSession) -> None:
     """Stop the query and the session; errors of an already stopping JVM are logged, not raised."""
     with quiet_cancellations():
         for what, stop in (("streaming query", query.stop), ("Spark session", spark.stop)):

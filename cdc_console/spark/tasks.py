@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc_console.core.offset import binlog_file_index
+from cdc_console.core.records import RecordDict
 from cdc_console.core.schema import TableId
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.retry import call_with_retry, iterate_with_retry
@@ -54,7 +55,7 @@ def narrate() -> None:
         logging.getLogger("pymysqlreplication").setLevel(logging.WARNING)
 
 
-def run_partition(partition: PlanPartition) -> Iterator[dict[str, Any]]:
+def run_partition(partition: PlanPartition) -> Iterator[RecordDict]:
     narrate()
     task = partition.task
     if isinstance(task, SnapshotTask):
@@ -105,7 +106,7 @@ class _ReaderSlot:
         self.readers.clear()
 
 
-def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[dict[str, Any]]:
+def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[RecordDict]:
     """Read one reader slot's splits in plan order, on one connection per value mode.
 
     The splits share the slot's server id (their backfills must not overlap) and its
@@ -160,7 +161,7 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[dict[str
         slot.close()
 
 
-def _binlog(partition: PlanPartition, task: BinlogTask) -> Iterator[dict[str, Any]]:
+def _binlog(partition: PlanPartition, task: BinlogTask) -> Iterator[RecordDict]:
     """The window's records, then its counts; an outage mid-window is waited out.
 
     A window's binlog never changes, so after a reconnect the window is read again from its
@@ -169,7 +170,7 @@ def _binlog(partition: PlanPartition, task: BinlogTask) -> Iterator[dict[str, An
     """
     readers: list[BinlogSplitReader] = []
 
-    def open_window() -> Iterator[dict[str, Any]]:
+    def open_window() -> Iterator[RecordDict]:
         readers.append(
             BinlogSplitReader(
                 partition.source,

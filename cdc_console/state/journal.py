@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any
 
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.state.database import StateDatabase
-from cdc_console.state.rows import EventRow, LagSample, RunRow, offset_json, offset_of
+from cdc_console.state.rows import EventRow, FieldValue, LagSample, RunRow, offset_json, offset_of
 
 LAG_SAMPLES_KEPT = 3600
 EVENTS_KEPT = 5000
@@ -27,7 +26,7 @@ class JournalRepo(StateDatabase):
             )
             return int(cur.lastrowid or 0)
 
-    def update_run(self, run_id: int, **fields: Any) -> None:
+    def update_run(self, run_id: int, **fields: FieldValue) -> None:
         if not fields:
             return
         cols = ", ".join(f"{k}=?" for k in fields)

@@ -16,6 +16,10 @@ from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import SnapshotSplit
 
+#: A value for one column of a state row: what sqlite3 stores, or an offset (stored as its
+#: canonical JSON).
+FieldValue = int | float | str | bytes | BinlogOffset | None
+
 
 def offset_json(offset: BinlogOffset | None) -> str | None:
     """An offset's stored form: its canonical dict as JSON."""

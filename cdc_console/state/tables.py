@@ -15,8 +15,10 @@ from cdc_console.core.lifecycle import (
 )
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
+from cdc_console.core.values import JSONObject
 from cdc_console.state.database import StateDatabase
 from cdc_console.state.rows import (
+    FieldValue,
     TableState,
     offset_json,
     offset_of,
@@ -34,7 +36,7 @@ class TablesRepo(StateDatabase):
         stream_from: BinlogOffset | None = None,
         *,
         origin: str = "config",
-        schema: dict[str, Any] | None = None,
+        schema: JSONObject | None = None,
         conn: sqlite3.Connection | None = None,
     ) -> bool:
         """Register a captured table once (in ``state``, a first move); True when it was new."""
@@ -60,7 +62,7 @@ class TablesRepo(StateDatabase):
             return bool(c.execute(sql, args).rowcount > 0)
 
     def set_schema(
-        self, table_id: TableId, schema: dict[str, Any], conn: sqlite3.Connection | None = None
+        self, table_id: TableId, schema: JSONObject, conn: sqlite3.Connection | None = None
     ) -> None:
         sql = "UPDATE tables SET schema=? WHERE table_id=?"
         if conn is not None:
@@ -133,7 +135,9 @@ class TablesRepo(StateDatabase):
         }
     )
 
-    def update_table(self, table_id: TableId, conn: sqlite3.Connection, **fields: Any) -> None:
+    def update_table(
+        self, table_id: TableId, conn: sqlite3.Connection, **fields: FieldValue
+    ) -> None:
         """Set columns of one table inside the caller's transaction; not its lifecycle state,
         which only ``move_table`` changes.
 
@@ -166,7 +170,11 @@ class TablesRepo(StateDatabase):
         )
 
     def move_table(
-        self, table_id: TableId | str, conn: sqlite3.Connection, target: Lifecycle, **fields: Any
+        self,
+        table_id: TableId | str,
+        conn: sqlite3.Connection,
+        target: Lifecycle,
+        **fields: FieldValue,
     ) -> Lifecycle:
         """Move one table to ``target`` (and set ``fields``) inside the caller's transaction.
 
