@@ -11,11 +11,14 @@ from __future__ import annotations
 import argparse
 import getpass
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdc_console.commands import Subparsers
 from cdc_console.config import load_config
 from cdc_console.errors import CdcError
+
+if TYPE_CHECKING:
+    from cdc_console.state.store import StateStore
 
 POLL_SECONDS = 0.5
 
@@ -96,7 +99,7 @@ def _issuer() -> str:
         return "cli"
 
 
-def _wait(store: Any, command_id: int, timeout: float) -> int:
+def _wait(store: StateStore, command_id: int, timeout: float) -> int:
     from cdc_console.core.lifecycle import CommandStatus
 
     deadline = time.monotonic() + timeout

@@ -11,11 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdc_console.commands import Subparsers
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.errors import CdcError
+
+if TYPE_CHECKING:
+    from cdc_console.sinks.maintenance import LakeTable
+    from cdc_console.state.lake import LakeTableState
 
 _EXAMPLES = """examples:
   cdc-console lake status   --config pipeline.toml
@@ -77,16 +81,21 @@ def handle(args: argparse.Namespace) -> int:
     return _run_here(config, tables, args.action, dry_run=False, as_json=args.json)
 
 
-def _status(config: PipelineConfig, tables: list[Any], as_json: bool) -> int:
+def _status(config: PipelineConfig, tables: list[LakeTable], as_json: bool) -> int:
     from cdc_console.sinks.maintenance import footprint
     from cdc_console.units import size
 
     recorded = _recorded(config)
-    rows = []
-    for table in tables:
-        found = footprint(table, config.lake.target_file_size)
-        state = recorded.get((table.name, table.kind))
-        rows.append(
+    measured = [
+        (
+            table,
+            footprint(table, config.lake.target_file_size),
+            recorded.get((table.name, table.kind)),
+        )
+        for table in tables
+    ]
+    if as_json:
+        rows = [
             {
                 "table": table.name,
                 "kind": table.kind,
@@ -101,21 +110,22 @@ def _status(config: PipelineConfig, tables: list[Any], as_json: bool) -> int:
                 "optimized_at": state.optimized_at if state else None,
                 "vacuumed_at": state.vacuumed_at if state else None,
             }
-        )
-    if as_json:
+            for table, found, state in measured
+        ]
         print(json.dumps({"lake": str(config.sink.path), "tables": rows}, indent=2))
         return 0
     print(
         f"{'table':<34} {'version':>7} {'files':>6} {'small':>6} {'rows':>11} "
         f"{'live':>10} {'on disk':>10} {'disk/live':>9}  optimized / vacuumed"
     )
-    for row in rows:
-        label = row["table"] + (" (changelog)" if row["kind"] == "changelog" else "")
+    for table, found, state in measured:
+        label = table.name + (" (changelog)" if table.kind == "changelog" else "")
         print(
-            f"{label:<34} {row['version']:>7} {row['files']:>6} {row['small_files']:>6} "
-            f"{row['rows']:>11,} {size(row['live_bytes']):>10} "
-            f"{size(row['disk_bytes']):>10} {row['disk_over_live']:>8.2f}x  "
-            f"{_ago(row['optimized_at'])} / {_ago(row['vacuumed_at'])}"
+            f"{label:<34} {found.version:>7} {found.files:>6} {found.small_files:>6} "
+            f"{found.rows:>11,} {size(found.live_bytes):>10} "
+            f"{size(found.disk_bytes):>10} {round(found.amplification, 2):>8.2f}x  "
+            f"{_ago(state.optimized_at if state else None)} / "
+            f"{_ago(state.vacuumed_at if state else None)}"
         )
     lake = config.lake
     print(
@@ -145,7 +155,7 @@ def _ago(stamp: float | None) -> str:
     return f"{seconds / 3600:.1f} h ago"
 
 
-def _recorded(config: PipelineConfig) -> dict[tuple[str, str], Any]:
+def _recorded(config: PipelineConfig) -> dict[tuple[str, str], LakeTableState]:
     from cdc_console.state.lake import lake_tables as recorded_tables
     from cdc_console.state.store import StateStore
 
@@ -159,7 +169,7 @@ def _recorded(config: PipelineConfig) -> dict[tuple[str, str], Any]:
 
 
 def _run_here(
-    config: PipelineConfig, tables: list[Any], action: str, dry_run: bool, as_json: bool
+    config: PipelineConfig, tables: list[LakeTable], action: str, dry_run: bool, as_json: bool
 ) -> int:
     from cdc_console.sinks.maintenance import optimize, vacuum
     from cdc_console.spark.lake_upkeep import measure

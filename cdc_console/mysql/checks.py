@@ -28,6 +28,7 @@ import pymysql
 
 from cdc_console.config import PipelineConfig, SourceConfig, TablePattern
 from cdc_console.core.schema import TableId, TableSchema, quote_ident
+from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, ConfigError, SourceError, redact
 from cdc_console.mysql.connection import connect, translate_error
 from cdc_console.mysql.position import binary_logs, current_position
@@ -70,7 +71,7 @@ class CheckResult:
     def blocking(self) -> bool:
         return not self.ok and self.severity == "error"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
 
 

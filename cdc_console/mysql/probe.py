@@ -20,6 +20,7 @@ from typing import Any
 
 from cdc_console.config import TablePattern
 from cdc_console.core.schema import TableId, quote_ident
+from cdc_console.core.values import JSONObject
 from cdc_console.errors import ConfigError
 from cdc_console.mysql.schema import list_tables
 
@@ -107,7 +108,7 @@ class ServerInfo:
             and self.variable("expire_logs_days") is None
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "flavour": self.flavour,
             "version": list(self.version),

@@ -9,7 +9,10 @@ run in flight.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
 
 MAX_BACKOFF_SECONDS = 5.0
 
@@ -19,14 +22,14 @@ class PollLoop:
         self,
         run: Callable[[], object],
         interval: float,
-        set_timer: Callable[[float, Callable[[], None]], Any],
-        call_next: Callable[[Callable[[], None]], Any],
+        set_timer: Callable[[float, Callable[[], None]], Timer],
+        call_next: Callable[[Callable[[], None]], object],
     ) -> None:
         self._run = run
         self.interval = interval
         self._set_timer = set_timer
         self._call_next = call_next
-        self._timer: Any = None
+        self._timer: Timer | None = None
         self.running = False
         self._again = False
         self.failures = 0
