@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "console",
     "control",
     "lake",
+    "verify",
     "bench",
     "demo",
     "workload",

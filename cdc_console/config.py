@@ -167,6 +167,21 @@ class ConsoleConfig:
 
 
 @dataclass(frozen=True)
+class VerifyConfig:
+    """How mirrors are verified against their source (``cdc-console verify``, issue 12).
+
+    ``every`` schedules a verification of every streaming table (0: only on demand);
+    ``rows_per_second`` caps how fast the source is read (0: as fast as it goes), so a
+    verification never competes with the stream for the server; ``hide_values`` are
+    ``db.table.column`` patterns whose values a report never shows (it names the column only).
+    """
+
+    every: float = 0.0
+    rows_per_second: int = 0
+    hide_values: tuple[str, ...] = ("*password*", "*secret*", "*token*", "*.ssn", "*card*")
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     name: str
     path: Path | None
@@ -182,10 +197,22 @@ class PipelineConfig:
     schema_changes: str = "evolve"
     console: ConsoleConfig = field(default_factory=ConsoleConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
 
 
 _KNOWN = {
-    "": {"name", "source", "snapshot", "sink", "state", "spark", "pipeline", "console", "lake"},
+    "": {
+        "name",
+        "source",
+        "snapshot",
+        "sink",
+        "state",
+        "spark",
+        "pipeline",
+        "console",
+        "lake",
+        "verify",
+    },
     "source": {
         "host",
         "port",
@@ -220,6 +247,7 @@ _KNOWN = {
         "datetime",
     },
     "state": {"path"},
+    "verify": {"every", "rows_per_second", "hide_values"},
     "spark": {"master", "trigger_seconds", "checkpoint", "ui_port", "conf"},
     "pipeline": {"heartbeat_seconds", "source_outage_seconds", "schema_changes"},
     "console": {
@@ -391,7 +419,7 @@ def config_from_dict(
         raise ConfigError(
             f"unknown section or key {sorted(unknown)[0]!r}",
             "valid sections: [source] [snapshot] [sink] [lake] [state] [spark] [pipeline] "
-            "[console]",
+            "[console] [verify]",
         )
     src = _section(doc, "source")
     if "password" in src:
@@ -528,6 +556,7 @@ def config_from_dict(
         schema_changes=_schema_changes(_typed(pipe, "pipeline", "schema_changes", str, "evolve")),
         console=_console(_section(doc, "console"), base),
         lake=_lake(_section(doc, "lake")),
+        verify=_verify(_section(doc, "verify")),
     )
 
 
@@ -612,6 +641,33 @@ def _lake(section: dict[str, Any]) -> LakeConfig:
         checkpoint_interval=interval,
         change_data_feed=_typed(section, "lake", "change_data_feed", bool, True),
     )
+
+
+def _verify(section: dict[str, Any]) -> VerifyConfig:
+    defaults = VerifyConfig()
+    every = parse_duration(
+        _typed(section, "verify", "every", (int, float, str), defaults.every), "verify.every"
+    )
+    if every < 0:
+        raise ConfigError("verify.every is negative", 'set verify.every = "6h" or "off"')
+    if 0 < every < 60:
+        raise ConfigError(
+            f"verify.every {every:g} s is shorter than a minute",
+            'verify a whole pipeline at most every few minutes: set verify.every = "6h"',
+        )
+    rate = _typed(section, "verify", "rows_per_second", int, defaults.rows_per_second)
+    if rate < 0:
+        raise ConfigError(
+            "verify.rows_per_second is negative",
+            "set verify.rows_per_second = 0 (no limit) or the rows a second it may read",
+        )
+    hide = _typed(section, "verify", "hide_values", list, list(defaults.hide_values))
+    if not all(isinstance(p, str) for p in hide):
+        raise ConfigError(
+            "verify.hide_values must be a list of strings",
+            'write hide_values = ["*password*", "shop.customers.email"]',
+        )
+    return VerifyConfig(every=every, rows_per_second=rate, hide_values=tuple(hide))
 
 
 def _console(section: dict[str, Any], base: Path | None) -> ConsoleConfig:

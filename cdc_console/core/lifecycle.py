@@ -76,6 +76,18 @@ class CommandKind(StrEnum):
     VACUUM = "vacuum"
 
 
+class Verdict(StrEnum):
+    """What verifying one chunk found (``cdc_console.verify``)."""
+
+    EQUAL = "equal"
+    #: rows missing from the mirror, extra in it, or differing from the source
+    DIFFERS = "differs"
+    #: not verified, with the reason (a paused or snapshotting table, say)
+    SKIPPED = "skipped"
+    #: the verification could not finish (the source unreachable, the binlog purged)
+    ERROR = "error"
+
+
 class CommandStatus(StrEnum):
     PENDING = "pending"
     APPLIED = "applied"

@@ -135,6 +135,12 @@ class TableBatchPlan:
     range_deleted: int = 0
 
 
+def pipeline_app_id(pipeline: str) -> str:
+    """The Delta app id of one pipeline's commits: its app transactions say which batch a
+    mirror holds (``verify`` places a mirror at a binlog position by it)."""
+    return f"cdc-console:{pipeline}"
+
+
 class DeltaSink(TableBatchSink):
     """Mirror + changelog Delta tables under ``root``; see the module docstring for semantics."""
 

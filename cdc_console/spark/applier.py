@@ -63,12 +63,12 @@ def make_sink(config: PipelineConfig) -> Sink:
         from cdc_console.sinks.changelog_json import ChangelogJsonSink
 
         return ChangelogJsonSink(config.sink.path)
-    from cdc_console.sinks.delta import DeltaSink
+    from cdc_console.sinks.delta import DeltaSink, pipeline_app_id
 
     return DeltaSink(
         config.sink.path,
         changelog=config.sink.changelog,
-        app_id=f"cdc-console:{config.name}",
+        app_id=pipeline_app_id(config.name),
         lake=config.lake,
     )
 

@@ -151,4 +151,21 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE tables ADD COLUMN schema_pending TEXT;
     """,
+    # 6: online verification (issue 12): each chunk's last verdict, where and when it was
+    # reached, and the first differing keys, for the console, status and repairs
+    """
+    CREATE TABLE verifications (
+        table_id TEXT NOT NULL,
+        split_no INTEGER NOT NULL,
+        verified_at REAL NOT NULL,
+        position TEXT,
+        verdict TEXT NOT NULL,
+        rows INTEGER NOT NULL DEFAULT 0,
+        missing INTEGER NOT NULL DEFAULT 0,
+        extra INTEGER NOT NULL DEFAULT 0,
+        differing INTEGER NOT NULL DEFAULT 0,
+        detail TEXT,
+        PRIMARY KEY (table_id, split_no)
+    );
+    """,
 ]

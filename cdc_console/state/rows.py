@@ -10,11 +10,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_console.core.lifecycle import BatchStatus, Lifecycle, SplitStatus
+from cdc_console.core.lifecycle import BatchStatus, Lifecycle, SplitStatus, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import SnapshotSplit
+from cdc_console.core.values import JSONObject
 
 #: A value for one column of a state row: what sqlite3 stores, or an offset (stored as its
 #: canonical JSON).
@@ -163,3 +164,24 @@ class EventRow:
     kind: str
     table_id: str | None
     message: str
+
+
+@dataclass(frozen=True)
+class VerificationRow:
+    """A chunk's last verification: when, at which binlog position both sides were compared,
+    what it found, and (``detail``) the first differing keys and columns."""
+
+    table_id: TableId
+    split_no: int
+    verified_at: float
+    position: BinlogOffset | None
+    verdict: Verdict
+    rows: int
+    missing: int
+    extra: int
+    differing: int
+    detail: JSONObject
+
+    @property
+    def split_id(self) -> str:
+        return f"{self.table_id}:{self.split_no}"

@@ -30,7 +30,9 @@ class SplitsRepo(StateDatabase):
     """The ``splits`` part: each table's chunks, their batch and their finished report."""
 
     def drop_splits(self, table_id: TableId, conn: sqlite3.Connection) -> int:
-        """Forget a table's chunks (a full re-dump splits it afresh); return how many."""
+        """Forget a table's chunks (a full re-dump splits it afresh), and their verdicts, which
+        name the old key ranges; return how many chunks."""
+        conn.execute("DELETE FROM verifications WHERE table_id=?", (str(table_id),))
         cur = conn.execute("DELETE FROM splits WHERE table_id=?", (str(table_id),))
         return int(cur.rowcount)
 

@@ -5,7 +5,8 @@ offset, a batch's plan) is written in one transaction with the batch it belongs 
 any point leaves a consistent state to resume from at chunk granularity.
 
 One facade over small repositories, one per part of the state (``tables.py``, ``splits.py``,
-``batches.py``, ``commands.py``, ``journal.py``, ``outages.py``, ``positions.py``, over ``database.py``'s connection), each
+``batches.py``, ``commands.py``, ``journal.py``, ``outages.py``, ``positions.py``,
+``verifications.py``, over ``database.py``'s connection), each
 returning the typed rows of ``rows.py``. No module outside ``state/`` runs SQL over this schema
 (``tests/unit/test_layering.py`` keeps the imports in line; reviews keep the SQL).
 """
@@ -26,8 +27,10 @@ from cdc_console.state.rows import (
     SplitResult,
     SplitState,
     TableState,
+    VerificationRow,
 )
 from cdc_console.state.tables import TablesRepo
+from cdc_console.state.verifications import VerificationsRepo
 
 __all__ = [
     "EVENTS_KEPT",
@@ -42,8 +45,17 @@ __all__ = [
     "SplitState",
     "StateStore",
     "TableState",
+    "VerificationRow",
 ]
 
 
-class StateStore(TablesRepo, BatchesRepo, CommandsRepo, JournalRepo, OutagesRepo, PositionsRepo):
+class StateStore(
+    TablesRepo,
+    BatchesRepo,
+    CommandsRepo,
+    JournalRepo,
+    OutagesRepo,
+    PositionsRepo,
+    VerificationsRepo,
+):
     """One state database and every part of the state; safe to share between threads."""

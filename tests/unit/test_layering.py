@@ -10,8 +10,9 @@ package of its own rank. The ranks are the architecture's layering, bottom first
 3. ``mysql`` (the server) and ``state`` (SQLite): I/O, neither needing the other;
 4. ``source``: the algorithm;
 5. ``sinks``, ``retention``, ``launcher``, ``status``: services over the algorithm and state;
-6. ``spark`` (the job) and ``tui`` (the console), which never import each other;
-7. ``bench``, ``demo``; 8. ``commands``; 9. ``cli``; 10. ``__main__``.
+6. ``verify``: source against mirror, over the algorithm's reader and the sink's tables;
+7. ``spark`` (the job) and ``tui`` (the console), which never import each other;
+8. ``bench``, ``demo``; 9. ``commands``; 10. ``cli``; 11. ``__main__``.
 
 The graph is read from the source with ``ast`` and includes imports inside functions: a lazy
 import is still a dependency. The test names each offending import by file and line.
@@ -41,13 +42,14 @@ RANKS: dict[str, int] = {
     "retention": 5,
     "launcher": 5,
     "status": 5,
-    "spark": 6,
-    "tui": 6,
-    "bench": 7,
-    "demo": 7,
-    "commands": 8,
-    "cli": 9,
-    "__main__": 10,
+    "verify": 6,
+    "spark": 7,
+    "tui": 7,
+    "bench": 8,
+    "demo": 8,
+    "commands": 9,
+    "cli": 10,
+    "__main__": 11,
 }
 CORE_MAY_IMPORT = frozenset(sys.stdlib_module_names) | {"cdc_console"}
 

@@ -1,0 +1,120 @@
+"""Reading a table's mirror together with the binlog position it stands at.
+
+A verification compares the mirror with the source *at one binlog position*, so it must know
+exactly which changes the mirror holds. Every mirror commit carries the batch that made it (a
+Delta app transaction ``(app_id, batch)``), and the state records each batch's binlog window and
+each streaming table's ``stream_from`` (the end of the last window applied to it). Read in this
+order, the two give that position without pausing the job:
+
+1. the state: the last applied batch N and the table's ``stream_from`` S (every change of the
+   table before S is in the mirror, because the state commits a batch after its Delta commits);
+2. the mirror, at its latest version, whose app transaction says it holds batch M.
+
+If M <= N the mirror holds exactly the changes before S (batches after M had none for this
+table, or they would have committed to it). If M > N, batches up to M reached Delta after step 1
+(batches apply one at a time, in order), and the mirror holds exactly the changes before the end
+of batch M's window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+from deltalake import DeltaTable
+
+from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.keys import KeyOrder
+from cdc_console.core.mysqltypes import TypeFamily
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import TableSchema
+from cdc_console.sinks.delta import pipeline_app_id
+from cdc_console.sinks.delta_tables import from_lake
+from cdc_console.state.store import StateStore
+from cdc_console.values.arrow import arrow_schema, codec_for
+from cdc_console.values.canonical import canonical_chunk_key
+from cdc_console.verify.compare import typed
+
+
+class MirrorNotReady(RuntimeError):
+    """The mirror cannot be placed at a binlog position (not streaming, not written yet)."""
+
+
+@dataclass(frozen=True)
+class MirrorSnapshot:
+    """The rows of a key range of one mirror, and the position before which the mirror holds
+    every change of its table and after which none."""
+
+    rows: pa.Table
+    position: BinlogOffset
+    version: int
+
+
+class MirrorReader:
+    """Reads one table's mirror with its position (see the module docstring)."""
+
+    def __init__(self, store: StateStore, path: str, pipeline: str) -> None:
+        self.store = store
+        self.path = path
+        self.app_id = pipeline_app_id(pipeline)
+
+    def read(self, schema: TableSchema, ranges: list[ChunkRange]) -> MirrorSnapshot:
+        table_id = schema.table_id
+        found = self.store.table(table_id)
+        if found is None or found.stream_from is None:
+            raise MirrorNotReady(f"{table_id} has no stream position yet")
+        applied = self.store.last_applied_batch()
+        stream_from = found.stream_from
+        table = DeltaTable(self.path)
+        version = table.version()
+        batch = table.transaction_version(self.app_id)
+        position = stream_from
+        if batch is not None and batch > applied:
+            row = self.store.batch(batch)
+            if row is None or row.plan.binlog is None:
+                raise MirrorNotReady(
+                    f"{table_id}'s mirror holds batch {batch}, which reads no binlog window"
+                )
+            position = row.plan.binlog.end
+        rows = _read_ranges(table, schema, ranges)
+        return MirrorSnapshot(rows, position, version)
+
+
+def _read_ranges(table: DeltaTable, schema: TableSchema, ranges: list[ChunkRange]) -> pa.Table:
+    """The mirror's rows whose chunk key falls in one of ``ranges`` (contiguous, in order), as
+    typed source columns. Integer keys are filtered by Delta's file statistics and Arrow; other
+    keys compare by collation, which only ``ChunkRange.contains`` knows, so they are filtered
+    after reading unless the ranges cover the whole table."""
+    wanted = arrow_schema(schema)
+    dataset = table.to_pyarrow_dataset()
+    present = [name for name in schema.column_names if name in dataset.schema.names]
+    column = schema.column(schema.chunk_key)
+    start, end = ranges[0].start, ranges[-1].end
+    expression = None
+    if column.family == TypeFamily.INTEGER and (start is not None or end is not None):
+        field = ds.field(schema.chunk_key)
+        if start is not None:
+            expression = field >= start
+        if end is not None:
+            below = field < end
+            expression = below if expression is None else expression & below
+    data = dataset.to_table(columns=present, filter=expression)
+    data = from_lake(data, wanted)
+    for name in schema.column_names:
+        if name not in present:
+            # a column added online that no committed batch has written yet: NULL everywhere
+            data = data.append_column(name, pa.nulls(data.num_rows, wanted.field(name).type))
+    rows = typed(schema, data)
+    if expression is None and (start is not None or end is not None):
+        rows = rows.filter(pa.array(in_ranges(schema, rows, ranges), pa.bool_()))
+    return rows
+
+
+def in_ranges(schema: TableSchema, rows: pa.Table, ranges: list[ChunkRange]) -> list[bool]:
+    """Per row of ``rows``: is its chunk key inside one of ``ranges``?"""
+    column = schema.column(schema.chunk_key)
+    order = KeyOrder.for_column(column)
+    values = codec_for(column).array_to_canonical(rows.column(schema.chunk_key))
+    keys = [canonical_chunk_key(column, v) for v in values]
+    return [any(r.contains(k, order) for r in ranges) for k in keys]

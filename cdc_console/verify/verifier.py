@@ -1,0 +1,394 @@
+"""``Verifier``: is every chunk of a mirror equal to its source, while both keep moving?
+
+Nothing is locked or paused. For a group of consecutive chunks of one streaming table:
+
+1. each chunk is read from the source exactly as a snapshot reads it (``SnapshotSplitReader``:
+   low watermark, SELECT, high watermark HWi, backfill), so it is the chunk's state at HWi;
+2. the mirror's rows in the group's key range are read with the position P before which it
+   holds every change of the table (``verify.mirror``);
+3. the server's head H is read, and the binlog ``[min(P, HWi), H)`` of the table is folded onto
+   both sides: onto chunk i the changes at or after HWi (the snapshot reader's own rule for what
+   a chunk has not seen), onto the mirror those at or after P. Both sides are then the table's
+   state at H, so they must be equal: every difference is a real one, never a change in flight;
+4. the two are compared in the mirror's Arrow types (``verify.compare``).
+
+Chunks that differ are verified once more on their own before anything is reported, as
+Ghostferry's iterative verifier does, and only keys that differ both times are reported: a
+guard against anything the exact procedure above does not foresee.
+
+The source is read with a server id of its own (the last of ``source.server_id``, beyond the
+job's readers), at most ``rows_per_second``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from cdc_console.config import PipelineConfig
+from cdc_console.core.keys import KeyOrder
+from cdc_console.core.lifecycle import Lifecycle, SplitStatus, Verdict
+from cdc_console.core.mysqltypes import TypeFamily
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
+from cdc_console.core.splits import SnapshotSplit
+from cdc_console.core.values import CanonicalRow
+from cdc_console.errors import ConfigError, redact
+from cdc_console.mysql.binlog import RowChange, read_window
+from cdc_console.mysql.connection import close_quietly, connect
+from cdc_console.mysql.position import current_position
+from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
+from cdc_console.source.snapshot_reader import SnapshotSplitReader, open_text_mode
+from cdc_console.state.store import StateStore, TableState
+from cdc_console.values.arrow import rows_to_table
+from cdc_console.values.canonical import RowNormalizer, canonical_chunk_key, raw_chunk_key
+from cdc_console.verify.compare import Difference, Fold, Key, compare, overlay
+from cdc_console.verify.mirror import MirrorNotReady, MirrorReader
+from cdc_console.verify.report import ChunkResult, TableResult, VerifyReport, hidden_columns
+
+log = logging.getLogger(__name__)
+
+#: rows of consecutive chunks compared at once (integer chunk keys; others compare whole)
+GROUP_ROWS = 200_000
+#: seconds between a chunk's first verdict "differs" and its re-check
+RECHECK_AFTER = 1.0
+
+
+def verify_server_id(config: PipelineConfig) -> int:
+    """The binlog server id verification reads with: one the job never uses."""
+    ids = config.source.server_ids
+    if len(ids) < config.snapshot.parallelism + 2:
+        low = config.source.server_id_min
+        raise ConfigError(
+            f"source.server_id has {len(ids)} ids, all taken by the job (one binlog reader and "
+            f"{config.snapshot.parallelism} chunk readers); verify needs one more",
+            f'widen it, e.g. server_id = "{low}-{low + config.snapshot.parallelism + 2}"',
+        )
+    return ids[-1]
+
+
+def skip_reason(table: TableState) -> str:
+    """Why a table cannot be verified now ("" when it can)."""
+    state = table.state
+    if state == Lifecycle.PAUSED and table.resume_state == Lifecycle.STREAMING:
+        state = Lifecycle.STREAMING
+    if table.schema_pending:
+        return "its schema change is being settled; verify once it streams again"
+    if state == Lifecycle.STREAMING:
+        return ""
+    reasons = {
+        Lifecycle.SNAPSHOTTING: "still snapshotting; verify once it streams",
+        Lifecycle.CATCHING_UP: "catching up after its snapshot; verify once it streams",
+        Lifecycle.REDUMP: "being re-dumped; verify once it streams again",
+        Lifecycle.NEEDS_REDUMP: "parked (NEEDS_REDUMP): re-dump it first",
+        Lifecycle.REMOVED: "removed from capture",
+        Lifecycle.SNAPSHOT_DONE: "snapshot-only: its mirror is not kept at a binlog position",
+        Lifecycle.PAUSED: "paused during its snapshot; resume it first",
+    }
+    return reasons.get(state, f"{state}")
+
+
+@dataclass
+class _SourceChunk:
+    split: SnapshotSplit
+    rows: pa.Table
+    high_watermark: BinlogOffset
+    seconds: float
+
+
+class Verifier:
+    """Verifies tables of one pipeline; see the module docstring. Not thread-safe."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        store: StateStore,
+        *,
+        rows_per_second: int | None = None,
+        group_rows: int = GROUP_ROWS,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if config.sink.kind != "delta":
+            raise ConfigError(
+                f"only Delta mirrors can be verified, not sink.kind = {config.sink.kind!r}",
+                'verify needs [sink] kind = "delta"',
+            )
+        self.config = config
+        self.store = store
+        self.server_id = verify_server_id(config)
+        rate = config.verify.rows_per_second if rows_per_second is None else rows_per_second
+        self.rows_per_second = max(0, rate)
+        self.group_rows = group_rows
+        self._sleep = sleep
+        self._paced_rows = 0
+        self._paced_since = time.monotonic()
+        #: chunks whose first comparison differed and were compared again
+        self.rechecked = 0
+
+    # -- entry points ---------------------------------------------------------------------
+
+    def run(
+        self, tables: Sequence[TableId] | None = None, chunk: int | None = None
+    ) -> VerifyReport:
+        started = time.monotonic()
+        wanted = {str(t) for t in tables} if tables else None
+        results = []
+        for table in self.store.tables():
+            if wanted is not None and str(table.table_id) not in wanted:
+                continue
+            if wanted is None and table.state == Lifecycle.REMOVED:
+                continue
+            results.append(self.verify_table(table, [chunk] if chunk is not None else None))
+        return VerifyReport(results, time.monotonic() - started)
+
+    def verify_table(self, table: TableState, chunks: list[int] | None = None) -> TableResult:
+        table_id = table.table_id
+        reason = skip_reason(table)
+        stored = self.store.schemas().get(table_id)
+        if not reason and stored is None:
+            reason = "no schema recorded by the job yet"
+        if reason:
+            log.info("verify %s: skipped: %s", table_id, reason)
+            return TableResult(table_id, skipped=reason)
+        assert stored is not None
+        schema = schema_from_dict(stored)
+        hide = hidden_columns(table_id, schema.column_names, self.config.verify.hide_values)
+        result = TableResult(table_id, tuple(schema.key_columns), hide=hide)
+        splits = [s.split for s in self.store.splits(table_id) if s.status == SplitStatus.FINISHED]
+        if chunks is not None:
+            splits = [s for s in splits if s.split_no in chunks]
+            if not splits:
+                result.error = f"it has no finished chunk {chunks[0]}"
+                return result
+        try:
+            first = self._verify_splits(schema, splits)
+            recheck = [c for c in first if c.verdict == Verdict.DIFFERS]
+            if recheck:
+                self.rechecked += len(recheck)
+                self._sleep(RECHECK_AFTER)
+                again = {
+                    c.split_no: c
+                    for s in splits
+                    if s.split_no in {r.split_no for r in recheck}
+                    for c in self._verify_splits(schema, [s])
+                }
+                first = [_confirmed(c, again.get(c.split_no)) for c in first]
+            result.chunks = first
+        except MirrorNotReady as exc:
+            result.skipped = str(exc)
+        except Exception as exc:
+            log.debug("verify %s failed", table_id, exc_info=True)
+            result.error = redact(f"{type(exc).__name__}: {exc}".splitlines()[0])
+        for chunk in result.chunks:
+            self.store.record_verification(chunk.state_row(hide))
+        self._journal(result)
+        return result
+
+    # -- one table ------------------------------------------------------------------------
+
+    def _verify_splits(self, schema: TableSchema, splits: list[SnapshotSplit]) -> list[ChunkResult]:
+        out: list[ChunkResult] = []
+        for group in self._groups(schema, splits):
+            out.extend(self._verify_group(schema, group))
+        return out
+
+    def _groups(
+        self, schema: TableSchema, splits: list[SnapshotSplit]
+    ) -> list[list[SnapshotSplit]]:
+        """Consecutive chunks up to ``group_rows`` rows (by their snapshot counts); one group for
+        a key compared by collation, whose mirror range can only be filtered row by row."""
+        column = schema.column(schema.chunk_key)
+        if column.family != TypeFamily.INTEGER:
+            return [splits] if splits else []
+        counts = {s.split.split_no: s.rows or 0 for s in self.store.splits(schema.table_id)}
+        groups: list[list[SnapshotSplit]] = []
+        current: list[SnapshotSplit] = []
+        rows = 0
+        for split in splits:
+            contiguous = not current or current[-1].split_no + 1 == split.split_no
+            if current and (rows >= self.group_rows or not contiguous):
+                groups.append(current)
+                current, rows = [], 0
+            current.append(split)
+            rows += counts.get(split.split_no, 0)
+        if current:
+            groups.append(current)
+        return groups
+
+    def _verify_group(self, schema: TableSchema, splits: list[SnapshotSplit]) -> list[ChunkResult]:
+        source = self.config.source
+        table_id = schema.table_id
+        chunks: list[_SourceChunk] = []
+        conn = open_text_mode(source)
+        try:
+            reader = SnapshotSplitReader(
+                source, schema, self.server_id, connection=conn, text_mode=True
+            )
+            builder = SnapshotArrowBuilder(schema)
+            for split in splits:
+                clock = time.monotonic()
+                read = reader.read(split)
+                rows = (
+                    builder.table(read.raw)
+                    if read.raw is not None
+                    else rows_to_table(schema, read.rows)
+                )
+                chunks.append(
+                    _SourceChunk(split, rows, read.high_watermark, time.monotonic() - clock)
+                )
+                self._pace(rows.num_rows)
+        finally:
+            close_quietly(conn)
+        clock = time.monotonic()
+        ranges = [s.range for s in splits]
+        mirror = MirrorReader(
+            self.store,
+            str(self.config.sink.path / table_id.database / table_id.table),
+            self.config.name,
+        ).read(schema, ranges)
+        head_conn = connect(source)
+        try:
+            head = current_position(head_conn)
+        finally:
+            close_quietly(head_conn)
+        source_folds = [Fold() for _ in chunks]
+        mirror_fold = Fold()
+        start = min([mirror.position, *(c.high_watermark for c in chunks)])
+        if start < head:
+            self._fold(schema, chunks, source_folds, mirror_fold, mirror.position, start, head)
+        sides = [overlay(schema, c.rows, f) for c, f in zip(chunks, source_folds, strict=True)]
+        source_rows = pa.concat_tables(sides) if sides else rows_to_table(schema, [])
+        mirror_rows = overlay(schema, mirror.rows, mirror_fold)
+        differences = compare(schema, source_rows, mirror_rows)
+        shared = time.monotonic() - clock
+        by_chunk = _by_chunk(schema, splits, differences)
+        total = max(1, source_rows.num_rows)
+        now = time.time()
+        log.info(
+            "verify %s chunks %s: %d rows at %s (mirror at %s, batch version %d): %d differ",
+            table_id,
+            ",".join(str(s.split_no) for s in splits),
+            source_rows.num_rows,
+            head,
+            mirror.position,
+            mirror.version,
+            len(differences),
+        )
+        return [
+            ChunkResult(
+                table_id,
+                c.split.split_no,
+                str(c.split.range),
+                Verdict.DIFFERS if by_chunk.get(c.split.split_no) else Verdict.EQUAL,
+                rows=side.num_rows,
+                differences=by_chunk.get(c.split.split_no, []),
+                position=head,
+                seconds=c.seconds + shared * side.num_rows / total,
+                verified_at=now,
+            )
+            for c, side in zip(chunks, sides, strict=True)
+        ]
+
+    def _fold(
+        self,
+        schema: TableSchema,
+        chunks: list[_SourceChunk],
+        source_folds: list[Fold],
+        mirror_fold: Fold,
+        mirror_at: BinlogOffset,
+        start: BinlogOffset,
+        head: BinlogOffset,
+    ) -> None:
+        """Step 3 of the module docstring."""
+        table_id = schema.table_id
+        normalizer = RowNormalizer(schema)
+        column = schema.column(schema.chunk_key)
+        order = KeyOrder.for_column(column)
+
+        def chunk_of(image: Mapping[str, object] | None) -> int | None:
+            if image is None:
+                return None
+            key = raw_chunk_key(column, image.get(schema.chunk_key), binlog=True)
+            for index, chunk in enumerate(chunks):
+                if chunk.split.range.contains(key, order):
+                    return index
+            return None
+
+        def apply(change: RowChange, index: int | None, key: Key, row: CanonicalRow | None) -> None:
+            if index is None:
+                return
+            for fold, since in (
+                (source_folds[index], chunks[index].high_watermark),
+                (mirror_fold, mirror_at),
+            ):
+                if change.position >= since:
+                    if row is None:
+                        fold.delete(key)
+                    else:
+                        fold.upsert(key, row)
+
+        expected = {table_id: schema.column_names}
+        for change in read_window(
+            self.config.source, self.server_id, start, head, [table_id], expected
+        ):
+            if change.before is not None:
+                before = normalizer.binlog_row(change.before, change.before_none_sources)
+                apply(change, chunk_of(change.before), normalizer.key_of(before), None)
+            if change.after is not None:
+                after = normalizer.binlog_row(change.after, change.after_none_sources)
+                apply(change, chunk_of(change.after), normalizer.key_of(after), after)
+
+    def _pace(self, rows: int) -> None:
+        """Sleep as needed to keep to ``rows_per_second`` over the whole run."""
+        if not self.rows_per_second:
+            return
+        self._paced_rows += rows
+        due = self._paced_rows / self.rows_per_second
+        elapsed = time.monotonic() - self._paced_since
+        if due > elapsed:
+            self._sleep(due - elapsed)
+
+    def _journal(self, result: TableResult) -> None:
+        verdict = result.verdict
+        if verdict == Verdict.EQUAL:
+            message = (
+                f"verify {result.table_id}: equal ({result.rows:,} rows, "
+                f"{len(result.chunks)} chunks)"
+            )
+        else:
+            message = "verify " + " ".join(result.describe())
+        level = {Verdict.DIFFERS: "error", Verdict.ERROR: "warning"}.get(verdict, "info")
+        self.store.log_event("verify", message, level=level, table_id=result.table_id)
+
+
+def _by_chunk(
+    schema: TableSchema, splits: list[SnapshotSplit], differences: list[Difference]
+) -> dict[int, list[Difference]]:
+    """The differences per chunk number, by where each key's chunk key falls."""
+    column = schema.column(schema.chunk_key)
+    order = KeyOrder.for_column(column)
+    out: dict[int, list[Difference]] = {}
+    for difference in differences:
+        key = canonical_chunk_key(column, difference.chunk_value)
+        for split in splits:
+            if split.range.contains(key, order):
+                out.setdefault(split.split_no, []).append(difference)
+                break
+    return out
+
+
+def _confirmed(first: ChunkResult, again: ChunkResult | None) -> ChunkResult:
+    """A chunk's re-check: only keys that differed both times still count."""
+    if first.verdict != Verdict.DIFFERS or again is None:
+        return first
+    if again.verdict != Verdict.DIFFERS:
+        return again
+    keys = {(d.kind, d.key) for d in first.differences}
+    again.differences = [d for d in again.differences if (d.kind, d.key) in keys]
+    if not again.differences:
+        again.verdict = Verdict.EQUAL
+    return again
