@@ -10,13 +10,13 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from cdc_console.config import PipelineConfig
-from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.lifecycle import Lifecycle, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import redact
 from cdc_console.mysql.lag import binlog_distance
-from cdc_console.state.store import StateStore, TableState
+from cdc_console.state.store import StateStore, TableState, VerificationRow
 from cdc_console.units import span
 
 
@@ -39,6 +39,56 @@ def table_note(table: TableState) -> str:
     if table.state == Lifecycle.REMOVED:
         return f"by {table.removed_by}, mirror kept" if table.removed_by else "mirror kept"
     return "added by add-table" if table.origin == "command" else ""
+
+
+def skip_reason(table: TableState) -> str:
+    """Why a table cannot be verified now ("" when it can)."""
+    state = table.state
+    if state == Lifecycle.PAUSED and table.resume_state == Lifecycle.STREAMING:
+        state = Lifecycle.STREAMING
+    if table.schema_pending:
+        return "its schema change is being settled; verify once it streams again"
+    if state == Lifecycle.STREAMING:
+        return ""
+    reasons = {
+        Lifecycle.SNAPSHOTTING: "still snapshotting; verify once it streams",
+        Lifecycle.CATCHING_UP: "catching up after its snapshot; verify once it streams",
+        Lifecycle.REDUMP: "being re-dumped; verify once it streams again",
+        Lifecycle.NEEDS_REDUMP: "parked (NEEDS_REDUMP): re-dump it first",
+        Lifecycle.REMOVED: "removed from capture",
+        Lifecycle.SNAPSHOT_DONE: "snapshot-only: its mirror is not kept at a binlog position",
+        Lifecycle.PAUSED: "paused during its snapshot; resume it first",
+    }
+    return reasons.get(state, f"{state}")
+
+
+def verification_note(rows: list[VerificationRow], now: float) -> str:
+    """A table's last verification in the one wording ``status`` and the console show:
+    ``verified 2 h 05 min ago: equal`` or ``chunks 3, 7 differ (verified 4 min ago)``, what
+    matters first; the age is its least recently verified chunk's. "" when never verified."""
+    if not rows:
+        return ""
+    ago = span(now - min(r.verified_at for r in rows))
+    differ = [r.split_no for r in rows if r.verdict == Verdict.DIFFERS]
+    if len(differ) == 1:
+        return f"chunk {differ[0]} differs (verified {ago} ago)"
+    if len(differ) > 4:
+        return f"{len(differ)} chunks differ (verified {ago} ago)"
+    if differ:
+        return f"chunks {', '.join(str(n) for n in differ)} differ (verified {ago} ago)"
+    if any(r.verdict == Verdict.ERROR for r in rows):
+        return f"verify failed {ago} ago (events say why)"
+    return f"verified {ago} ago: equal"
+
+
+def split_verification(row: VerificationRow | None, now: float) -> str:
+    """One chunk's last verdict for the console's splits table: ``equal 12 min``."""
+    if row is None:
+        return ""
+    if row.verdict == Verdict.DIFFERS:
+        count = row.missing + row.extra + row.differing
+        return f"{count} differ {span(now - row.verified_at)}"
+    return f"{row.verdict} {span(now - row.verified_at)}"
 
 
 def outage_note(outage: Outage, now: float) -> str:
@@ -71,6 +121,8 @@ class TableStatus:
     redump_chunk: int | None = None
     origin: str = "config"
     note: str = ""
+    #: the table's last verification (``verification_note``), "" when never verified
+    verified: str = ""
 
 
 @dataclass
@@ -119,6 +171,10 @@ def collect_status(
     bytes_behind = files_behind = None
     if committed is not None and head is not None:
         bytes_behind, files_behind = binlog_distance(committed, head, logs)
+    now = time.time()
+    verified: dict[str, list[VerificationRow]] = {}
+    for row in store.verifications():
+        verified.setdefault(str(row.table_id), []).append(row)
     tables = [
         TableStatus(
             table=str(t.table_id),
@@ -134,6 +190,7 @@ def collect_status(
             redump_chunk=t.redump_chunk,
             origin=t.origin,
             note=table_note(t),
+            verified=verification_note(verified.get(str(t.table_id), []), now),
         )
         for t in store.tables()
     ]
@@ -145,9 +202,8 @@ def collect_status(
         event_lag = 0
     elif samples:
         event_lag = samples[-1].event_lag_ms
-    now = time.time()
     outage = store.open_outage() if job is not None and job.status == "running" else None
-    errors = [e for e in store.events(200) if e.level == "error"]
+    errors = [e for e in store.events(200) if e.level == "error" and e.kind != "verify"]
     last_error = errors[-1].message if errors else (job.error if job else None)
     return PipelineStatus(
         name=config.name,
@@ -186,7 +242,7 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
     lines += ["", header]
     for t in status.tables:
         chunks = f"{t.chunks_done}/{t.chunks_total if t.chunks_total is not None else '?'}"
-        note = t.note
+        note = "; ".join(n for n in (t.note, t.verified) if n)
         lines.append(
             f"  {t.table:<32} {t.state:<14} {chunks:>11} {t.rows_snapshotted:>11} "
             f"{t.events_applied:>9}" + (f"  {note}" if note else "")

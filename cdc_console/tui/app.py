@@ -18,13 +18,10 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from cdc_console.core.lifecycle import CommandKind
-from cdc_console.errors import CdcError, redact
+from cdc_console.errors import CdcError
+from cdc_console.tui.acting import SERVER, STATE, ConsoleActions, describe
 from cdc_console.tui.data.monitor import PipelineMonitor, open_monitors
 from cdc_console.tui.messages import (
-    ActionFailed,
-    CommandQueued,
-    JobLaunched,
-    JobStopFinished,
     PipelineStatusRefreshed,
     PollFailed,
     ServerProbed,
@@ -39,17 +36,8 @@ from cdc_console.tui.screens.events import EventsScreen
 from cdc_console.tui.screens.jobs import JobsScreen
 from cdc_console.tui.screens.tables import TablesScreen
 
-STATE, SERVER = "state", "server"
 
-
-def describe(exc: BaseException) -> str:
-    if isinstance(exc, CdcError):
-        return redact(f"{exc.message} (fix: {exc.hint})" if exc.hint else exc.message)
-    text = redact(str(exc)).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-class ConsoleApp(App[None]):
+class ConsoleApp(ConsoleActions):
     TITLE = "cdc-console"
     CSS_PATH = "styles/console.tcss"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -188,6 +176,25 @@ class ConsoleApp(App[None]):
         if self.selected_table:
             self.confirm_redump(self.selected_table)
 
+    def action_verify_table(self) -> None:
+        if self.selected_table:
+            self._verify(self.monitors[self._current], self.selected_table)
+
+    def repair_table(self, table: str) -> None:
+        body = (
+            f"Re-dump every chunk of {table} that its last verification found differing?\n\n"
+            "The job re-reads each at a new high watermark and replaces its key range in the "
+            "mirror; the other chunks and tables go on streaming. Verify again (v) afterwards."
+        )
+        self.push_screen(
+            ConfirmScreen(f"Repair {table}", body, "Repair"),
+            partial(self._repair_confirmed, table),
+        )
+
+    def _repair_confirmed(self, table: str, answer: bool | None) -> None:
+        if answer:
+            self._repair(self.monitors[self._current], table)
+
     def action_pause_pipeline(self) -> None:
         self.control(CommandKind.PAUSE)
 
@@ -319,62 +326,3 @@ class ConsoleApp(App[None]):
             pipeline == self._current or isinstance(screen, JobsScreen)
         ):
             screen.refresh_from_host()
-
-    # -- acting ---------------------------------------------------------------------------------
-
-    @work(thread=True, group="act")
-    def _queue(self, monitor: PipelineMonitor, kind: str, table: str | None) -> None:
-        what = f"{kind} {table or 'pipeline'}"
-        try:
-            command_id = monitor.queue(kind, table)
-        except Exception as exc:
-            self.post_message(ActionFailed(monitor.name, what, describe(exc)))
-        else:
-            self.post_message(CommandQueued(monitor.name, command_id, what))
-
-    @work(thread=True, group="act")
-    def _start_job(self, monitor: PipelineMonitor) -> None:
-        try:
-            pid = monitor.start_job()
-        except Exception as exc:
-            self.post_message(ActionFailed(monitor.name, "start job", describe(exc)))
-        else:
-            self.post_message(JobLaunched(monitor.name, pid))
-
-    @work(thread=True, group="stop")
-    def _stop_job(self, monitor: PipelineMonitor) -> None:
-        try:
-            outcome = monitor.stop_job()
-        except Exception as exc:
-            self.post_message(ActionFailed(monitor.name, "stop job", describe(exc)))
-        else:
-            self.post_message(JobStopFinished(monitor.name, outcome))
-
-    def on_command_queued(self, message: CommandQueued) -> None:
-        view = self.view_of(message.pipeline)
-        waiting = (
-            "waiting for the job"
-            if view and view.job.alive
-            else "no job is running: it applies when the job next starts"
-        )
-        self.notify(
-            f"command #{message.command_id}; {waiting}",
-            title=f"{message.pipeline}: {message.description} queued",
-        )
-        self._poll_now(STATE, self.monitors[message.pipeline])
-
-    def on_action_failed(self, message: ActionFailed) -> None:
-        self.notify(
-            message.error, title=f"{message.pipeline}: {message.action} refused", severity="error"
-        )
-
-    def on_job_launched(self, message: JobLaunched) -> None:
-        monitor = self.monitors[message.pipeline]
-        self.notify(
-            f"pid {message.pid}, log {monitor.log_path}", title=f"{message.pipeline}: job starting"
-        )
-        self._poll_now(STATE, monitor)
-
-    def on_job_stop_finished(self, message: JobStopFinished) -> None:
-        self.notify(message.outcome, title=f"{message.pipeline}: job stopped")
-        self._poll_now(STATE, self.monitors[message.pipeline])

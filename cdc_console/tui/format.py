@@ -141,3 +141,14 @@ def progress(done: int, total: int | None, width: int = 10) -> Text:
     text.append("░" * (width - filled), style="dim")
     text.append(f" {done}/{total}")
     return text
+
+
+def verified(text: str) -> Text:
+    """A chunk's last verdict: green when equal, red when it differs, dim otherwise."""
+    if not text:
+        return DASH
+    if text.startswith("equal"):
+        return plain(text, "green")
+    if "differ" in text:
+        return plain(text, "bold red")
+    return plain(text, "yellow")

@@ -72,3 +72,24 @@ class JobStopFinished(Message):
         super().__init__()
         self.pipeline = pipeline
         self.outcome = outcome
+
+
+class VerificationLaunched(Message):
+    """A verification of one table runs in a process of its own; its verdicts arrive with later
+    refreshes (the table's note, the splits' verified column, Events)."""
+
+    def __init__(self, pipeline: str, table: str, pid: int) -> None:
+        super().__init__()
+        self.pipeline = pipeline
+        self.table = table
+        self.pid = pid
+
+
+class RepairQueued(Message):
+    """Chunk re-dumps were queued for the chunks a verification found differing."""
+
+    def __init__(self, pipeline: str, table: str, chunks: list[int]) -> None:
+        super().__init__()
+        self.pipeline = pipeline
+        self.table = table
+        self.chunks = chunks

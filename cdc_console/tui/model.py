@@ -117,6 +117,8 @@ class SplitView:
     low_watermark: BinlogOffset | None
     high_watermark: BinlogOffset | None
     duration_ms: int | None
+    #: the chunk's last verification (``status.split_verification``), "" when never verified
+    verified: str = ""
 
 
 @dataclass(frozen=True)

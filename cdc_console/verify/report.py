@@ -146,10 +146,11 @@ class TableResult:
         for chunk in self.chunks:
             if chunk.verdict == Verdict.EQUAL:
                 continue
-            lines.append(f"  chunk {chunk.split_no} {chunk.range}: {self._chunk(chunk)}")
+            lines.append(f"  chunk {chunk.split_no} {chunk.range}: {self.chunk_summary(chunk)}")
         return lines
 
-    def _chunk(self, chunk: ChunkResult) -> str:
+    def chunk_summary(self, chunk: ChunkResult) -> str:
+        """What differs in one chunk: counts by kind, the first keys, the differing columns."""
         if chunk.verdict != Verdict.DIFFERS:
             return f"{chunk.verdict}: {chunk.reason}"
         parts = []

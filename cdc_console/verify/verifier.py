@@ -44,6 +44,7 @@ from cdc_console.mysql.position import current_position
 from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
 from cdc_console.source.snapshot_reader import SnapshotSplitReader, open_text_mode
 from cdc_console.state.store import StateStore, TableState
+from cdc_console.status import skip_reason
 from cdc_console.values.arrow import rows_to_table
 from cdc_console.values.canonical import RowNormalizer, canonical_chunk_key, raw_chunk_key
 from cdc_console.verify.compare import Difference, Fold, Key, compare, overlay
@@ -69,27 +70,6 @@ def verify_server_id(config: PipelineConfig) -> int:
             f'widen it, e.g. server_id = "{low}-{low + config.snapshot.parallelism + 2}"',
         )
     return ids[-1]
-
-
-def skip_reason(table: TableState) -> str:
-    """Why a table cannot be verified now ("" when it can)."""
-    state = table.state
-    if state == Lifecycle.PAUSED and table.resume_state == Lifecycle.STREAMING:
-        state = Lifecycle.STREAMING
-    if table.schema_pending:
-        return "its schema change is being settled; verify once it streams again"
-    if state == Lifecycle.STREAMING:
-        return ""
-    reasons = {
-        Lifecycle.SNAPSHOTTING: "still snapshotting; verify once it streams",
-        Lifecycle.CATCHING_UP: "catching up after its snapshot; verify once it streams",
-        Lifecycle.REDUMP: "being re-dumped; verify once it streams again",
-        Lifecycle.NEEDS_REDUMP: "parked (NEEDS_REDUMP): re-dump it first",
-        Lifecycle.REMOVED: "removed from capture",
-        Lifecycle.SNAPSHOT_DONE: "snapshot-only: its mirror is not kept at a binlog position",
-        Lifecycle.PAUSED: "paused during its snapshot; resume it first",
-    }
-    return reasons.get(state, f"{state}")
 
 
 @dataclass
@@ -359,6 +339,12 @@ class Verifier:
                 f"verify {result.table_id}: equal ({result.rows:,} rows, "
                 f"{len(result.chunks)} chunks)"
             )
+        elif verdict == Verdict.DIFFERS:
+            chunks = "; ".join(
+                f"chunk {c.split_no} {c.range}: {result.chunk_summary(c)}"
+                for c in result.differing_chunks()
+            )
+            message = f"verify {result.table_id}: {chunks} (f on Events repairs)"
         else:
             message = "verify " + " ".join(result.describe())
         level = {Verdict.DIFFERS: "error", Verdict.ERROR: "warning"}.get(verdict, "info")

@@ -17,12 +17,12 @@ from unittest import mock
 
 from cdc_console.config import load_config
 from cdc_console.core.chunk import ChunkRange
-from cdc_console.core.lifecycle import CommandKind, CommandStatus, Lifecycle, SplitStatus
+from cdc_console.core.lifecycle import CommandKind, CommandStatus, Lifecycle, SplitStatus, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.state.lake import record_footprint
-from cdc_console.state.store import StateStore
+from cdc_console.state.store import StateStore, VerificationRow
 from cdc_console.tui.data.jobs import ProcessSample
 from cdc_console.tui.data.monitor import PipelineMonitor
 from cdc_console.tui.data.server import ServerStatus
@@ -140,6 +140,7 @@ def build_state(path: Path) -> None:
         _runs(store, clock)
         _lag_samples(store, clock)
         _events_and_commands(store, clock)
+        _verifications(store, clock)
         _lake(store, path.parent / "lake")
         store.close()
 
@@ -215,6 +216,34 @@ def _splits(
             "UPDATE tables SET splits_done=?, rows_snapshotted=? WHERE table_id=?",
             (finished, finished * width, str(table)),
         )
+
+
+def _verifications(store: StateStore, clock: FrozenClock) -> None:
+    """shop.customers verified a minute ago: chunk 3 lost a row, the rest are equal."""
+    customers = TableId("shop", "customers")
+    for n in range(12):
+        store.record_verification(
+            VerificationRow(
+                customers,
+                n,
+                NOW - 60,
+                binlog(42, 8000),
+                Verdict.DIFFERS if n == 3 else Verdict.EQUAL,
+                1000,
+                1 if n == 3 else 0,
+                0,
+                0,
+                {"missing": [[3_017]]} if n == 3 else {},
+            )
+        )
+    clock.now = NOW - 60
+    store.log_event(
+        "verify",
+        "verify shop.customers: chunk 3 [3000, 4000): 1 row(s) missing from the mirror "
+        "(id=3017) (f on Events repairs)",
+        level="error",
+        table_id="shop.customers",
+    )
 
 
 def _runs(store: StateStore, clock: FrozenClock) -> None:
@@ -313,6 +342,7 @@ class CannedJobs:
 
     running: int | None = JOB_PID
     launched: list[Path] = field(default_factory=list)
+    verifying: list[str] = field(default_factory=list)
     stopped: list[int] = field(default_factory=list)
     alive: set[int] = field(default_factory=set)
     exit_codes: dict[int, int] = field(default_factory=dict)
@@ -326,6 +356,10 @@ class CannedJobs:
         self.launched.append(config_path)
         self.alive.add(LAUNCHED_PID)
         return LAUNCHED_PID
+
+    def launch_verify(self, config_path: Path, log_path: Path, table: str) -> int:
+        self.verifying.append(table)
+        return LAUNCHED_PID + 1
 
     def stop(self, pid: int, timeout: float) -> None:
         self.stopped.append(pid)

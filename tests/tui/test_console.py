@@ -500,3 +500,42 @@ async def test_a_source_outage_shows_as_reconnecting_on_top_and_in_the_events(
             lambda: "source unreachable (planner): (2003) Connection refused" in screen_text(app),
             "the outage's start on the Events screen",
         )
+
+
+async def test_verification_results_show_and_v_and_f_act_on_them(
+    shop: PipelineMonitor, jobs: CannedJobs, workdir: Path
+) -> None:
+    app = ConsoleApp([shop])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "chunk 3 differs (verified 1 min" in screen_text(app)
+        app.screen.query_one("#tables", KeyedTable).select_key("shop.customers")
+        await until(pilot, lambda: app.selected_table == "shop.customers", "selection")
+        await until(pilot, lambda: "1 differ 1 min" in screen_text(app), "the verified column")
+        assert "equal 1 min" in screen_text(app) and "v Verify table" in screen_text(app)
+        await pilot.press("v")
+        await until(pilot, lambda: jobs.verifying == ["shop.customers"], "a verification")
+        await until(
+            pilot,
+            lambda: any("verifying shop.customers" in n for n in notifications(app)),
+            "notice",
+        )
+
+        await pilot.press("4")
+        await settle(pilot)
+        events = app.screen.query_one("#events", KeyedTable)
+        text = screen_text(app)
+        assert "verify shop.customers: chunk 3 [3000, 4000): 1 row(s) missing" in text
+        assert "f Repair" in text
+        events.move_cursor(row=0)
+        await pilot.press("f")
+        await until(
+            pilot, lambda: any("highlight a verify event" in n for n in notifications(app)), "hint"
+        )
+        events.move_cursor(row=events.row_count - 1)
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "confirmation")
+        assert queued(workdir) == []
+        await pilot.press("y")
+        await wait_queued(pilot, workdir)
+        assert queued(workdir) == [("redump", "shop.customers", {"chunk": 3}, "console:test")]

@@ -32,6 +32,8 @@ class JobControl(Protocol):
 
     def launch(self, config_path: Path, log_path: Path) -> int: ...
 
+    def launch_verify(self, config_path: Path, log_path: Path, table: str) -> int: ...
+
     def stop(self, pid: int, timeout: float) -> None: ...
 
     def is_alive(self, pid: int) -> bool: ...
@@ -61,6 +63,11 @@ class LocalJobControl:
         from cdc_console.launcher import launch_job
 
         return launch_job(config_path, log_path)
+
+    def launch_verify(self, config_path: Path, log_path: Path, table: str) -> int:
+        from cdc_console.launcher import launch_verify
+
+        return launch_verify(config_path, log_path, table)
 
     def stop(self, pid: int, timeout: float) -> None:
         from cdc_console.launcher import stop_job

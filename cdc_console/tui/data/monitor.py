@@ -14,12 +14,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cdc_console.config import PipelineConfig
-from cdc_console.core.lifecycle import CommandKind, CommandStatus, Lifecycle
+from cdc_console.core.lifecycle import CommandKind, CommandStatus, Lifecycle, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
 from cdc_console.errors import CdcError
@@ -27,8 +27,14 @@ from cdc_console.mysql.lag import binlog_distance
 from cdc_console.retention import binlog_needs
 from cdc_console.source.control import refusal
 from cdc_console.state.lake import LakeTableState, lake_tables
-from cdc_console.state.store import LAG_SAMPLES_KEPT, RunRow, StateStore, TableState
-from cdc_console.status import table_note
+from cdc_console.state.store import (
+    LAG_SAMPLES_KEPT,
+    RunRow,
+    StateStore,
+    TableState,
+    VerificationRow,
+)
+from cdc_console.status import skip_reason, split_verification, table_note, verification_note
 from cdc_console.tui.data import assess
 from cdc_console.tui.data.history import HeadHistory, ProgressTracker, RateTracker
 from cdc_console.tui.data.jobs import JobControl, ProcessSample
@@ -156,14 +162,29 @@ class PipelineMonitor:
             behind[0],
         )
         events = [event_view(e) for e in store.events(EVENTS_SHOWN)]
-        errors = [e for e in events if e.level == "error"]
+        # a verification's findings are the mirror's, not the job's errors
+        errors = [e for e in events if e.level == "error" and e.kind != "verify"]
         outage = store.open_outage() if sample is not None else None
         job = self._job(sample, all_runs, paused, behind[0], errors, log_tail, now, outage)
         mirrors = {t.name: t for t in lake_tables(store) if t.kind == "mirror"}
-        table_views = tuple(self._table(t, head, now, mirrors) for t in tables)
+        verified: dict[str, list[VerificationRow]] = {}
+        for row in store.verifications():
+            verified.setdefault(str(row.table_id), []).append(row)
+        table_views = tuple(
+            self._table(t, head, now, mirrors, verified.get(str(t.table_id), [])) for t in tables
+        )
         names = [t.table for t in table_views]
         if selected not in names:
             selected = default_table(table_views)
+        splits = self.splits.read(store, selected) if selected else ()
+        if selected in verified:
+            by_chunk = {r.split_no: r for r in verified[selected]}
+            splits = tuple(
+                replace(s, verified=split_verification(by_chunk[s.split_no], now))
+                if s.split_no in by_chunk
+                else s
+                for s in splits
+            )
         needs = self._needs(store, now)
         if committed is not None:
             needs.append(("the stream", committed))
@@ -178,7 +199,7 @@ class PipelineMonitor:
             job=job,
             tables=table_views,
             selected_table=selected,
-            splits=self.splits.read(store, selected) if selected else (),
+            splits=splits,
             binlog=self._binlog(store, committed, behind, tables, needs, now),
             events=tuple(events),
             commands=tuple(store.commands(COMMANDS_SHOWN)),
@@ -253,6 +274,7 @@ class PipelineMonitor:
         head: BinlogOffset | None,
         now: float,
         mirrors: dict[str, LakeTableState],
+        verified: list[VerificationRow],
     ) -> TableView:
         name = str(table.table_id)
         mirror = mirrors.get(name)
@@ -277,7 +299,7 @@ class PipelineMonitor:
             lag=lag,
             position=position,
             chunk_size=self.config.snapshot.chunk_size,
-            note=table_note(table),
+            note=" · ".join(n for n in (table_note(table), verification_note(verified, now)) if n),
             lake_files=mirror.files if mirror else None,
             lake_bytes=mirror.disk_bytes if mirror else None,
         )
@@ -402,6 +424,37 @@ class PipelineMonitor:
         command = store.command(command_id)
         self._awaiting[command_id] = command.what if command else kind
         return command_id
+
+    def verify_table(self, table: str) -> int:
+        """Launch ``cdc-console verify --table table`` detached; return its pid."""
+        with self._io:
+            store = self.store()
+            found = store.table(table) if store is not None else None
+        if found is None:
+            raise CdcError(f"{self.name} does not capture {table}", "pick a table of this pipeline")
+        reason = skip_reason(found)
+        if reason:
+            raise CdcError(f"{table} cannot be verified now: {reason}")
+        return self.jobs.launch_verify(self.config_path, self.verify_log, table)
+
+    def repair_table(self, table: str) -> list[int]:
+        """Queue ``redump --chunk N`` for every chunk of ``table`` whose last verdict differs."""
+        with self._io:
+            store = self.store()
+            rows = store.verifications(table) if store is not None else []
+            chunks = [r.split_no for r in rows if r.verdict == Verdict.DIFFERS]
+            if not chunks:
+                raise CdcError(
+                    f"no chunk of {table} differs in its last verification",
+                    "verify it again (v on Tables) to see where it stands",
+                )
+            for chunk in chunks:
+                self._queue(CommandKind.REDUMP, table, {"chunk": chunk})
+        return chunks
+
+    @property
+    def verify_log(self) -> Path:
+        return self.config.state_path.parent / "verify.log"
 
     def start_job(self) -> int:
         """Launch the job detached (it outlives the console); refuse if one is running."""

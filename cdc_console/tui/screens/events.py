@@ -6,8 +6,11 @@ them and what the job answered.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Log
 
@@ -60,6 +63,9 @@ def event_row(event: EventView) -> tuple[str, list[Text]]:
 
 class EventsScreen(ConsoleScreen):
     SCREEN_NAME = "events"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f", "repair", "Repair what verify found"),
+    ]
 
     def compose_body(self) -> ComposeResult:
         with Vertical(classes="panel", id="commands-panel") as commands:
@@ -74,6 +80,19 @@ class EventsScreen(ConsoleScreen):
 
     def on_mount(self) -> None:
         self._log_lines: tuple[str, ...] = ()
+        self._events: dict[str, EventView] = {}
+
+    def action_repair(self) -> None:
+        """Repair the table of the highlighted verification that found differences."""
+        events = self.query_one("#events", KeyedTable)
+        event = self._events.get(events.cursor_key or "")
+        if event is None or event.kind != "verify" or event.level != "error" or not event.table:
+            self.notify(
+                "highlight a verify event that found differences (red), then press f",
+                severity="warning",
+            )
+            return
+        self.host.repair_table(event.table)
 
     def show(self, view: PipelineView) -> None:
         self.query_one("#log-panel").border_title = f"Job log: {view.log_path} (tail)"
@@ -82,6 +101,7 @@ class EventsScreen(ConsoleScreen):
             commands.sync([command_row(c) for c in reversed(view.commands)])
             events = self.query_one("#events", KeyedTable)
             at_end = events.cursor_row >= events.row_count - 1
+            self._events = {str(e.id): e for e in view.events}
             events.sync([event_row(e) for e in view.events])
             if at_end and events.row_count:
                 events.move_cursor(row=events.row_count - 1, animate=False)

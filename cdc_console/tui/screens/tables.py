@@ -40,6 +40,7 @@ SPLIT_COLUMNS = (
     Column("lw", "low watermark", 22),
     Column("hw", "high watermark", 22),
     Column("duration", "duration", 9),
+    Column("verified", "verified", 16),
 )
 
 
@@ -66,6 +67,7 @@ def split_row(split: SplitView) -> tuple[str, list[Text]]:
         fmt.offset(split.low_watermark),
         fmt.offset(split.high_watermark),
         fmt.duration_ms(split.duration_ms),
+        fmt.verified(split.verified),
     ]
 
 
@@ -92,6 +94,7 @@ class TablesScreen(ConsoleScreen):
         Binding("p", "app.pause_table", "Pause table"),
         Binding("r", "app.resume_table", "Resume table"),
         Binding("d", "app.redump_table", "Re-dump table"),
+        Binding("v", "app.verify_table", "Verify table"),
     ]
 
     def compose_body(self) -> ComposeResult:
