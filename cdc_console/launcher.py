@@ -100,20 +100,13 @@ def launch_job(config_path: Path, log_path: Path, extra_args: Sequence[str] = ()
     return spawn_detached(job_command(config, extra_args), log_path, cwd=config.parent)
 
 
-def launch_verify(config_path: Path, log_path: Path, table: str) -> int:
-    """Start ``cdc-console verify --config config_path --table table`` detached; its verdicts
+def launch_verify(config_path: Path, log_path: Path, table: str | None = None) -> int:
+    """Start ``cdc-console verify --config config_path [--table table]`` detached; its verdicts
     reach the state database (and the console) as it goes."""
     config = Path(config_path).resolve()
-    command = [
-        sys.executable,
-        "-m",
-        "cdc_console.cli",
-        "verify",
-        "--config",
-        str(config),
-        "--table",
-        table,
-    ]
+    command = [sys.executable, "-m", "cdc_console.cli", "verify", "--config", str(config)]
+    if table is not None:
+        command += ["--table", table]
     return spawn_detached(command, log_path, cwd=config.parent)
 
 

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from cdc_console.commands import Subparsers
-from cdc_console.config import load_config
+from cdc_console.config import PipelineConfig, load_config
 from cdc_console.errors import CdcError
+
+if TYPE_CHECKING:
+    from cdc_console.core.schema import TableId
+    from cdc_console.state.store import StateStore
 
 EPILOG = """\
 Each chunk of each streaming table is read from the source the way a snapshot reads it (low
@@ -55,8 +60,7 @@ def register(subparsers: Subparsers) -> None:
 def handle(args: argparse.Namespace) -> int:
     from cdc_console.core.schema import TableId
     from cdc_console.state.store import StateStore
-    from cdc_console.verify.repair import repair
-    from cdc_console.verify.verifier import Verifier
+    from cdc_console.verify.verifier import exclusive
 
     if args.chunk is not None and not args.table:
         raise CdcError("--chunk needs --table", "name the table: --table db.table --chunk N")
@@ -78,27 +82,40 @@ def handle(args: argparse.Namespace) -> int:
                     f"'cdc-console status --config {args.config}' lists its tables",
                 )
             tables = [table_id]
-        verifier = Verifier(config, store, rows_per_second=args.rows_per_second)
-        report = verifier.run(tables, args.chunk)
-        if not args.repair:
-            if args.json:
-                print(json.dumps(report.to_dict(), indent=2))
-            else:
-                print(report.describe())
-            return report.exit_code
-        if not args.json:
-            print(report.describe())
-        outcome = repair(config, store, verifier, report, args.timeout)
-        if args.json:
-            document = {
-                "before": report.to_dict(),
-                "repaired": list(outcome.repaired),
-                "after": outcome.after.to_dict() if outcome.after else None,
-            }
-            print(json.dumps(document, indent=2))
-        elif outcome.after is not None:
-            print(f"repaired (re-dumped): {', '.join(outcome.repaired)}")
-            print(outcome.after.describe())
-        return outcome.exit_code
+        with exclusive(config):
+            return _verify(args, config, store, tables)
     finally:
         store.close()
+
+
+def _verify(
+    args: argparse.Namespace,
+    config: PipelineConfig,
+    store: StateStore,
+    tables: list[TableId] | None,
+) -> int:
+    from cdc_console.verify.repair import repair
+    from cdc_console.verify.verifier import Verifier
+
+    verifier = Verifier(config, store, rows_per_second=args.rows_per_second)
+    report = verifier.run(tables, args.chunk)
+    if not args.repair:
+        if args.json:
+            print(json.dumps(report.to_dict(), indent=2))
+        else:
+            print(report.describe())
+        return report.exit_code
+    if not args.json:
+        print(report.describe())
+    outcome = repair(config, store, verifier, report, args.timeout)
+    if args.json:
+        document = {
+            "before": report.to_dict(),
+            "repaired": list(outcome.repaired),
+            "after": outcome.after.to_dict() if outcome.after else None,
+        }
+        print(json.dumps(document, indent=2))
+    elif outcome.after is not None:
+        print(f"repaired (re-dumped): {', '.join(outcome.repaired)}")
+        print(outcome.after.describe())
+    return outcome.exit_code

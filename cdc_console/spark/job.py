@@ -45,6 +45,7 @@ from cdc_console.source.parking import PARKABLE, is_purged, park_table
 from cdc_console.source.redump import reread_or_park
 from cdc_console.spark.lag_monitor import LagMonitor
 from cdc_console.spark.shutdown import drain, quiet_cancellations, stop_query
+from cdc_console.spark.verify_schedule import VerifySchedule
 from cdc_console.state.store import StateStore, TableState
 
 if TYPE_CHECKING:
@@ -428,6 +429,7 @@ class PipelineJob:
         from cdc_console.spark.lake_upkeep import LakeUpkeep
 
         upkeep = LakeUpkeep(self.config, store, applier.lock)
+        verification = VerifySchedule(self.config, store)
         try:
             while not self.stop_requested.is_set():
                 failure = query.exception()
@@ -445,6 +447,7 @@ class PipelineJob:
                 if self._done(store, caught_up, until_caught_up):
                     break
                 upkeep.tick()
+                verification.tick()
                 self.stop_requested.wait(0.5)
         except BaseException:
             stop_query(query, spark)

@@ -22,9 +22,11 @@ job's readers), at most ``rows_per_second``.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -37,7 +39,7 @@ from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.values import CanonicalRow
-from cdc_console.errors import ConfigError, redact
+from cdc_console.errors import CdcError, ConfigError, redact
 from cdc_console.mysql.binlog import RowChange, read_window
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import current_position
@@ -57,6 +59,26 @@ log = logging.getLogger(__name__)
 GROUP_ROWS = 200_000
 #: seconds between a chunk's first verdict "differs" and its re-check
 RECHECK_AFTER = 1.0
+
+
+@contextmanager
+def exclusive(config: PipelineConfig) -> Iterator[None]:
+    """Hold the pipeline's verification lock: two verifications at once would read the binlog
+    with one server id, and the server drops the older of two such connections."""
+    path = config.state_path.parent / "verify.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CdcError(
+                f"another verification of {config.name} is running",
+                "wait for it: its verdicts appear in 'cdc-console status' and the console",
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def verify_server_id(config: PipelineConfig) -> int:
