@@ -48,7 +48,7 @@ def skip_reason(table: TableState) -> str:
         state = Lifecycle.STREAMING
     if table.schema_pending:
         return "its schema change is being settled; verify once it streams again"
-    if state == Lifecycle.STREAMING:
+    if state in (Lifecycle.STREAMING, Lifecycle.SNAPSHOT_DONE):
         return ""
     reasons = {
         Lifecycle.SNAPSHOTTING: "still snapshotting; verify once it streams",
@@ -56,7 +56,6 @@ def skip_reason(table: TableState) -> str:
         Lifecycle.REDUMP: "being re-dumped; verify once it streams again",
         Lifecycle.NEEDS_REDUMP: "parked (NEEDS_REDUMP): re-dump it first",
         Lifecycle.REMOVED: "removed from capture",
-        Lifecycle.SNAPSHOT_DONE: "snapshot-only: its mirror is not kept at a binlog position",
         Lifecycle.PAUSED: "paused during its snapshot; resume it first",
     }
     return reasons.get(state, f"{state}")

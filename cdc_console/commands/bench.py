@@ -1,4 +1,4 @@
-"""``cdc-console bench snapshot|binlog|lake``: throughput, memory and lake cost against the obvious peers.
+"""``cdc-console bench snapshot|binlog|lake|verify``: throughput, memory and lake cost against the obvious peers.
 
 Both sub-commands start their own private MariaDB (nothing to configure, nothing of the user's
 touched) and print one side-by-side table per run; see ``cdc_console.bench`` for what each line
@@ -157,6 +157,21 @@ def register(subparsers: Subparsers) -> None:
     lake.add_argument("--json", type=Path, help="also write the results to this JSON file")
     lake.add_argument("--timeout", type=float, default=3600.0, help="seconds per job run")
     lake.set_defaults(handler=handle_lake)
+    verify = sub.add_parser(
+        "verify",
+        help="verify a mirror online: rows/s next to the snapshot's, same run",
+        description="Seed a table, snapshot it into a streaming mirror, then verify the mirror "
+        "against the source; print verify rows/s next to the snapshot's and their ratio.",
+    )
+    verify.add_argument("--rows", type=_count, required=True, help="table rows, e.g. 1M")
+    verify.add_argument("--chunk-size", type=int, default=8096, help="snapshot chunk rows")
+    verify.add_argument("--parallelism", type=int, default=2, help="snapshot chunks at once")
+    verify.add_argument("--master", default="local[2]", help="Spark master for the snapshot")
+    verify.add_argument("--workdir", type=Path, help="parent of the throw-away run folder")
+    verify.add_argument("--keep", action="store_true", help="keep the run folder")
+    verify.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    verify.add_argument("--timeout", type=float, default=3600.0, help="seconds per process")
+    verify.set_defaults(handler=handle_verify)
 
 
 def _run(
@@ -204,3 +219,9 @@ def handle_lake(args: argparse.Namespace) -> int:
     from cdc_console.bench.lake import LakeOptions, run_lake_bench
 
     return _run(args, "lake", LakeOptions, run_lake_bench, log="the job's log")
+
+
+def handle_verify(args: argparse.Namespace) -> int:
+    from cdc_console.bench.verify import VerifyOptions, run_verify_bench
+
+    return _run(args, "verify", VerifyOptions, run_verify_bench)

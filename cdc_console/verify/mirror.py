@@ -26,6 +26,7 @@ from deltalake import DeltaTable
 
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keys import KeyOrder
+from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableSchema
@@ -47,7 +48,8 @@ class MirrorSnapshot:
     every change of its table and after which none."""
 
     rows: pa.Table
-    position: BinlogOffset
+    #: None for a snapshot-only mirror, whose chunks each stand at their own high watermark
+    position: BinlogOffset | None
     version: int
 
 
@@ -62,6 +64,11 @@ class MirrorReader:
     def read(self, schema: TableSchema, ranges: list[ChunkRange]) -> MirrorSnapshot:
         table_id = schema.table_id
         found = self.store.table(table_id)
+        if found is not None and found.state == Lifecycle.SNAPSHOT_DONE:
+            # snapshot-only: each chunk is its state at its own high watermark, and nothing
+            # writes the mirror any more; the caller places each chunk by its watermark
+            table = DeltaTable(self.path)
+            return MirrorSnapshot(_read_ranges(table, schema, ranges), None, table.version())
         if found is None or found.stream_from is None:
             raise MirrorNotReady(f"{table_id} has no stream position yet")
         applied = self.store.last_applied_batch()

@@ -5,7 +5,8 @@ Nothing is locked or paused. For a group of consecutive chunks of one streaming 
 1. each chunk is read from the source exactly as a snapshot reads it (``SnapshotSplitReader``:
    low watermark, SELECT, high watermark HWi, backfill), so it is the chunk's state at HWi;
 2. the mirror's rows in the group's key range are read with the position P before which it
-   holds every change of the table (``verify.mirror``);
+   holds every change of the table (``verify.mirror``); a snapshot-only mirror (SNAPSHOT_DONE)
+   is never written after its snapshot, so each of its chunks stands at its own high watermark;
 3. the server's head H is read, and the binlog ``[min(P, HWi), H)`` of the table is folded onto
    both sides: onto chunk i the changes at or after HWi (the snapshot reader's own rule for what
    a chunk has not seen), onto the mirror those at or after P. Both sides are then the table's
@@ -259,9 +260,13 @@ class Verifier:
             close_quietly(head_conn)
         source_folds = [Fold() for _ in chunks]
         mirror_fold = Fold()
-        start = min([mirror.position, *(c.high_watermark for c in chunks)])
+        if mirror.position is not None:
+            mirror_at = [mirror.position] * len(chunks)
+        else:
+            mirror_at = [self._snapshot_watermark(c.split) for c in chunks]
+        start = min([*mirror_at, *(c.high_watermark for c in chunks)])
         if start < head:
-            self._fold(schema, chunks, source_folds, mirror_fold, mirror.position, start, head)
+            self._fold(schema, chunks, source_folds, mirror_fold, mirror_at, start, head)
         sides = [overlay(schema, c.rows, f) for c, f in zip(chunks, source_folds, strict=True)]
         source_rows = pa.concat_tables(sides) if sides else rows_to_table(schema, [])
         mirror_rows = overlay(schema, mirror.rows, mirror_fold)
@@ -276,7 +281,7 @@ class Verifier:
             ",".join(str(s.split_no) for s in splits),
             source_rows.num_rows,
             head,
-            mirror.position,
+            mirror.position or "each chunk's high watermark",
             mirror.version,
             len(differences),
         )
@@ -301,7 +306,7 @@ class Verifier:
         chunks: list[_SourceChunk],
         source_folds: list[Fold],
         mirror_fold: Fold,
-        mirror_at: BinlogOffset,
+        mirror_at: list[BinlogOffset],
         start: BinlogOffset,
         head: BinlogOffset,
     ) -> None:
@@ -325,7 +330,7 @@ class Verifier:
                 return
             for fold, since in (
                 (source_folds[index], chunks[index].high_watermark),
-                (mirror_fold, mirror_at),
+                (mirror_fold, mirror_at[index]),
             ):
                 if change.position >= since:
                     if row is None:
@@ -343,6 +348,13 @@ class Verifier:
             if change.after is not None:
                 after = normalizer.binlog_row(change.after, change.after_none_sources)
                 apply(change, chunk_of(change.after), normalizer.key_of(after), after)
+
+    def _snapshot_watermark(self, split: SnapshotSplit) -> BinlogOffset:
+        """Where a snapshot-only mirror's chunk stands: the high watermark it was read at."""
+        for state in self.store.splits(split.table_id):
+            if state.split.split_no == split.split_no and state.high_watermark is not None:
+                return state.high_watermark
+        raise MirrorNotReady(f"chunk {split.split_no} of {split.table_id} has no high watermark")
 
     def _pace(self, rows: int) -> None:
         """Sleep as needed to keep to ``rows_per_second`` over the whole run."""
