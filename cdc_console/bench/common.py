@@ -417,6 +417,7 @@ def write_pipeline_config(
     changelog: bool,
     master: str,
     extra: dict[str, Any] | None = None,
+    tables: list[str] | None = None,
 ) -> Path:
     """A pipeline TOML for the bench table, with its state, lake and checkpoint in ``folder``;
     ``extra`` adds sections (``{"lake": {...}}``)."""
@@ -429,7 +430,7 @@ def write_pipeline_config(
                 "port": env.sandbox.port,
                 "user": BENCH_USER,
                 "password_env": PASSWORD_ENV,
-                "tables": [f"{BENCH_DB}.{BENCH_TABLE}"],
+                "tables": tables or [f"{BENCH_DB}.{BENCH_TABLE}"],
                 "server_id": PIPELINE_SERVER_IDS,
             },
             "snapshot": {
@@ -538,4 +539,18 @@ def breakdown_line(batches: Sequence[BatchTimes], job: ChildRun) -> str:
         f"ours breakdown: start-up {first - job.started_at:.1f}s, {len(done)} batches in "
         f"{last - first:.1f}s = read+stage {read:.1f}s + apply {apply:.1f}s + between batches "
         f"{gaps:.1f}s; shutdown {job.ended_at - last:.1f}s"
+    )
+
+
+def start_streaming_job(config: Path, env: BenchEnv, log_path: Path) -> subprocess.Popen[str]:
+    """The job streaming until SIGTERM (not ``--until-caught-up``: the load comes after)."""
+    args = [sys.executable, "-m", "cdc_console", "run", "--config", str(config)]
+    log = log_path.open("w")
+    return subprocess.Popen(
+        args,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, **env.child_env},
     )

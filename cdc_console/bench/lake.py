@@ -20,12 +20,9 @@ of one hour would add. Timings are printed, never asserted.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import statistics
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +39,7 @@ from cdc_console.bench.common import (
     machine_line,
     pipeline_command,
     seed_rows,
+    start_streaming_job,
     write_pipeline_config,
 )
 from cdc_console.config import LakeConfig, load_config
@@ -132,7 +130,7 @@ def run_lake_bench(options: LakeOptions) -> LakeResult:
         print(f"snapshot, then caught up: {first.wall:.1f}s", flush=True)
         result.phases.append(Phase.of("after the snapshot", _measure(mirror, config.lake)))
 
-        job = _start_job(config_path, env, folder / "stream.log")
+        job = start_streaming_job(config_path, env, folder / "stream.log")
         try:
             _wait_streaming(config.state_path, options.timeout)
             started = time.time()
@@ -166,20 +164,6 @@ def _lake_section(options: LakeOptions) -> dict[str, Any]:
 
 def _measure(mirror: LakeTable, lake: LakeConfig) -> Footprint:
     return footprint(mirror, lake.target_file_size)
-
-
-def _start_job(config: Path, env: BenchEnv, log_path: Path) -> subprocess.Popen[str]:
-    """The job streaming until SIGTERM (not ``--until-caught-up``: the load comes after)."""
-    args = [sys.executable, "-m", "cdc_console", "run", "--config", str(config)]
-    log = log_path.open("w")
-    return subprocess.Popen(
-        args,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, **env.child_env},
-    )
 
 
 def _wait_streaming(state_path: Path, timeout: float) -> None:

@@ -171,6 +171,20 @@ def register(subparsers: Subparsers) -> None:
     verify.add_argument("--keep", action="store_true", help="keep the run folder")
     verify.add_argument("--json", type=Path, help="also write the results to this JSON file")
     verify.add_argument("--timeout", type=float, default=3600.0, help="seconds per process")
+    verify.add_argument(
+        "--no-lag",
+        action="store_true",
+        help="skip the second part: the other tables' lag while a verification runs",
+    )
+    verify.add_argument(
+        "--rate", type=float, default=100.0, help="UPDATEs/s on the streaming table (default 100)"
+    )
+    verify.add_argument(
+        "--baseline-seconds",
+        type=float,
+        default=20.0,
+        help="seconds of lag measured before the verification starts (default 20)",
+    )
     verify.set_defaults(handler=handle_verify)
 
 
