@@ -32,6 +32,7 @@ from cdc_console.bench.common import (
     BENCH_TABLE,
     BenchEnv,
     BenchError,
+    ChildRun,
     Measurement,
     bar_line,
     bench_env,
@@ -45,7 +46,7 @@ from cdc_console.bench.common import (
     worker_command,
     write_pipeline_config,
 )
-from cdc_console.state.readonly import batch_times, split_totals
+from cdc_console.state.readonly import BatchTimes, batch_times, split_totals
 
 PYMYSQL = "pymysql chunk scan"
 JDBC_JOB = "spark jdbc -> parquet (job)"
@@ -174,34 +175,70 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
     return result
 
 
-def _ours(env: BenchEnv, size: int, options: SnapshotOptions, result: SizeResult) -> None:
-    folder = env.next_dir("ours-snapshot")
+@dataclass
+class OursSnapshot:
+    """One ``run --until-caught-up`` in snapshot-only mode into a fresh mirror, and its window."""
+
+    job: ChildRun
+    config: Path
+    state: Path
+    batches: list[BatchTimes]
+    rows: int
+    #: first batch planned to last batch committed
+    window: float
+
+
+def snapshot_ours(
+    env: BenchEnv,
+    name: str,
+    *,
+    chunk_size: int,
+    parallelism: int,
+    changelog: bool,
+    master: str,
+    timeout: float,
+) -> OursSnapshot:
+    """Snapshot the bench table as ``bench snapshot``'s *ours* line does (``bench verify`` too)."""
+    folder = env.next_dir(name)
     config = write_pipeline_config(
         folder,
         env,
         startup_mode="snapshot-only",
-        chunk_size=options.chunk_size,
-        parallelism=options.parallelism,
-        changelog=options.changelog,
-        master=options.master,
+        chunk_size=chunk_size,
+        parallelism=parallelism,
+        changelog=changelog,
+        master=master,
     )
-    job = env.run(pipeline_command(config), folder / "job.log", options.timeout)
+    job = env.run(pipeline_command(config), folder / "job.log", timeout)
     state = folder / "state" / "pipeline.sqlite"
     batches = batch_times(state)
     applied = [b for b in batches if b.applied_at is not None]
     if not applied:
         raise BenchError(f"the pipeline applied no batch; log {job.log_path}:\n{job.log_tail()}")
-    totals = split_totals(state)
-    rows = totals.rows
-    if rows != size:
-        result.notes.append(f"WARNING: the pipeline snapshotted {rows:,} rows, expected {size:,}")
     first = min(b.created_at for b in applied)
     last = max(b.applied_at for b in applied if b.applied_at is not None)
+    return OursSnapshot(job, config, state, batches, split_totals(state).rows, last - first)
+
+
+def _ours(env: BenchEnv, size: int, options: SnapshotOptions, result: SizeResult) -> None:
+    ours = snapshot_ours(
+        env,
+        "ours-snapshot",
+        chunk_size=options.chunk_size,
+        parallelism=options.parallelism,
+        changelog=options.changelog,
+        master=options.master,
+        timeout=options.timeout,
+    )
+    job, rows, state = ours.job, ours.rows, ours.state
+    if rows != size:
+        result.notes.append(f"WARNING: the pipeline snapshotted {rows:,} rows, expected {size:,}")
     result.measurements.append(
-        Measurement.of(job, OURS_WINDOW, rows, last - first, note="first plan to last commit")
+        Measurement.of(job, OURS_WINDOW, rows, ours.window, note="first plan to last commit")
     )
     result.measurements.append(Measurement.of(job, OURS_WALL, rows, job.wall))
-    result.notes.append(breakdown_line(batches, job))
+    result.notes.append(breakdown_line(ours.batches, job))
+    totals = split_totals(state)
     result.notes.append(f"ours CPU: {job.cpu_line()}")
     if totals.timed_splits:
         seconds = totals.timed_ms / 1000

@@ -45,17 +45,15 @@ from cdc_console.bench.common import (
     format_table,
     load_line,
     machine_line,
-    pipeline_command,
     ratio,
     seed_rows,
     start_streaming_job,
     write_pipeline_config,
 )
+from cdc_console.bench.snapshot import OURS_WINDOW, snapshot_ours
 from cdc_console.core.lifecycle import Lifecycle
-from cdc_console.state.readonly import batch_times, split_totals
 from cdc_console.state.store import LagSample, StateStore
 
-OURS_WINDOW = "ours snapshot -> delta (window)"
 VERIFY = "verify (compare)"
 VERIFY_WALL = "verify (process wall)"
 VERIFY_BAR = 0.8
@@ -82,26 +80,20 @@ def run_verify_bench(options: VerifyOptions) -> dict[str, Any]:
     with bench_env(options.workdir, options.keep) as env:
         seconds = seed_rows(env, 1, options.rows)
         print(f"seeded {BENCH_TABLE} to {options.rows:,} rows in {seconds:.1f}s", flush=True)
-        folder = env.next_dir("ours-snapshot-then-verify")
-        config = write_pipeline_config(
-            folder,
+        ours = snapshot_ours(
             env,
-            startup_mode="snapshot-only",
+            "ours-snapshot-then-verify",
             chunk_size=options.chunk_size,
             parallelism=options.parallelism,
             changelog=False,
             master=options.master,
+            timeout=options.timeout,
         )
-        job = env.run(pipeline_command(config), folder / "job.log", options.timeout)
-        state = folder / "state" / "pipeline.sqlite"
-        applied = [b for b in batch_times(state) if b.applied_at is not None]
-        if not applied:
-            raise BenchError(f"the pipeline applied no batch; log {job.log_path}")
-        rows = split_totals(state).rows
-        first = min(b.created_at for b in applied)
-        last = max(b.applied_at for b in applied if b.applied_at is not None)
+        rows, config, folder = ours.rows, ours.config, ours.config.parent
         measurements.append(
-            Measurement.of(job, OURS_WINDOW, rows, last - first, note="first plan to last commit")
+            Measurement.of(
+                ours.job, OURS_WINDOW, rows, ours.window, note="first plan to last commit"
+            )
         )
         command = [sys.executable, "-m", "cdc_console", "verify", "--config", str(config), "--json"]
         run = env.run(command, folder / "verify.log", options.timeout)

@@ -3,8 +3,29 @@
 Keeping commands apart keeps ``cli.py`` a thin dispatcher rather than a god object.
 """
 
+from __future__ import annotations
+
 import argparse
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from cdc_console.config import PipelineConfig
+    from cdc_console.state.store import StateStore
 
 #: What ``ArgumentParser.add_subparsers`` returns, which each command's ``register`` adds to.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def existing_state(config: PipelineConfig, config_arg: str) -> StateStore:
+    """The pipeline's state database, or the error a command that reads it gives when the
+    pipeline never ran."""
+    from cdc_console.errors import CdcError
+    from cdc_console.state.store import StateStore
+
+    try:
+        return StateStore.open_existing(config.state_path)
+    except FileNotFoundError:
+        raise CdcError(
+            f"no state at {config.state_path}: the pipeline has not run yet",
+            f"start it with 'cdc-console run --config {config_arg}'",
+        ) from None

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from cdc_console.commands import Subparsers
+from cdc_console.commands import Subparsers, existing_state
 from cdc_console.config import load_config
-from cdc_console.errors import CdcError
 
 
 def register(subparsers: Subparsers) -> None:
@@ -25,17 +24,10 @@ def register(subparsers: Subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from cdc_console.state.store import StateStore
     from cdc_console.status import collect_status, format_status
 
     config = load_config(args.config)
-    try:
-        store = StateStore.open_existing(config.state_path)
-    except FileNotFoundError:
-        raise CdcError(
-            f"no state at {config.state_path}: the pipeline has not run yet",
-            f"start it with 'cdc-console run --config {args.config}'",
-        ) from None
+    store = existing_state(config, args.config)
     status = collect_status(config, store, probe=not args.no_probe)
     if args.json:
         print(json.dumps(status.to_dict(), indent=2, default=str))

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from cdc_console.commands import Subparsers
+from cdc_console.commands import Subparsers, existing_state
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.errors import CdcError
 
@@ -59,19 +59,12 @@ def register(subparsers: Subparsers) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from cdc_console.core.schema import TableId
-    from cdc_console.state.store import StateStore
     from cdc_console.verify.verifier import exclusive
 
     if args.chunk is not None and not args.table:
         raise CdcError("--chunk needs --table", "name the table: --table db.table --chunk N")
     config = load_config(args.config)
-    try:
-        store = StateStore.open_existing(config.state_path)
-    except FileNotFoundError:
-        raise CdcError(
-            f"no state at {config.state_path}: the pipeline has not run yet, nothing to verify",
-            f"start it with 'cdc-console run --config {args.config}'",
-        ) from None
+    store = existing_state(config, args.config)
     try:
         tables = None
         if args.table:
