@@ -182,6 +182,25 @@ class VerifyConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """Where the job serves Prometheus metrics, ``/healthz`` and ``/readyz``.
+
+    On by default, on loopback only; ``listen = ""`` turns it off, ``"0.0.0.0:9464"`` exposes
+    it (for a Prometheus on another host or a Kubernetes probe), port 0 takes any free port (the
+    run's address is in ``status --json``).
+    """
+
+    listen: str = "127.0.0.1:9464"
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        if not self.listen:
+            return None
+        host, _, port = self.listen.rpartition(":")
+        return host or "0.0.0.0", int(port)
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     name: str
     path: Path | None
@@ -195,10 +214,16 @@ class PipelineConfig:
     #: park the table otherwise), "park" the table whose shape changed (the others go on), or
     #: "stop" the whole job, as before
     schema_changes: str = "evolve"
+    #: ``[pipeline] log_format``: "text" (for people) or "json" (one object per line, for a log
+    #: pipeline); ``run --log-format`` overrides it
+    log_format: str = "text"
     console: ConsoleConfig = field(default_factory=ConsoleConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
+
+LOG_FORMATS = ("text", "json")
 
 _KNOWN = {
     "": {
@@ -212,6 +237,7 @@ _KNOWN = {
         "console",
         "lake",
         "verify",
+        "metrics",
     },
     "source": {
         "host",
@@ -248,8 +274,9 @@ _KNOWN = {
     },
     "state": {"path"},
     "verify": {"every", "rows_per_second", "hide_values"},
+    "metrics": {"listen"},
     "spark": {"master", "trigger_seconds", "checkpoint", "ui_port", "conf"},
-    "pipeline": {"heartbeat_seconds", "source_outage_seconds", "schema_changes"},
+    "pipeline": {"heartbeat_seconds", "source_outage_seconds", "schema_changes", "log_format"},
     "console": {
         "refresh_seconds",
         "lag_warn_seconds",
@@ -318,6 +345,15 @@ def parse_table_pattern(text: str) -> TablePattern:
             'list tables as "db.table" or "db.*" (\'*\' only in the table part)',
         )
     return TablePattern(database, table)
+
+
+def _log_format(value: str) -> str:
+    if value not in LOG_FORMATS:
+        raise ConfigError(
+            f"pipeline.log_format {value!r} is not one of {', '.join(LOG_FORMATS)}",
+            'set log_format = "text" (for people) or "json" (one object per line)',
+        )
+    return value
 
 
 def _schema_changes(value: str) -> str:
@@ -419,7 +455,7 @@ def config_from_dict(
         raise ConfigError(
             f"unknown section or key {sorted(unknown)[0]!r}",
             "valid sections: [source] [snapshot] [sink] [lake] [state] [spark] [pipeline] "
-            "[console] [verify]",
+            "[console] [verify] [metrics]",
         )
     src = _section(doc, "source")
     if "password" in src:
@@ -544,6 +580,14 @@ def config_from_dict(
         conf={str(k): str(v) for k, v in conf.items()},
     )
     name = _typed(doc, "", "name", str, None) or (path.stem if path else "pipeline")
+    verify = _verify(_section(doc, "verify"))
+    if verify.every and len(source.server_ids) < snapshot.parallelism + 2:
+        low = source.server_id_min
+        raise ConfigError(
+            "verify.every schedules verifications, which read the binlog with a server id of "
+            f"their own, and source.server_id's {len(source.server_ids)} ids are all the job's",
+            f'widen it by one: server_id = "{low}-{low + snapshot.parallelism + 1}"',
+        )
     return PipelineConfig(
         name=name,
         path=path,
@@ -554,9 +598,11 @@ def config_from_dict(
         spark=spark,
         heartbeat_seconds=float(_typed(pipe, "pipeline", "heartbeat_seconds", (int, float), 5.0)),
         schema_changes=_schema_changes(_typed(pipe, "pipeline", "schema_changes", str, "evolve")),
+        log_format=_log_format(_typed(pipe, "pipeline", "log_format", str, "text")),
         console=_console(_section(doc, "console"), base),
         lake=_lake(_section(doc, "lake")),
-        verify=_verify(_section(doc, "verify")),
+        verify=verify,
+        metrics=_metrics(_section(doc, "metrics")),
     )
 
 
@@ -641,6 +687,18 @@ def _lake(section: dict[str, Any]) -> LakeConfig:
         checkpoint_interval=interval,
         change_data_feed=_typed(section, "lake", "change_data_feed", bool, True),
     )
+
+
+def _metrics(section: dict[str, Any]) -> MetricsConfig:
+    listen = str(_typed(section, "metrics", "listen", str, MetricsConfig().listen)).strip()
+    if listen:
+        _host, colon, port = listen.rpartition(":")
+        if not colon or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ConfigError(
+                f"metrics.listen {listen!r} is not host:port",
+                'write listen = "127.0.0.1:9464" (or "" to serve no metrics)',
+            )
+    return MetricsConfig(listen=listen)
 
 
 def _verify(section: dict[str, Any]) -> VerifyConfig:

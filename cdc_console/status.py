@@ -15,8 +15,10 @@ from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import redact
+from cdc_console.figures import event_lag as figures_event_lag
+from cdc_console.figures import head_history, last_event_ms, position_lag, table_position
 from cdc_console.mysql.lag import binlog_distance
-from cdc_console.state.store import StateStore, TableState, VerificationRow
+from cdc_console.state.store import LAG_SAMPLES_KEPT, StateStore, TableState, VerificationRow
 from cdc_console.units import span
 
 
@@ -122,6 +124,9 @@ class TableStatus:
     note: str = ""
     #: the table's last verification (``verification_note``), "" when never verified
     verified: str = ""
+    #: how long ago the server wrote the position the table has applied up to
+    #: (``figures.position_lag``); None while it reads its chunks or when unknowable
+    lag_seconds: float | None = None
 
 
 @dataclass
@@ -146,9 +151,11 @@ class PipelineStatus:
         return asdict(self)
 
 
-def probe_head(
-    config: PipelineConfig,
-) -> tuple[BinlogOffset | None, list[tuple[str, int]], str | None]:
+#: the server's head, its binlog files and sizes, and why the probe failed (when it did)
+HeadProbe = tuple[BinlogOffset | None, list[tuple[str, int]], str | None]
+
+
+def probe_head(config: PipelineConfig) -> HeadProbe:
     from cdc_console.mysql.connection import connect
     from cdc_console.mysql.position import binary_logs, current_position
 
@@ -163,9 +170,16 @@ def probe_head(
 
 
 def collect_status(
-    config: PipelineConfig, store: StateStore, *, probe: bool = True
+    config: PipelineConfig,
+    store: StateStore,
+    *,
+    probe: bool = True,
+    probed: HeadProbe | None = None,
 ) -> PipelineStatus:
-    head, logs, head_error = probe_head(config) if probe else (None, [], None)
+    """Everything ``status`` shows; ``probed`` stands in for the server's answer (tests)."""
+    if probed is None:
+        probed = probe_head(config) if probe else (None, [], None)
+    head, logs, head_error = probed
     committed = store.committed_offset()
     bytes_behind = files_behind = None
     if committed is not None and head is not None:
@@ -174,6 +188,15 @@ def collect_status(
     verified: dict[str, list[VerificationRow]] = {}
     for row in store.verifications():
         verified.setdefault(str(row.table_id), []).append(row)
+    history = head_history(store.lag_samples(LAG_SAMPLES_KEPT))
+    if head is not None:
+        history.add(now, head)
+
+    def lag_of(table: TableState) -> float | None:
+        lag = position_lag(table_position(table), head, history, now)
+        return round(lag.seconds, 3) if lag is not None else None
+
+    all_tables = store.tables()
     tables = [
         TableStatus(
             table=str(t.table_id),
@@ -190,17 +213,18 @@ def collect_status(
             origin=t.origin,
             note=table_note(t),
             verified=verification_note(verified.get(str(t.table_id), []), now),
+            lag_seconds=lag_of(t),
         )
-        for t in store.tables()
+        for t in all_tables
     ]
     runs = store.runs(1)
     job = runs[0] if runs else None
-    samples = store.lag_samples(1)
-    event_lag = None
-    if committed is not None and head is not None and committed >= head:
-        event_lag = 0
-    elif samples:
-        event_lag = samples[-1].event_lag_ms
+    event = figures_event_lag(committed, head, last_event_ms(all_tables), history, now)
+    event_lag = round(event.seconds * 1000) if event is not None else None
+    if event_lag is None and head is None:
+        # the server was not asked (or did not answer): the job's own last measurement
+        samples = store.lag_samples(1)
+        event_lag = samples[-1].event_lag_ms if samples else None
     outage = store.open_outage() if job is not None and job.status == "running" else None
     errors = [e for e in store.events(200) if e.level == "error" and e.kind != "verify"]
     last_error = errors[-1].message if errors else (job.error if job else None)
@@ -229,7 +253,9 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
     if job:
         lines.append(
             f"  job: run {job['run_id']} {job['status']} (pid {job['pid']}, "
-            f"master {job['master']}, UI {job.get('spark_ui') or '-'})"
+            f"master {job['master']}, UI {job.get('spark_ui') or '-'}"
+            + (f", metrics {job['metrics_url']}/metrics" if job.get("metrics_url") else "")
+            + ")"
         )
     else:
         lines.append("  job: never ran")

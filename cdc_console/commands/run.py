@@ -6,6 +6,7 @@ import argparse
 
 from cdc_console.commands import Subparsers
 from cdc_console.config import load_config
+from cdc_console.logs import setup_logging
 
 
 def register(subparsers: Subparsers) -> None:
@@ -19,6 +20,11 @@ def register(subparsers: Subparsers) -> None:
         help="exit 0 once every table streams at the server's binlog head",
     )
     parser.add_argument("--master", help="override spark.master (any Spark master URL)")
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        help="log lines as text or one JSON object each (default: [pipeline] log_format)",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -28,6 +34,7 @@ def handle(args: argparse.Namespace) -> int:
     from cdc_console.spark.job import PipelineJob, install_signal_handlers
 
     config = load_config(args.config)
+    setup_logging(args.verbose, args.log_format or config.log_format, config.name)
     if args.master:
         config = replace(config, spark=replace(config.spark, master=args.master))
     job = PipelineJob(config)

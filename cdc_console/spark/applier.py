@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ from cdc_console.core.plan import BatchPlan
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
 from cdc_console.sinks import Sink
-from cdc_console.sinks.base import InRange, ReplaceRange, TypedChunk
+from cdc_console.sinks.base import InRange, ReplaceRange, SinkStats, TypedChunk
 from cdc_console.source.committer import commit_batch
 from cdc_console.spark.protocol import CONTROL_OP, ROWS_OP, read_controls, rows_payload
 from cdc_console.state.store import SplitResult, StateStore
@@ -84,6 +84,8 @@ class BatchApplier:
         self.last_applied_at: float | None = None
         #: held while a batch is applied; lake upkeep runs only when it can take it
         self.lock = threading.Lock()
+        #: told of each applied batch: seconds, records, the sink's stats per table (metrics)
+        self.on_applied: Callable[[float, int, Mapping[TableId, SinkStats]], None] | None = None
 
     def __call__(self, df: DataFrame, spark_batch_id: int) -> None:
         table = df.toArrow()
@@ -176,11 +178,14 @@ class BatchApplier:
         Path(found.staged_path).unlink(missing_ok=True)
         self.applied_batches += 1
         self.last_applied_at = time.time()
+        appended = sum(c.rows.num_rows for chunks in appends.values() for c in chunks)
+        if self.on_applied is not None:
+            self.on_applied(time.monotonic() - clock, len(records) + appended, stats)
         log.info(
             "batch %d applied: %d changes, %d snapshot rows appended (%s) in %.0f ms",
             batch_no,
             len(records),
-            sum(c.rows.num_rows for chunks in appends.values() for c in chunks),
+            appended,
             ", ".join(f"{t}: {s}" for t, s in stats.items()) or "no data",
             (time.monotonic() - clock) * 1000,
         )

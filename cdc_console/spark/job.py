@@ -33,6 +33,7 @@ from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, redact
+from cdc_console.metrics.server import serve_metrics
 from cdc_console.mysql.checks import preflight
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import binary_logs, current_position
@@ -49,8 +50,10 @@ from cdc_console.spark.verify_schedule import VerifySchedule
 from cdc_console.state.store import StateStore, TableState
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+    from cdc_console.metrics.server import MetricsServer
     from cdc_console.sinks import Sink
     from cdc_console.spark.applier import BatchApplier
 
@@ -424,6 +427,24 @@ class PipelineJob:
                 .start()
             )
 
+        endpoint = serve_metrics(self.config, store, self.run_id)
+        if endpoint is not None:
+            applier.on_applied = endpoint.metrics.observe_batch
+        try:
+            return self._loop(store, applier, spark, start_query, until_caught_up, endpoint)
+        finally:
+            if endpoint is not None:
+                endpoint.close()
+
+    def _loop(
+        self,
+        store: StateStore,
+        applier: BatchApplier,
+        spark: SparkSession,
+        start_query: Callable[[], StreamingQuery],
+        until_caught_up: bool,
+        endpoint: MetricsServer | None,
+    ) -> int:
         query = start_query()
         monitor = LagMonitor(self.config, store)
         from cdc_console.spark.lake_upkeep import LakeUpkeep
@@ -432,6 +453,8 @@ class PipelineJob:
         verification = VerifySchedule(self.config, store)
         try:
             while not self.stop_requested.is_set():
+                if endpoint is not None:
+                    endpoint.metrics.beat()
                 failure = query.exception()
                 if failure is not None:
                     raise failure

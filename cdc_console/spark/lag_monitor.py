@@ -16,6 +16,7 @@ from typing import Any
 
 from cdc_console.config import PipelineConfig
 from cdc_console.errors import redact
+from cdc_console.figures import last_event_ms
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.gtid import server_identity
 from cdc_console.mysql.lag import binlog_distance
@@ -90,5 +91,5 @@ class LagMonitor:
         return self.server
 
     def _event_lag(self, now: float) -> int | None:
-        stamps = [t.last_event_ts for t in self.store.tables() if t.last_event_ts]
-        return int(now * 1000 - max(stamps)) if stamps else None
+        newest = last_event_ms(self.store.tables())
+        return int(now * 1000 - newest) if newest is not None else None

@@ -15,6 +15,7 @@ from typing import Any
 from cdc_console.core.offset import binlog_file_index
 from cdc_console.core.records import RecordDict
 from cdc_console.core.schema import TableId
+from cdc_console.logs import from_environment
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.retry import call_with_retry, iterate_with_retry
 from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
@@ -47,9 +48,7 @@ def narrate() -> None:
     root = logging.getLogger()
     if not root.handlers:
         handler = logging.StreamHandler()
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)-5s %(name)s: %(message)s", "%H:%M:%S")
-        )
+        handler.setFormatter(from_environment())
         root.addHandler(handler)
         root.setLevel(logging.INFO)
         logging.getLogger("pymysqlreplication").setLevel(logging.WARNING)

@@ -47,6 +47,13 @@ class BatchesRepo(SplitsRepo):
         ).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
+    def last_applied_at(self) -> float | None:
+        """When the last batch was applied (committed to the lake and the state)."""
+        row = self.db.execute(
+            "SELECT MAX(applied_at) FROM batches WHERE status=?", (BatchStatus.APPLIED,)
+        ).fetchone()
+        return float(row[0]) if row and row[0] is not None else None
+
     def create_batch(
         self, batch_no: int, plan: dict[str, Any], splits: Sequence[SnapshotSplit]
     ) -> None:

@@ -37,7 +37,7 @@ class JournalRepo(StateDatabase):
         """The latest runs, newest first."""
         rows = self.db.execute(
             "SELECT run_id, pid, host, master, spark_ui, started_at, heartbeat_at, ended_at, "
-            "status, exit_code, error FROM job_runs ORDER BY run_id DESC LIMIT ?",
+            "status, exit_code, error, metrics_url FROM job_runs ORDER BY run_id DESC LIMIT ?",
             (limit,),
         ).fetchall()
         return [RunRow(*r) for r in rows]

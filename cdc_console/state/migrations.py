@@ -168,4 +168,8 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (table_id, split_no)
     );
     """,
+    # 7: where a run serves its metrics (issue 13), for status and whoever scrapes it
+    """
+    ALTER TABLE job_runs ADD COLUMN metrics_url TEXT;
+    """,
 ]

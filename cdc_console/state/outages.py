@@ -100,6 +100,12 @@ class OutagesRepo(StateDatabase):
                     (now, "info", "source", None, f"outage of {component} closed: {reason}"),
                 )
 
+    def reconnect_attempts(self) -> int:
+        """Every failed attempt to reach the source the job has recorded (a counter; the
+        oldest outages' are forgotten past ``OUTAGES_KEPT``)."""
+        row = self.db.execute("SELECT COALESCE(SUM(attempts), 0) FROM outages").fetchone()
+        return int(row[0])
+
     def open_outage(self) -> Outage | None:
         """The outage under way, if any: the longest one when several components wait."""
         row = self.db.execute(

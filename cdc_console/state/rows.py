@@ -140,6 +140,8 @@ class RunRow:
     status: str
     exit_code: int | None
     error: str | None
+    #: where this run serves ``/metrics``, ``/healthz`` and ``/readyz`` (None: it does not)
+    metrics_url: str | None = None
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,9 @@ path = "state/pipeline.sqlite"
 [spark]
 master = "local[2]"
 trigger_seconds = 0.5
+
+[metrics]
+listen = "127.0.0.1:0"
 {extra}
 """
     )

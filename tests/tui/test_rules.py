@@ -10,12 +10,13 @@ import pytest
 
 from cdc_console.commands.console import discover_configs
 from cdc_console.config import ConsoleConfig, config_from_dict
+from cdc_console.core.head_history import HeadHistory
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
 from cdc_console.errors import ConfigError
 from cdc_console.state.store import RunRow, StateStore
 from cdc_console.tui.data.assess import Launch, job_view, purge_risk
-from cdc_console.tui.data.history import HeadHistory, ProgressTracker, RateTracker
+from cdc_console.tui.data.history import ProgressTracker, RateTracker
 from cdc_console.tui.data.jobs import ProcessSample
 from cdc_console.tui.data.logtail import last_meaningful, tail
 from cdc_console.tui.data.server import ServerStatus, expiry

@@ -8,9 +8,10 @@ package of its own rank. The ranks are the architecture's layering, bottom first
 1. ``config``, ``config_writer``, ``logs``;
 2. ``values``: a MySQL value's canonical form and Arrow/Delta type, for readers and sinks alike;
 3. ``mysql`` (the server) and ``state`` (SQLite): I/O, neither needing the other;
-4. ``source``: the algorithm;
+4. ``source``: the algorithm; ``figures``: lag and the like, defined once over the state;
 5. ``sinks``, ``retention``, ``launcher``, ``status``: services over the algorithm and state;
 6. ``verify``: source against mirror, over the algorithm's reader and the sink's tables;
+   ``metrics``: the job's Prometheus endpoint over ``status``'s figures;
 7. ``spark`` (the job) and ``tui`` (the console), which never import each other;
 8. ``bench``, ``demo``; 9. ``commands``; 10. ``cli``; 11. ``__main__``.
 
@@ -42,7 +43,9 @@ RANKS: dict[str, int] = {
     "retention": 5,
     "launcher": 5,
     "status": 5,
+    "figures": 4,
     "verify": 6,
+    "metrics": 6,
     "spark": 7,
     "tui": 7,
     "bench": 8,

@@ -179,3 +179,10 @@ def test_verify_config_and_its_own_server_id() -> None:
     narrow["source"]["server_id"] = "5400-5402"
     with pytest.raises(ConfigError, match="verify needs one more"):
         verify_server_id(config_from_dict(narrow))
+
+
+def test_a_schedule_needs_a_server_id_beyond_the_jobs() -> None:
+    doc = base_config(every="6h")
+    doc["source"]["server_id"] = "5400-5402"
+    with pytest.raises(ConfigError, match='widen it by one: server_id = "5400-5403"'):
+        config_from_dict(doc)

@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_console import figures
 from cdc_console.config import ConsoleConfig
+from cdc_console.core.head_history import HeadHistory
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.outage import Outage
 from cdc_console.state.store import RunRow
 from cdc_console.status import outage_note
-from cdc_console.tui.data.history import HeadHistory
 from cdc_console.tui.data.jobs import ProcessSample
 from cdc_console.tui.data.server import ServerStatus
 from cdc_console.tui.data.units import span
@@ -51,15 +52,11 @@ def position_lag(
     now: float,
     config: ConsoleConfig,
 ) -> Lag | None:
-    """How long ago the server wrote ``position``: zero at the head, None when unknowable."""
-    if position is None or head is None:
+    """``figures.position_lag``, coloured by the console's thresholds."""
+    lag = figures.position_lag(position, head, history, now)
+    if lag is None:
         return None
-    if position >= head:
-        return Lag(0.0, Level.OK)
-    age = history.age(position, now)
-    if age is None:
-        return None
-    return Lag(age.seconds, lag_level(age.seconds, config), age.at_least)
+    return Lag(lag.seconds, lag_level(lag.seconds, config), lag.at_least)
 
 
 def event_lag(
@@ -70,18 +67,11 @@ def event_lag(
     now: float,
     config: ConsoleConfig,
 ) -> Lag | None:
-    """Event-time lag: now minus the commit time of the last change applied, zero at the head.
-
-    Without any applied event yet, the age of the committed position stands in for it.
-    """
-    if committed is None or head is None:
+    """``figures.event_lag``, coloured by the console's thresholds."""
+    lag = figures.event_lag(committed, head, last_event_ms, history, now)
+    if lag is None:
         return None
-    if committed >= head:
-        return Lag(0.0, Level.OK)
-    if last_event_ms is not None:
-        seconds = max(0.0, now - last_event_ms / 1000.0)
-        return Lag(seconds, lag_level(seconds, config))
-    return position_lag(committed, head, history, now, config)
+    return Lag(lag.seconds, lag_level(lag.seconds, config), lag.at_least)
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from cdc_console.config import PipelineConfig
-from cdc_console.core.lifecycle import CommandKind, CommandStatus, Lifecycle, Verdict
+from cdc_console.core.head_history import HeadHistory
+from cdc_console.core.lifecycle import CommandKind, CommandStatus, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
 from cdc_console.errors import CdcError
+from cdc_console.figures import table_position
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.retention import binlog_needs
 from cdc_console.source.control import refusal
@@ -36,7 +38,7 @@ from cdc_console.state.store import (
 )
 from cdc_console.status import skip_reason, split_verification, table_note, verification_note
 from cdc_console.tui.data import assess
-from cdc_console.tui.data.history import HeadHistory, ProgressTracker, RateTracker
+from cdc_console.tui.data.history import ProgressTracker, RateTracker
 from cdc_console.tui.data.jobs import JobControl, ProcessSample
 from cdc_console.tui.data.logtail import last_meaningful, tail
 from cdc_console.tui.data.server import ServerProbe, ServerStatus
@@ -278,11 +280,7 @@ class PipelineMonitor:
     ) -> TableView:
         name = str(table.table_id)
         mirror = mirrors.get(name)
-        position: BinlogOffset | None = None
-        if table.state in (Lifecycle.STREAMING, Lifecycle.CATCHING_UP):
-            position = table.stream_from
-        elif table.state == Lifecycle.PAUSED:
-            position = table.paused_at or table.stream_from
+        position = table_position(table)
         lag = (
             assess.position_lag(position, head, self.history, now, self.config.console)
             if position is not None
