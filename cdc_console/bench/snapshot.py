@@ -197,17 +197,23 @@ def snapshot_ours(
     changelog: bool,
     master: str,
     timeout: float,
+    startup_mode: str = "snapshot-only",
+    extra: dict[str, Any] | None = None,
+    tables: list[str] | None = None,
 ) -> OursSnapshot:
-    """Snapshot the bench table as ``bench snapshot``'s *ours* line does (``bench verify`` too)."""
+    """Snapshot the bench table as ``bench snapshot``'s *ours* line does; ``bench verify`` snapshots
+    it with a second table and keeps them streaming (``startup_mode = "initial"``)."""
     folder = env.next_dir(name)
     config = write_pipeline_config(
         folder,
         env,
-        startup_mode="snapshot-only",
+        startup_mode=startup_mode,
         chunk_size=chunk_size,
         parallelism=parallelism,
         changelog=changelog,
         master=master,
+        extra=extra,
+        tables=tables,
     )
     job = env.run(pipeline_command(config), folder / "job.log", timeout)
     state = folder / "state" / "pipeline.sqlite"

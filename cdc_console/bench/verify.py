@@ -1,10 +1,10 @@
 """``cdc-console bench verify --rows N``: how fast a mirror is verified, next to how fast it was
 snapshotted, in one run against one server.
 
-The table is seeded, then ``cdc-console run`` snapshots it into a fresh Delta mirror
-(``startup_mode = "snapshot-only"``, exactly as ``bench snapshot`` runs it); then ``cdc-console
-verify`` compares the whole mirror with the source, each chunk through the same LW / SELECT / HW
-procedure as the snapshot. Lines:
+The table is seeded (with a small ``orders_live`` beside it), then ``cdc-console run
+--until-caught-up`` snapshots both into fresh Delta mirrors and catches up; then ``cdc-console
+verify --table orders`` compares the whole mirror with the source, each chunk through the same
+LW / SELECT / HW procedure as the snapshot. Lines:
 
 - **ours snapshot -> delta (window)**: first batch's plan to last commit, as in ``bench
   snapshot``;
@@ -15,16 +15,17 @@ procedure as the snapshot. Lines:
 
 The bar compares *verify (compare)* with the snapshot window: both are the steady-state work.
 
-Then the stream's side (skipped with ``--no-lag``): a second pipeline captures the same table and
-a small ``orders_live`` one, snapshots both and streams; a writer keeps ``--rate`` single-row
-UPDATEs a second on ``orders_live`` while the big table is verified. The job's own event-time
-lag samples (one a second) before and during the verification give the bar "the other tables'
-lag while a verification runs stays within 2 s of what it was".
+Then the stream's side (skipped with ``--no-lag``): the same pipeline streams again while a
+writer keeps ``--rate`` single-row UPDATEs a second on ``orders_live`` and the big table is
+verified. The lag of ``orders_live`` (``figures.position_lag``, as ``status`` and the metrics
+define it) sampled every second before and during the verification gives the bar "the other
+tables' lag while a verification runs stays within 2 s of what it was".
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import sys
@@ -48,15 +49,18 @@ from cdc_console.bench.common import (
     ratio,
     seed_rows,
     start_streaming_job,
-    write_pipeline_config,
 )
 from cdc_console.bench.snapshot import OURS_WINDOW, snapshot_ours
+from cdc_console.config import PipelineConfig, load_config
 from cdc_console.core.lifecycle import Lifecycle
-from cdc_console.state.store import LagSample, StateStore
+from cdc_console.state.store import StateStore
+from cdc_console.status import collect_status
 
 VERIFY = "verify (compare)"
 VERIFY_WALL = "verify (process wall)"
 VERIFY_BAR = 0.8
+LIVE = f"{BENCH_TABLE}_live"
+LIVE_ROWS = 10_000
 
 
 @dataclass
@@ -80,6 +84,10 @@ def run_verify_bench(options: VerifyOptions) -> dict[str, Any]:
     with bench_env(options.workdir, options.keep) as env:
         seconds = seed_rows(env, 1, options.rows)
         print(f"seeded {BENCH_TABLE} to {options.rows:,} rows in {seconds:.1f}s", flush=True)
+        env.execute(
+            f"CREATE TABLE {LIVE} LIKE {BENCH_TABLE}",
+            f"INSERT INTO {LIVE} SELECT * FROM {BENCH_TABLE} WHERE id <= {LIVE_ROWS}",
+        )
         ours = snapshot_ours(
             env,
             "ours-snapshot-then-verify",
@@ -88,15 +96,18 @@ def run_verify_bench(options: VerifyOptions) -> dict[str, Any]:
             changelog=False,
             master=options.master,
             timeout=options.timeout,
+            startup_mode="initial",
+            extra={"pipeline": {"heartbeat_seconds": 1}},
+            tables=[f"{BENCH_DB}.{BENCH_TABLE}", f"{BENCH_DB}.{LIVE}"],
         )
-        rows, config, folder = ours.rows, ours.config, ours.config.parent
+        config, folder = ours.config, ours.config.parent
+        rows = ours.rows - min(options.rows, LIVE_ROWS)
         measurements.append(
             Measurement.of(
                 ours.job, OURS_WINDOW, rows, ours.window, note="first plan to last commit"
             )
         )
-        command = [sys.executable, "-m", "cdc_console", "verify", "--config", str(config), "--json"]
-        run = env.run(command, folder / "verify.log", options.timeout)
+        run = env.run(_verify_command(config), folder / "verify.log", options.timeout)
         report = _report(run.log_path)
         compared = int(report["rows"])
         if compared != rows:
@@ -107,7 +118,7 @@ def run_verify_bench(options: VerifyOptions) -> dict[str, Any]:
         measurements.append(Measurement.of(run, VERIFY_WALL, compared, run.wall))
         notes.append(f"verify CPU: {run.cpu_line()}")
         if not options.no_lag:
-            notes.extend(_lag_while_verifying(env, options))
+            notes.extend(_lag_while_verifying(env, options, config))
     notes.append(load_line("after"))
     print(
         "\n"
@@ -126,63 +137,41 @@ def run_verify_bench(options: VerifyOptions) -> dict[str, Any]:
     return {"measurements": measurements, "notes": notes, "ratio": measured}
 
 
-def _lag_while_verifying(env: BenchEnv, options: VerifyOptions) -> list[str]:
-    live = f"{BENCH_TABLE}_live"
-    env.execute(
-        f"CREATE TABLE {live} LIKE {BENCH_TABLE}",
-        f"INSERT INTO {live} SELECT * FROM {BENCH_TABLE} WHERE id <= 10000",
-    )
-    folder = env.next_dir("lag-while-verifying")
-    config_path = write_pipeline_config(
-        folder,
-        env,
-        startup_mode="initial",
-        chunk_size=options.chunk_size,
-        parallelism=options.parallelism,
-        changelog=False,
-        master=options.master,
-        extra={"pipeline": {"heartbeat_seconds": 1}},
-        tables=[f"{BENCH_DB}.{BENCH_TABLE}", f"{BENCH_DB}.{live}"],
-    )
+def _verify_command(config: Path) -> list[str]:
+    return [
+        *(sys.executable, "-m", "cdc_console", "verify", "--config", str(config)),
+        *("--table", f"{BENCH_DB}.{BENCH_TABLE}", "--json"),
+    ]
+
+
+def _lag_while_verifying(env: BenchEnv, options: VerifyOptions, config: Path) -> list[str]:
+    folder = config.parent
     state = folder / "state" / "pipeline.sqlite"
-    job = start_streaming_job(config_path, env, folder / "job.log")
-    writer = _Writer(env, live, options.rate)
+    job = start_streaming_job(config, env, folder / "stream.log")
+    writer = _Writer(env, LIVE, options.rate)
+    os.environ.update(env.child_env)  # the sandbox's password, for the sampler's head probes
+    sampler = _LagSampler(load_config(config), f"{BENCH_DB}.{LIVE}")
     try:
         _wait_all_streaming(state, 2, options.timeout)
         writer.start()
+        sampler.start()
         time.sleep(options.baseline_seconds)
         started = time.time()
-        command = [
-            sys.executable,
-            "-m",
-            "cdc_console",
-            "verify",
-            "--config",
-            str(config_path),
-            "--table",
-            f"{BENCH_DB}.{BENCH_TABLE}",
-            "--json",
-        ]
-        run = env.run(command, folder / "verify.log", options.timeout)
+        run = env.run(_verify_command(config), folder / "verify-streaming.log", options.timeout)
         ended = time.time()
-        time.sleep(3)
     finally:
+        sampler.stop()
         writer.stop()
         job.send_signal(signal.SIGTERM)
         job.wait(120)
-    store = StateStore(state)
-    try:
-        samples = store.lag_samples(100_000)
-    finally:
-        store.close()
-    before = _lags(samples, started - options.baseline_seconds, started)
-    during = _lags(samples, started, ended)
+    before = [lag for ts, lag in sampler.lags if started - options.baseline_seconds <= ts < started]
+    during = [lag for ts, lag in sampler.lags if started <= ts <= ended]
     if not before or not during:
         return ["lag while verifying: not measured (no lag samples in a window)"]
     growth = max(during) - max(before)
     verdict = "MET" if growth <= 2.0 else "NOT met"
     return [
-        f"lag of {live} ({writer.statements:,} UPDATEs at {options.rate:g}/s) while "
+        f"lag of {LIVE} ({writer.statements:,} UPDATEs at {options.rate:g}/s) while "
         f"{BENCH_TABLE} was verified ({run.wall:.1f} s): before p50 {_p50(before):.1f} s, max "
         f"{max(before):.1f} s ({len(before)} samples); during p50 {_p50(during):.1f} s, max "
         f"{max(during):.1f} s ({len(during)} samples)",
@@ -190,12 +179,29 @@ def _lag_while_verifying(env: BenchEnv, options: VerifyOptions) -> list[str]:
     ]
 
 
-def _lags(samples: list[LagSample], start: float, end: float) -> list[float]:
-    return [
-        s.event_lag_ms / 1000
-        for s in samples
-        if start <= s.ts <= end and s.event_lag_ms is not None
-    ]
+class _LagSampler(threading.Thread):
+    """A table's lag once a second, as ``status`` reports it (its own head probe included)."""
+
+    def __init__(self, config: PipelineConfig, table: str) -> None:
+        super().__init__(daemon=True)
+        self.config, self.table = config, table
+        self.lags: list[tuple[float, float]] = []
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        store = StateStore(self.config.state_path)
+        try:
+            while not self._stop_event.wait(1.0):
+                status = collect_status(self.config, store)
+                found = next((t for t in status.tables if t.table == self.table), None)
+                if found is not None and found.lag_seconds is not None:
+                    self.lags.append((time.time(), found.lag_seconds))
+        finally:
+            store.close()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(30)
 
 
 def _p50(values: list[float]) -> float:

@@ -16,6 +16,7 @@ from tests.conftest import SourceDb
 from tests.integration.harness import (
     JobProcess,
     Writer,
+    assert_no_password,
     caught_up,
     create_orders,
     last_run,
@@ -59,7 +60,7 @@ def test_metrics_agree_with_status_and_readyz_follows_a_paused_table(
     config = load(config_path)
     orders = f"{source_db.name}.orders"
     writer = Writer(source_db, "orders", list(range(1, 5_000, 97)), rate=40)
-    with running(JobProcess(config_path)) as job:
+    with running(JobProcess(config_path, args=["--log-format", "json"])) as job:
         wait_for(lambda: caught_up(source_db, config), 240, "the snapshot to catch up", job)
         url = last_run(config).metrics_url
         assert url is not None and url.startswith("http://127.0.0.1:")
@@ -106,3 +107,14 @@ def test_metrics_agree_with_status_and_readyz_follows_a_paused_table(
         wait_for(lambda: probe(url, "/readyz")[0] == 200, 120, "ready again after resume", job)
         writer.stop()
         assert not writer.errors, writer.errors
+        log_text = job.log_path.read_text() if job.log_path else ""
+    # one JSON object per line from our loggers, driver and Spark workers alike (Spark's JVM
+    # writes its own lines in log4j's format)
+    lines = [json.loads(line) for line in log_text.splitlines() if line.startswith("{")]
+    assert {"time", "level", "logger", "message", "pipeline", "table", "batch", "split"} <= set(
+        lines[0]
+    )
+    assert any(line["split"] == f"{orders}:0" for line in lines)  # an executor's narration
+    assert any(line["batch"] is not None for line in lines)
+    assert all(line["pipeline"] == config.name for line in lines)
+    assert_no_password(log_text)
