@@ -30,8 +30,10 @@ import psutil
 import pymysql
 
 from cdc_console.config_writer import write_config
+from cdc_console.mysql.position import current_position
 from cdc_console.mysql.sandbox import MySQLSandbox
 from cdc_console.state.readonly import BatchTimes
+from cdc_console.state.store import StateStore
 
 BENCH_DB = "bench"
 BENCH_TABLE = "orders"
@@ -554,3 +556,37 @@ def start_streaming_job(config: Path, env: BenchEnv, log_path: Path) -> subproce
         start_new_session=True,
         env={**os.environ, **env.child_env},
     )
+
+
+def wait_running(state_path: Path, timeout: float) -> None:
+    """Until the restarted job is running (its run row) and planning batches again."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        store = StateStore(state_path)
+        try:
+            runs = store.runs(1)
+            if runs and runs[0].status == "running" and runs[0].heartbeat_at:
+                return
+        finally:
+            store.close()
+        time.sleep(0.5)
+    raise BenchError(f"the job did not start streaming within {timeout:.0f}s")
+
+
+def wait_caught_up(env: BenchEnv, state_path: Path, timeout: float) -> None:
+    conn = env.connect()
+    try:
+        head = current_position(conn)
+    finally:
+        conn.close()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        store = StateStore(state_path)
+        try:
+            committed = store.committed_offset()
+        finally:
+            store.close()
+        if committed is not None and committed >= head:
+            return
+        time.sleep(0.5)
+    raise BenchError(f"the job did not catch up with {head} within {timeout:.0f}s")

@@ -34,18 +34,17 @@ from cdc_console.bench.common import (
     BENCH_DB,
     BENCH_TABLE,
     BenchEnv,
-    BenchError,
     bench_env,
     machine_line,
     pipeline_command,
     seed_rows,
     start_streaming_job,
+    wait_caught_up,
+    wait_running,
     write_pipeline_config,
 )
 from cdc_console.config import LakeConfig, load_config
-from cdc_console.mysql.position import current_position
 from cdc_console.sinks.maintenance import Footprint, LakeTable, footprint, optimize, vacuum
-from cdc_console.state.store import StateStore
 from cdc_console.units import size
 
 DISK_BAR = 2.0
@@ -132,7 +131,7 @@ def run_lake_bench(options: LakeOptions) -> LakeResult:
 
         job = start_streaming_job(config_path, env, folder / "stream.log")
         try:
-            _wait_streaming(config.state_path, options.timeout)
+            wait_running(config.state_path, options.timeout)
             started = time.time()
             result.statements, result.seconds = _write(env, options)
             print(
@@ -140,7 +139,7 @@ def run_lake_bench(options: LakeOptions) -> LakeResult:
                 f"({result.statements / result.seconds:,.0f}/s)",
                 flush=True,
             )
-            _wait_caught_up(env, config.state_path, options.timeout)
+            wait_caught_up(env, config.state_path, options.timeout)
         finally:
             job.send_signal(signal.SIGTERM)
             job.wait(120)
@@ -164,40 +163,6 @@ def _lake_section(options: LakeOptions) -> dict[str, Any]:
 
 def _measure(mirror: LakeTable, lake: LakeConfig) -> Footprint:
     return footprint(mirror, lake.target_file_size)
-
-
-def _wait_streaming(state_path: Path, timeout: float) -> None:
-    """Until the restarted job is running (its run row) and planning batches again."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        store = StateStore(state_path)
-        try:
-            runs = store.runs(1)
-            if runs and runs[0].status == "running" and runs[0].heartbeat_at:
-                return
-        finally:
-            store.close()
-        time.sleep(0.5)
-    raise BenchError(f"the job did not start streaming within {timeout:.0f}s")
-
-
-def _wait_caught_up(env: BenchEnv, state_path: Path, timeout: float) -> None:
-    conn = env.connect()
-    try:
-        head = current_position(conn)
-    finally:
-        conn.close()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        store = StateStore(state_path)
-        try:
-            committed = store.committed_offset()
-        finally:
-            store.close()
-        if committed is not None and committed >= head:
-            return
-        time.sleep(0.5)
-    raise BenchError(f"the job did not catch up with {head} within {timeout:.0f}s")
 
 
 def _write(env: BenchEnv, options: LakeOptions) -> tuple[int, float]:

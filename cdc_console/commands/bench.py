@@ -180,6 +180,18 @@ def register(subparsers: Subparsers) -> None:
         "--rate", type=float, default=100.0, help="UPDATEs/s on the streaming table (default 100)"
     )
     verify.add_argument(
+        "--rows-per-second",
+        type=int,
+        default=0,
+        help="the verification's rate cap while the other table streams (default 0: none)",
+    )
+    verify.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=40.0,
+        help="seconds the restarted job streams before the baseline starts (default 40)",
+    )
+    verify.add_argument(
         "--baseline-seconds",
         type=float,
         default=20.0,

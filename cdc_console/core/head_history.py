@@ -57,18 +57,20 @@ class HeadHistory:
         if len(self._times) > HISTORY_LIMIT:
             del self._times[0], self._heads[0], self._keys[0]
 
-    def reached_at(self, position: BinlogOffset) -> tuple[float, bool] | None:
-        """When the head was first seen at or after ``position``; True if it may be earlier.
+    def passed_at(self, position: BinlogOffset) -> tuple[float, bool] | None:
+        """When the head was first seen beyond ``position``; True if it may be earlier.
 
-        None when the head was never seen that far (the position is ahead of every observation).
+        Beyond, not at: a server idle at ``position`` for an hour wrote nothing after it until the
+        head moved on, so the changes after it are only as old as that move. None when the head
+        was never seen beyond it (nothing after it is known to exist).
         """
-        index = bisect.bisect_left(self._keys, position.sort_key)
+        index = bisect.bisect_right(self._keys, position.sort_key)
         if index >= len(self._keys):
             return None
         return self._times[index], index == 0
 
     def age(self, position: BinlogOffset, now: float) -> Age | None:
-        found = self.reached_at(position)
+        found = self.passed_at(position)
         if found is None:
             return None
         ts, before_history = found

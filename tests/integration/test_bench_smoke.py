@@ -129,7 +129,9 @@ def test_lake_bench_prints_the_lake_before_and_after_maintenance(tmp_path: Path)
 
 def test_verify_bench_prints_both_rates_and_the_lag_while_verifying(tmp_path: Path) -> None:
     stdout, document = _bench(
-        tmp_path, "verify", "--rows", "5000", "--baseline-seconds", "2", "--rate", "20"
+        tmp_path,
+        "verify",
+        *("--rows", "5000", "--baseline-seconds", "2", "--settle-seconds", "0", "--rate", "20"),
     )
     for label in ("ours snapshot -> delta (window)", "verify (compare)", "verify (process wall)"):
         assert label in stdout, stdout

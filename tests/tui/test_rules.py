@@ -192,16 +192,23 @@ def test_head_history_ages_positions_and_knows_when_files_closed() -> None:
     seen = history(
         (NOW - 30, binlog(5, 100)), (NOW - 20, binlog(5, 900)), (NOW - 10, binlog(6, 40))
     )
-    assert seen.age(binlog(5, 500), NOW).seconds == 20  # type: ignore[union-attr]
+    assert seen.age(binlog(5, 500), NOW).seconds == 20
     oldest = seen.age(binlog(5, 50), NOW)
     assert oldest is not None and oldest.at_least and oldest.seconds == 30
     assert seen.age(binlog(6, 41), NOW) is None
     assert seen.closed_at("binlog.000005") == (NOW - 10, "about")
     assert seen.closed_at("binlog.000006") == (NOW - 10, "after")
     seen.add(NOW - 25, binlog(5, 500))
-    assert seen.age(binlog(5, 400), NOW).seconds == 25  # type: ignore[union-attr]
+    assert seen.age(binlog(5, 400), NOW).seconds == 25
     seen.add(NOW, binlog(1, 4))
     assert len(seen) == 1
+
+
+def test_a_position_the_server_idled_at_is_as_old_as_the_writes_after_it() -> None:
+    """Applied up to where the server sat idle for a minute: the changes after it are 5 s old."""
+    idle = history((NOW - 60, binlog(5, 100)), (NOW - 5, binlog(5, 200)))
+    assert idle.age(binlog(5, 100), NOW).seconds == 5
+    assert idle.age(binlog(5, 200), NOW) is None
 
 
 def test_rates_and_progress() -> None:
