@@ -74,6 +74,11 @@ def _common(parser: argparse.ArgumentParser, contenders: tuple[str, ...]) -> Non
         default=frozenset(),
         help=f"comma-separated contenders to leave out: {', '.join(contenders)}",
     )
+    _run_folder(parser, "seconds allowed per contender")
+
+
+def _run_folder(parser: argparse.ArgumentParser, timeout_help: str) -> None:
+    """Where a bench runs and what it keeps: every bench takes these."""
     parser.add_argument(
         "--workdir", type=Path, help="parent folder of the throw-away run folder (default: /tmp)"
     )
@@ -81,9 +86,7 @@ def _common(parser: argparse.ArgumentParser, contenders: tuple[str, ...]) -> Non
         "--keep", action="store_true", help="keep the run folder (server, lake, logs)"
     )
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
-    parser.add_argument(
-        "--timeout", type=float, default=3600.0, help="seconds allowed per contender"
-    )
+    parser.add_argument("--timeout", type=float, default=3600.0, help=timeout_help)
 
 
 def register(subparsers: Subparsers) -> None:
@@ -152,10 +155,7 @@ def register(subparsers: Subparsers) -> None:
     )
     lake.add_argument("--target-file-size", help='e.g. "256KiB" (default: the job\'s)')
     lake.add_argument("--master", default="local[2]", help="Spark master")
-    lake.add_argument("--workdir", type=Path, help="parent of the throw-away run folder")
-    lake.add_argument("--keep", action="store_true", help="keep the run folder")
-    lake.add_argument("--json", type=Path, help="also write the results to this JSON file")
-    lake.add_argument("--timeout", type=float, default=3600.0, help="seconds per job run")
+    _run_folder(lake, "seconds per job run")
     lake.set_defaults(handler=handle_lake)
     verify = sub.add_parser(
         "verify",
@@ -167,10 +167,7 @@ def register(subparsers: Subparsers) -> None:
     verify.add_argument("--chunk-size", type=int, default=8096, help="snapshot chunk rows")
     verify.add_argument("--parallelism", type=int, default=2, help="snapshot chunks at once")
     verify.add_argument("--master", default="local[2]", help="Spark master for the snapshot")
-    verify.add_argument("--workdir", type=Path, help="parent of the throw-away run folder")
-    verify.add_argument("--keep", action="store_true", help="keep the run folder")
-    verify.add_argument("--json", type=Path, help="also write the results to this JSON file")
-    verify.add_argument("--timeout", type=float, default=3600.0, help="seconds per process")
+    _run_folder(verify, "seconds per process")
     verify.add_argument(
         "--no-lag",
         action="store_true",

@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle, Verdict
 from cdc_console.state.store import StateStore
-from cdc_console.status import PipelineStatus, collect_status
+from cdc_console.status import PipelineStatus
 
 PREFIX = "cdc"
 
@@ -25,15 +25,12 @@ class PipelineCollector(Collector):
     """Collects on every scrape; ``store`` is opened by the caller and shared (thread-safe)."""
 
     def __init__(
-        self,
-        config: PipelineConfig,
-        store: StateStore,
-        *,
-        status: Callable[[], PipelineStatus] | None = None,
+        self, config: PipelineConfig, store: StateStore, status: Callable[[], PipelineStatus]
     ) -> None:
+        """``status``: ``status.collect_status`` over the same state (tests give a canned one)."""
         self.config = config
         self.store = store
-        self._status = status or (lambda: collect_status(config, store))
+        self._status = status
 
     def collect(self) -> Iterator[Metric]:
         name = self.config.name

@@ -57,7 +57,7 @@ class JobMetrics:
         self.store = store
         self.status = status or (lambda: collect_status(config, store))
         self.registry = CollectorRegistry()
-        self.registry.register(PipelineCollector(config, store, status=self.status))
+        self.registry.register(PipelineCollector(config, store, self.status))
         name = config.name
         self.batch_seconds = Histogram(
             f"{PREFIX}_batch_duration_seconds",

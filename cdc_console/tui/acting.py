@@ -7,8 +7,11 @@ state poll, so the operator sees the outcome without waiting for the next refres
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual import work
 from textual.app import App
+from textual.message import Message
 
 from cdc_console.errors import CdcError, redact
 from cdc_console.tui.data.monitor import PipelineMonitor
@@ -43,51 +46,44 @@ class ConsoleActions(App[None]):
     def _poll_now(self, what: str, monitor: PipelineMonitor) -> None:
         raise NotImplementedError
 
+    def _act(self, monitor: PipelineMonitor, what: str, act: Callable[[], Message]) -> None:
+        """Run ``act`` (in the worker calling this) and post what it returns, or the failure."""
+        try:
+            message = act()
+        except Exception as exc:
+            message = ActionFailed(monitor.name, what, describe(exc))
+        self.post_message(message)
+
     @work(thread=True, group="act")
     def _queue(self, monitor: PipelineMonitor, kind: str, table: str | None) -> None:
         what = f"{kind} {table or 'pipeline'}"
-        try:
-            command_id = monitor.queue(kind, table)
-        except Exception as exc:
-            self.post_message(ActionFailed(monitor.name, what, describe(exc)))
-        else:
-            self.post_message(CommandQueued(monitor.name, command_id, what))
+        self._act(
+            monitor, what, lambda: CommandQueued(monitor.name, monitor.queue(kind, table), what)
+        )
 
     @work(thread=True, group="act")
     def _verify(self, monitor: PipelineMonitor, table: str) -> None:
-        try:
-            pid = monitor.verify_table(table)
-        except Exception as exc:
-            self.post_message(ActionFailed(monitor.name, f"verify {table}", describe(exc)))
-        else:
-            self.post_message(VerificationLaunched(monitor.name, table, pid))
+        self._act(
+            monitor,
+            f"verify {table}",
+            lambda: VerificationLaunched(monitor.name, table, monitor.verify_table(table)),
+        )
 
     @work(thread=True, group="act")
     def _repair(self, monitor: PipelineMonitor, table: str) -> None:
-        try:
-            chunks = monitor.repair_table(table)
-        except Exception as exc:
-            self.post_message(ActionFailed(monitor.name, f"repair {table}", describe(exc)))
-        else:
-            self.post_message(RepairQueued(monitor.name, table, chunks))
+        self._act(
+            monitor,
+            f"repair {table}",
+            lambda: RepairQueued(monitor.name, table, monitor.repair_table(table)),
+        )
 
     @work(thread=True, group="act")
     def _start_job(self, monitor: PipelineMonitor) -> None:
-        try:
-            pid = monitor.start_job()
-        except Exception as exc:
-            self.post_message(ActionFailed(monitor.name, "start job", describe(exc)))
-        else:
-            self.post_message(JobLaunched(monitor.name, pid))
+        self._act(monitor, "start job", lambda: JobLaunched(monitor.name, monitor.start_job()))
 
     @work(thread=True, group="stop")
     def _stop_job(self, monitor: PipelineMonitor) -> None:
-        try:
-            outcome = monitor.stop_job()
-        except Exception as exc:
-            self.post_message(ActionFailed(monitor.name, "stop job", describe(exc)))
-        else:
-            self.post_message(JobStopFinished(monitor.name, outcome))
+        self._act(monitor, "stop job", lambda: JobStopFinished(monitor.name, monitor.stop_job()))
 
     def on_command_queued(self, message: CommandQueued) -> None:
         view = self.view_of(message.pipeline)
