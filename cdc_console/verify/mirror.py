@@ -30,6 +30,7 @@ from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableSchema
+from cdc_console.figures import table_position
 from cdc_console.sinks.delta import pipeline_app_id
 from cdc_console.sinks.delta_tables import from_lake
 from cdc_console.state.store import StateStore
@@ -69,10 +70,10 @@ class MirrorReader:
             # writes the mirror any more; the caller places each chunk by its watermark
             table = DeltaTable(self.path)
             return MirrorSnapshot(_read_ranges(table, schema, ranges), None, table.version())
-        if found is None or found.stream_from is None:
+        stream_from = table_position(found) if found is not None else None
+        if found is None or stream_from is None:
             raise MirrorNotReady(f"{table_id} has no stream position yet")
         applied = self.store.last_applied_batch()
-        stream_from = found.stream_from
         table = DeltaTable(self.path)
         version = table.version()
         batch = table.transaction_version(self.app_id)
