@@ -45,10 +45,20 @@ def _config(folder: Path) -> Path:
 
 
 def _fake_job(config: Path, log: Path, script: str = SLEEPER) -> int:
-    """A process whose command line looks like ``cdc-console run --config F`` but only sleeps."""
-    return launcher.spawn_detached(
+    """A process whose command line looks like ``cdc-console run --config F`` but only sleeps.
+
+    Returned once it has exec'd: until then its command line is the forking test's own, which
+    a busy machine (three test workers on two cores) showed to ``job_process`` as a stranger."""
+    pid = launcher.spawn_detached(
         [sys.executable, "-c", script, "cdc_console", "run", "--config", str(config)], log
     )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.suppress(psutil.Error):
+            if "cdc_console" in psutil.Process(pid).cmdline():
+                break
+        time.sleep(0.01)
+    return pid
 
 
 @pytest.fixture
