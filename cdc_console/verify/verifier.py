@@ -131,6 +131,9 @@ class Verifier:
         self._paced_since = time.monotonic()
         #: chunks whose first comparison differed and were compared again
         self.rechecked = 0
+        #: the table being verified: each finished chunk's rows and high watermark
+        self._rows: dict[int, int] = {}
+        self._marks: dict[int, BinlogOffset | None] = {}
 
     # -- entry points ---------------------------------------------------------------------
 
@@ -161,7 +164,11 @@ class Verifier:
         schema = schema_from_dict(stored)
         hide = hidden_columns(table_id, schema.column_names, self.config.verify.hide_values)
         result = TableResult(table_id, tuple(schema.key_columns), hide=hide)
-        splits = [s.split for s in self.store.splits(table_id) if s.status == SplitStatus.FINISHED]
+        finished = [s for s in self.store.splits(table_id) if s.status == SplitStatus.FINISHED]
+        # read once per table: chunk sizes group the chunks, watermarks place snapshot-only ones
+        self._rows = {s.split.split_no: s.rows or 0 for s in finished}
+        self._marks = {s.split.split_no: s.high_watermark for s in finished}
+        splits = [s.split for s in finished]
         if chunks is not None:
             splits = [s for s in splits if s.split_no in chunks]
             if not splits:
@@ -211,7 +218,7 @@ class Verifier:
         column = schema.column(schema.chunk_key)
         if column.family != TypeFamily.INTEGER:
             return [splits] if splits else []
-        counts = {s.split.split_no: s.rows or 0 for s in self.store.splits(schema.table_id)}
+        counts = self._rows
         groups: list[list[SnapshotSplit]] = []
         current: list[SnapshotSplit] = []
         rows = 0
@@ -355,9 +362,9 @@ class Verifier:
 
     def _snapshot_watermark(self, split: SnapshotSplit) -> BinlogOffset:
         """Where a snapshot-only mirror's chunk stands: the high watermark it was read at."""
-        for state in self.store.splits(split.table_id):
-            if state.split.split_no == split.split_no and state.high_watermark is not None:
-                return state.high_watermark
+        mark = self._marks.get(split.split_no)
+        if mark is not None:
+            return mark
         raise MirrorNotReady(f"chunk {split.split_no} of {split.table_id} has no high watermark")
 
     def _pace(self, rows: int) -> None:
