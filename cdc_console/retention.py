@@ -1,43 +1,14 @@
-"""Binlog retention: which binlog the pipeline still needs, and what to say when it is gone.
+"""Binlog retention: what to say when a binlog the pipeline still needs is gone.
 
-Shared by the job (refuse to start on a purged position), ``status`` and the console (purge risk:
-the oldest binlog the server keeps vs the oldest one this pipeline will read).
+The job refuses to start on a purged position with this message; which positions are needed is
+``figures.binlog_needs``, shared with ``status``, the metrics and the console's purge headroom.
 """
 
 from __future__ import annotations
 
 from cdc_console.config import PipelineConfig
-from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.errors import BinlogPurgedError, SourceError
-from cdc_console.state.store import StateStore
-
-
-def binlog_needs(store: StateStore) -> list[tuple[str, BinlogOffset]]:
-    """Where each table will read the binlog from: (table, position), for the purge check.
-
-    A snapshotting (or re-dumping) table with finished chunks counts too: it will catch up from
-    its smallest high watermark, so that binlog must survive until the snapshot ends; a paused
-    table needs its pause position.
-    """
-    needs: list[tuple[str, BinlogOffset]] = []
-    for table in store.tables():
-        if (
-            table.state in (Lifecycle.STREAMING, Lifecycle.CATCHING_UP)
-            and table.stream_from is not None
-        ):
-            needs.append((str(table.table_id), table.stream_from))
-        elif table.state == Lifecycle.PAUSED:
-            position = table.paused_at or table.stream_from
-            if position is not None:
-                needs.append((str(table.table_id), position))
-        elif table.state in (Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP):
-            marks = [f.high_watermark for f in store.finished_splits(table.table_id)]
-            if table.stream_from is not None:
-                marks.append(table.stream_from)
-            if marks:
-                needs.append((str(table.table_id), min(marks)))
-    return needs
 
 
 def missing_binlog(

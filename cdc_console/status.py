@@ -6,6 +6,7 @@ when the job is stuck or dead: lag is measured against the server, not reported 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -15,8 +16,17 @@ from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import redact
+from cdc_console.figures import (
+    PurgeHeadroom,
+    PurgeState,
+    head_history,
+    last_event_ms,
+    pipeline_needs,
+    position_lag,
+    purge_headroom,
+    table_position,
+)
 from cdc_console.figures import event_lag as figures_event_lag
-from cdc_console.figures import head_history, last_event_ms, position_lag, table_position
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.state.store import LAG_SAMPLES_KEPT, StateStore, TableState, VerificationRow
 from cdc_console.units import span
@@ -92,6 +102,48 @@ def split_verification(row: VerificationRow | None, now: float) -> str:
     return f"{row.verdict} {span(now - row.verified_at)}"
 
 
+def purge_note(room: PurgeHeadroom) -> str:
+    """The purge headroom in the one wording ``status`` and ``status --json`` show."""
+    needed = room.needed
+    if room.state == PurgeState.NOTHING_NEEDED or needed is None:
+        return "no binlog needed yet"
+    who = f"{needed.file} (needed by {room.needed_by})"
+    if room.state == PurgeState.UNLISTED:
+        return "unknown: the server's binlogs were not listed"
+    if room.state == PurgeState.PURGED:
+        return f"PURGED: {who} is gone; the oldest left is {room.oldest_on_server}"
+    if room.state == PurgeState.MISSING:
+        return f"{who} is not on the server: binlog reset?"
+    if room.state == PurgeState.NEVER:
+        return f"{who}: binlogs never expire"
+    if room.state == PurgeState.OPEN:
+        return f"{who} is still being written; its expiry starts when it is closed"
+    if room.seconds_left is None:
+        return f"{who}: unknown when it was closed"
+    if room.seconds_left <= 0:
+        return f"due: {who} may be purged at the next rotation"
+    return f"{who} may be purged in {span(room.seconds_left)}"
+
+
+def purge_report(room: PurgeHeadroom, setting: str | None) -> JSONObject | None:
+    """The headroom as ``status --json`` shows it (``headroom_seconds`` null when binlogs never
+    expire or it is unknowable: JSON has no infinity)."""
+    if room.state == PurgeState.UNLISTED:
+        return None
+    seconds = room.seconds
+    return {
+        "state": str(room.state),
+        "needed": str(room.needed) if room.needed else None,
+        "needed_by": room.needed_by,
+        "oldest_on_server": room.oldest_on_server,
+        "expire_setting": setting,
+        "headroom_seconds": round(seconds, 3)
+        if seconds is not None and math.isfinite(seconds)
+        else None,
+        "summary": purge_note(room),
+    }
+
+
 def outage_note(outage: Outage, now: float) -> str:
     """A source outage as the job lives through it, in the one wording ``status``, ``status
     --json`` and the console show: ``reconnecting (attempt 4, next in 8 s) for 35 s: <error>``."""
@@ -146,27 +198,44 @@ class PipelineStatus:
     recent_commands: list[JSONObject] = field(default_factory=list)
     #: the source outage the running job is waiting out, with its ``summary`` wording
     outage: JSONObject | None = None
+    #: ``figures.purge_headroom`` (``purge_report``); None when the server was not asked
+    purge: JSONObject | None = None
+    #: the same headroom as a value, for the metrics (``to_dict`` leaves it out)
+    purge_headroom: PurgeHeadroom | None = field(default=None, repr=False)
 
     def to_dict(self) -> JSONObject:
-        return asdict(self)
+        found = asdict(self)
+        del found["purge_headroom"]
+        return found
 
 
-#: the server's head, its binlog files and sizes, and why the probe failed (when it did)
-HeadProbe = tuple[BinlogOffset | None, list[tuple[str, int]], str | None]
+@dataclass(frozen=True)
+class HeadProbe:
+    """The server's answer: its head, binlog files and sizes, and expiry; or why it failed."""
+
+    head: BinlogOffset | None = None
+    logs: list[tuple[str, int]] = field(default_factory=list)
+    error: str | None = None
+    expire_seconds: float | None = None
+    expire_setting: str | None = None
 
 
 def probe_head(config: PipelineConfig) -> HeadProbe:
     from cdc_console.mysql.connection import connect
+    from cdc_console.mysql.expiry import binlog_expiry
     from cdc_console.mysql.position import binary_logs, current_position
 
     try:
         conn = connect(config.source)
         try:
-            return current_position(conn, with_gtid=True), binary_logs(conn), None
+            head = current_position(conn, with_gtid=True)
+            logs = binary_logs(conn)
+            expire, setting = binlog_expiry(conn)
+            return HeadProbe(head, logs, None, expire, setting)
         finally:
             conn.close()
     except Exception as exc:
-        return None, [], redact(str(exc)).splitlines()[0]
+        return HeadProbe(error=redact(str(exc)).splitlines()[0])
 
 
 def collect_status(
@@ -178,8 +247,8 @@ def collect_status(
 ) -> PipelineStatus:
     """Everything ``status`` shows; ``probed`` stands in for the server's answer (tests)."""
     if probed is None:
-        probed = probe_head(config) if probe else (None, [], None)
-    head, logs, head_error = probed
+        probed = probe_head(config) if probe else HeadProbe()
+    head, logs, head_error = probed.head, probed.logs, probed.error
     committed = store.committed_offset()
     bytes_behind = files_behind = None
     if committed is not None and head is not None:
@@ -225,6 +294,9 @@ def collect_status(
         # the server was not asked (or did not answer): the job's own last measurement
         samples = store.lag_samples(1)
         event_lag = samples[-1].event_lag_ms if samples else None
+    room = purge_headroom(
+        pipeline_needs(store, committed), head, logs, probed.expire_seconds, history, now
+    )
     outage = store.open_outage() if job is not None and job.status == "running" else None
     errors = [e for e in store.events(200) if e.level == "error" and e.kind != "verify"]
     last_error = errors[-1].message if errors else (job.error if job else None)
@@ -243,6 +315,8 @@ def collect_status(
         pipeline_paused=store.pipeline_paused(),
         recent_commands=[{**asdict(c), "what": c.what} for c in store.commands(10)],
         outage={**outage.to_dict(now), "summary": outage_note(outage, now)} if outage else None,
+        purge=purge_report(room, probed.expire_setting),
+        purge_headroom=room,
     )
 
 
@@ -263,14 +337,17 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
         lines.append(f"  source: {status.outage['summary']}")
     if status.pipeline_paused:
         lines.append("  PIPELINE PAUSED: no new batches ('cdc-console resume' continues)")
-    header = f"  {'table':<32} {'state':<14} {'chunks':>11} {'rows read':>11} {'events':>9}"
+    header = (
+        f"  {'table':<32} {'state':<14} {'chunks':>11} {'rows read':>11} {'events':>9} {'lag':>10}"
+    )
     lines += ["", header]
     for t in status.tables:
         chunks = f"{t.chunks_done}/{t.chunks_total if t.chunks_total is not None else '?'}"
         note = "; ".join(n for n in (t.note, t.verified) if n)
+        lag = span(t.lag_seconds) if t.lag_seconds is not None else "-"
         lines.append(
             f"  {t.table:<32} {t.state:<14} {chunks:>11} {t.rows_snapshotted:>11} "
-            f"{t.events_applied:>9}" + (f"  {note}" if note else "")
+            f"{t.events_applied:>9} {lag:>10}" + (f"  {note}" if note else "")
         )
     lines.append("")
     committed = _fmt_offset(status.committed)
@@ -280,6 +357,8 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
         lines.append(f"  behind: {status.bytes_behind} bytes, {status.files_behind} files")
     lag = "-" if status.event_lag_ms is None else f"{status.event_lag_ms / 1000:.1f} s"
     lines.append(f"  event-time lag: {lag}")
+    if status.purge:
+        lines.append(f"  purge headroom: {status.purge['summary']}")
     lines.append(f"  last error: {status.last_error or 'none'}")
     if status.recent_commands:
         lines += ["", "  recent commands:"]

@@ -56,6 +56,15 @@ class PipelineCollector(Collector):
             files.add_metric([name], status.files_behind)
         yield behind
         yield files
+        headroom = gauge(
+            "binlog_purge_headroom_seconds",
+            "Time before the server may expire the oldest binlog the pipeline still needs "
+            "(0: purged or due at the next rotation; +Inf: nothing can expire)",
+        )
+        seconds = status.purge_headroom.seconds if status.purge_headroom else None
+        if seconds is not None:
+            headroom.add_metric([name], seconds)
+        yield headroom
 
         states = gauge("tables", "Captured tables by lifecycle state", ("state",))
         counts = {state: 0 for state in Lifecycle}

@@ -33,12 +33,13 @@ from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, redact
+from cdc_console.figures import binlog_needs
 from cdc_console.metrics.server import serve_metrics
 from cdc_console.mysql.checks import preflight
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
-from cdc_console.retention import binlog_needs, missing_binlog
+from cdc_console.retention import missing_binlog
 from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
 from cdc_console.source.evolution import Reread, reshaped_unseen
 from cdc_console.source.failover import connect_following

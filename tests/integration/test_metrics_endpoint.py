@@ -100,6 +100,26 @@ def test_metrics_agree_with_status_and_readyz_follows_a_paused_table(
         wait_for(lambda: probe(url, "/readyz")[0] == 503, 60, "not ready while paused", job)
         code, why = probe(url, "/readyz")
         assert code == 503 and f"{orders} lags" in why, why
+
+        # the paused table's binlog file closes: its purge deadline starts, the same in both
+        source_db.execute("SET GLOBAL binlog_expire_logs_seconds = 86400", "FLUSH BINARY LOGS")
+        try:
+            wait_for(
+                lambda: (
+                    scrape(url).get(("cdc_binlog_purge_headroom_seconds", ()), float("inf")) < 86400
+                ),
+                60,
+                "the headroom to count down",
+                job,
+            )
+            headroom = scrape(url)[("cdc_binlog_purge_headroom_seconds", ())]
+            done = run_cli("status", "--config", str(config_path), "--json")
+            purge = json.loads(done.stdout)["purge"]
+        finally:
+            source_db.execute("SET GLOBAL binlog_expire_logs_seconds = 0")
+        assert purge["state"] == "closed" and purge["needed_by"] == orders, purge
+        assert 86000 < headroom < 86400
+        assert abs(purge["headroom_seconds"] - headroom) <= 10, (purge, headroom)
         assert (
             run_cli("resume", "--config", str(config_path), "--table", orders, "--wait").returncode
             == 0

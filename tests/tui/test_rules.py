@@ -14,12 +14,13 @@ from cdc_console.core.head_history import HeadHistory
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
 from cdc_console.errors import ConfigError
+from cdc_console.mysql.expiry import expiry
 from cdc_console.state.store import RunRow, StateStore
 from cdc_console.tui.data.assess import Launch, job_view, purge_risk
 from cdc_console.tui.data.history import ProgressTracker, RateTracker
 from cdc_console.tui.data.jobs import ProcessSample
 from cdc_console.tui.data.logtail import last_meaningful, tail
-from cdc_console.tui.data.server import ServerStatus, expiry
+from cdc_console.tui.data.server import ServerStatus
 from cdc_console.tui.data.splits import SplitReader
 from cdc_console.tui.model import JobStatus, Level
 from tests.tui.canned import JOB_PID, NOW, binlog, build_state

@@ -3,6 +3,7 @@ the health answers. No server, no Spark."""
 
 from __future__ import annotations
 
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,7 +16,7 @@ from cdc_console.config import load_config
 from cdc_console.core.schema import TableId
 from cdc_console.metrics.server import JobMetrics, MetricsServer
 from cdc_console.state.store import StateStore
-from cdc_console.status import collect_status
+from cdc_console.status import HeadProbe, collect_status, format_status
 from tests.tui.canned import HEAD, SERVER_LOGS, build_state, write_config
 
 
@@ -44,7 +45,7 @@ def value(found: dict, name: str, **labels: str) -> float:
 def test_the_collector_exports_what_status_says(canned: tuple[Path, StateStore]) -> None:
     config_path, store = canned
     config = load_config(config_path)
-    status = collect_status(config, store, probed=(HEAD, list(SERVER_LOGS), None))
+    status = collect_status(config, store, probed=HeadProbe(HEAD, list(SERVER_LOGS)))
     metrics = JobMetrics(config, store, status=lambda: status)
     found = samples(generate_latest(metrics.registry).decode())
     for state in ("STREAMING", "SNAPSHOTTING", "PAUSED", "CATCHING_UP", "REDUMP"):
@@ -86,7 +87,7 @@ def test_the_endpoint_serves_metrics_health_and_readiness(canned: tuple[Path, St
     metrics = JobMetrics(
         config,
         store,
-        status=lambda: collect_status(config, store, probed=(HEAD, list(SERVER_LOGS), None)),
+        status=lambda: collect_status(config, store, probed=HeadProbe(HEAD, list(SERVER_LOGS))),
     )
     server = MetricsServer(metrics, "127.0.0.1", 0).start()
     try:
@@ -138,3 +139,46 @@ def test_json_log_lines_parse_name_what_they_are_about_and_carry_no_secret() -> 
         line("connect failed for cdc:s3cr3t-pw@db")["message"] == "connect failed for cdc:******@db"
     )
     assert line("anything", table="shop.x", batch=7)["table"] == "shop.x"
+
+
+def test_purge_headroom_is_one_figure_in_status_the_metrics_and_the_console(
+    canned: tuple[Path, StateStore],
+) -> None:
+    from cdc_console.figures import head_history, pipeline_needs
+    from cdc_console.state.store import LAG_SAMPLES_KEPT
+    from cdc_console.tui.data.assess import purge_risk
+    from cdc_console.tui.data.server import ServerStatus
+
+    config_path, store = canned
+    config = load_config(config_path)
+    week = 7 * 86400.0
+    probed = HeadProbe(HEAD, list(SERVER_LOGS), None, week, "binlog_expire_logs_seconds=604800")
+    status = collect_status(config, store, probed=probed)
+    assert status.purge is not None and status.purge["needed_by"] == "shop.payments"
+    assert status.purge["needed"] == "binlog.000040:300"
+    metrics = JobMetrics(config, store, status=lambda: status)
+    found = samples(generate_latest(metrics.registry).decode())
+    assert value(found, "cdc_binlog_purge_headroom_seconds") == status.purge["headroom_seconds"]
+    assert "purge headroom: " + status.purge["summary"] in format_status(status)
+
+    server = ServerStatus(probed_at=0.0, head=HEAD, logs=tuple(SERVER_LOGS), expire_seconds=week)
+    history = head_history(store.lag_samples(LAG_SAMPLES_KEPT))
+    console = purge_risk(
+        pipeline_needs(store, store.committed_offset()),
+        server,
+        history,
+        time.time(),
+        config.console,
+    )
+    assert (console.needed_by, str(console.oldest_needed)) == ("shop.payments", "binlog.000040:300")
+    assert max(0.0, console.time_left or 0.0) == pytest.approx(
+        status.purge["headroom_seconds"], abs=5
+    )
+
+    never = collect_status(config, store, probed=HeadProbe(HEAD, list(SERVER_LOGS)))
+    assert never.purge is not None and never.purge["state"] == "never"
+    assert never.purge["headroom_seconds"] is None
+    found = samples(
+        generate_latest(JobMetrics(config, store, status=lambda: never).registry).decode()
+    )
+    assert value(found, "cdc_binlog_purge_headroom_seconds") == float("inf")

@@ -16,7 +16,7 @@ from cdc_console.config import load_config
 from cdc_console.core.schema import TableId
 from cdc_console.metrics.server import JobMetrics
 from cdc_console.state.store import StateStore
-from cdc_console.status import collect_status
+from cdc_console.status import HeadProbe, collect_status
 from tests.tui.canned import HEAD, SERVER_LOGS, build_state, write_config
 
 MONITORING = Path(__file__).resolve().parents[2] / "jobs" / "monitoring"
@@ -33,7 +33,7 @@ def exported(tmp_path: Path) -> set[str]:
         metrics = JobMetrics(
             config,
             store,
-            status=lambda: collect_status(config, store, probed=(HEAD, list(SERVER_LOGS), None)),
+            status=lambda: collect_status(config, store, probed=HeadProbe(HEAD, list(SERVER_LOGS))),
         )
         metrics.observe_batch(0.3, 10, {TableId("shop", "orders"): {"updated": 3}})
         text = generate_latest(metrics.registry).decode()
@@ -59,6 +59,7 @@ def test_alert_rules_are_valid_and_name_exported_metrics(tmp_path: Path) -> None
         "CdcTableParked",
         "CdcSourceUnreachable",
         "CdcMirrorDiffers",
+        "CdcPurgeHeadroomLow",
     }
     for alert in alerts:
         assert alert["expr"] and alert["labels"]["severity"] in ("warning", "critical")

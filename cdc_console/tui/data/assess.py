@@ -13,8 +13,9 @@ from typing import Any
 from cdc_console import figures
 from cdc_console.config import ConsoleConfig
 from cdc_console.core.head_history import HeadHistory
-from cdc_console.core.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
+from cdc_console.figures import PurgeState
 from cdc_console.state.store import RunRow
 from cdc_console.status import outage_note
 from cdc_console.tui.data.jobs import ProcessSample
@@ -204,62 +205,66 @@ def purge_risk(
     now: float,
     config: ConsoleConfig,
 ) -> PurgeRisk:
-    """The oldest binlog the server keeps vs the oldest one this pipeline will read.
-
-    A closed binlog file becomes purgeable ``expire`` seconds after it was closed; the console
-    knows when a file was closed from when it first saw the head in a later file (its own probes
-    and the job's lag samples). The server purges at rotation, so "due" means at the next one.
-    """
+    """``figures.purge_headroom`` (the same figure ``status`` and the job's metrics show), judged
+    against ``purge_warn_hours`` / ``purge_alert_hours`` and worded for the Binlog screen."""
     expire = server.expire_seconds if server else None
     setting = server.expire_setting if server else None
+    if server is None or not server.reachable:
+        return PurgeRisk(
+            Level.IDLE,
+            "unknown: the server cannot be asked",
+            oldest_on_server=server.logs[0][0] if server and server.logs else None,
+            oldest_needed=None,
+            needed_by=None,
+            expire_seconds=expire,
+            expire_setting=setting,
+            time_left=None,
+            bound="",
+        )
+    room = figures.purge_headroom(needs, server.head, server.logs, expire, history, now)
     empty: dict[str, Any] = {
-        "oldest_on_server": server.logs[0][0] if server and server.logs else None,
-        "oldest_needed": None,
-        "needed_by": None,
+        "oldest_on_server": room.oldest_on_server,
+        "oldest_needed": room.needed,
+        "needed_by": room.needed_by,
         "expire_seconds": expire,
         "expire_setting": setting,
         "time_left": None,
     }
-    if server is None or not server.reachable:
-        return PurgeRisk(Level.IDLE, "unknown: the server cannot be asked", **empty, bound="")
-    if not needs:
+    needed = room.needed
+    state = room.state
+    if state == PurgeState.NOTHING_NEEDED or needed is None:
         return PurgeRisk(Level.OK, "no binlog needed yet", **empty, bound="")
-    needed_by, needed = min(needs, key=lambda need: need[1])
-    empty.update(oldest_needed=needed, needed_by=needed_by)
-    if not server.logs or server.head is None:
+    if state == PurgeState.UNLISTED:
         return PurgeRisk(Level.IDLE, "unknown: the server lists no binlogs", **empty, bound="")
-    oldest = server.logs[0][0]
-    present = {name for name, _ in server.logs}
-    if binlog_file_index(needed.file) < binlog_file_index(oldest):
+    if state == PurgeState.PURGED:
         return PurgeRisk(
             Level.ALERT,
-            f"PURGED: {needed.file} (needed by {needed_by}) is gone; the oldest left is {oldest}",
+            f"PURGED: {needed.file} (needed by {room.needed_by}) is gone; "
+            f"the oldest left is {room.oldest_on_server}",
             **empty,
             bound="",
         )
-    if needed.file not in present:
+    if state == PurgeState.MISSING:
         return PurgeRisk(
             Level.ALERT,
-            f"{needed.file} (needed by {needed_by}) is not on the server: binlog reset?",
+            f"{needed.file} (needed by {room.needed_by}) is not on the server: binlog reset?",
             **empty,
             bound="",
         )
-    spare = binlog_file_index(needed.file) - binlog_file_index(oldest)
-    margin = f"{spare} older file(s) go first" if spare else "it is the oldest file left"
-    empty["margin"] = margin
-    if expire is None:
+    spare = room.spare_files
+    empty["margin"] = f"{spare} older file(s) go first" if spare else "it is the oldest file left"
+    if state == PurgeState.NEVER:
         return PurgeRisk(Level.OK, "binlogs never expire", **empty, bound="never")
-    if needed.file == server.head.file:
+    if state == PurgeState.OPEN:
         return PurgeRisk(
             Level.OK,
             f"{needed.file} is still being written; its expiry starts when it is closed",
             **empty,
             bound="open",
         )
-    closed_at, bound = history.closed_at(needed.file)
-    if closed_at is None:
+    left = room.seconds_left
+    if left is None:
         return PurgeRisk(Level.IDLE, f"unknown when {needed.file} closed", **empty, bound="")
-    left = closed_at + expire - now
     hours = left / 3600.0
     risk = (
         Level.ALERT
@@ -274,4 +279,4 @@ def purge_risk(
         else f"{needed.file} may be purged in {span(left)}"
     )
     empty["time_left"] = left
-    return PurgeRisk(risk, summary, **empty, bound=bound)
+    return PurgeRisk(risk, summary, **empty, bound=room.bound)

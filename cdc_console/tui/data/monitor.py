@@ -24,9 +24,8 @@ from cdc_console.core.lifecycle import CommandKind, CommandStatus, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
 from cdc_console.errors import CdcError
-from cdc_console.figures import table_position
+from cdc_console.figures import binlog_needs, table_position
 from cdc_console.mysql.lag import binlog_distance
-from cdc_console.retention import binlog_needs
 from cdc_console.source.control import refusal
 from cdc_console.state.lake import LakeTableState, lake_tables
 from cdc_console.state.store import (

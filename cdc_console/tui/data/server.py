@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.errors import CdcError, redact
+from cdc_console.mysql.expiry import binlog_expiry
 
-EXPIRY_VARIABLES = (
-    "binlog_expire_logs_seconds",
-    "expire_logs_days",
-    "binlog_expire_logs_auto_purge",
-)
 EXPIRY_REFRESH_SECONDS = 30.0
 
 
@@ -50,39 +46,6 @@ class ServerProbe(Protocol):
     def close(self) -> None: ...
 
 
-def expiry(variables: Mapping[str, str]) -> tuple[float | None, str]:
-    """How long the server keeps a binlog file after it is closed, and the setting that says so.
-
-    MySQL 8 has ``binlog_expire_logs_seconds`` (``expire_logs_days`` until 8.4 as a fallback
-    when seconds is 0, and ``binlog_expire_logs_auto_purge`` to switch expiry off); MariaDB has
-    ``expire_logs_days`` (fractional) and, from 10.6, ``binlog_expire_logs_seconds`` as its
-    alias. Whichever the server has decides; 0 everywhere means binlogs never expire.
-    """
-    if str(variables.get("binlog_expire_logs_auto_purge", "ON")).upper() == "OFF":
-        return None, "binlog_expire_logs_auto_purge=OFF (never expires)"
-    seconds = _number(variables.get("binlog_expire_logs_seconds"))
-    if seconds:
-        return seconds, f"binlog_expire_logs_seconds={_plain(seconds)}"
-    days = _number(variables.get("expire_logs_days"))
-    if days:
-        return days * 86400.0, f"expire_logs_days={_plain(days)}"
-    present = [name for name in EXPIRY_VARIABLES[:2] if name in variables]
-    if not present:
-        return None, "no expiry variable on this server"
-    return None, f"{present[0]}=0 (never expires)"
-
-
-def _plain(value: float) -> str:
-    return str(int(value)) if value.is_integer() else str(value)
-
-
-def _number(text: str | None) -> float | None:
-    try:
-        return float(text) if text not in (None, "") else None
-    except ValueError:
-        return None
-
-
 @dataclass
 class MySQLServerProbe:
     """Probes over one kept connection, reopened after any failure.
@@ -109,7 +72,7 @@ class MySQLServerProbe:
             head = current_position(conn, with_gtid=True)
             logs = tuple(binary_logs(conn))
             if self._expiry is None or now - self._expiry_at > EXPIRY_REFRESH_SECONDS:
-                self._expiry = expiry(self._variables(conn))
+                self._expiry = binlog_expiry(conn)
                 self._expiry_at = now
         except Exception as exc:
             self.close()
@@ -140,13 +103,6 @@ class MySQLServerProbe:
             row = cur.fetchone()
         self._version = str(row[0]) if row else None
         return self._conn
-
-    @staticmethod
-    def _variables(conn: Any) -> dict[str, str]:
-        names = ", ".join(f"'{name}'" for name in EXPIRY_VARIABLES)
-        with conn.cursor() as cur:
-            cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
-            return {str(r[0]): str(r[1]) for r in cur.fetchall()}
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
