@@ -33,9 +33,10 @@ from cdc_console.core.records import OPS
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.errors import BinlogPurgedError, CdcError, SchemaChangedError
+from cdc_console.figures import binlog_needs
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.sandbox import MySQLSandbox
-from cdc_console.retention import binlog_needs, missing_binlog
+from cdc_console.retention import missing_binlog
 from cdc_console.sinks.changelog_json import replay_changelog
 from cdc_console.source.committer import commit_batch
 from cdc_console.source.parking import park_table
