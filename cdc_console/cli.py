@@ -11,7 +11,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
+from cdc_console import __version__
 from cdc_console.errors import CdcError, redact
 from cdc_console.logs import setup_logging
 
@@ -35,7 +37,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="MySQL change-data-capture on Spark, and its operations console.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=f"cdc-console {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_parser = subparsers.add_parser
+
+    def add_with_verbose(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """Every subcommand takes ``-v`` too (``cdc-console status -v``); SUPPRESS leaves the
+        top-level flag alone when it is given before the subcommand."""
+        found = add_parser(name, **kwargs)
+        found.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging"
+        )
+        return found
+
+    subparsers.add_parser = add_with_verbose  # type: ignore[method-assign]
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"cdc_console.commands.{name}")
         module.register(subparsers)

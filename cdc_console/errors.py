@@ -92,4 +92,10 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
     for secret in sorted({*_SECRETS, *extra}, key=len, reverse=True):
         if secret:
             text = text.replace(secret, "******")
-    return re.sub(r"(password\s*[=:]\s*)(\S+)", r"\1******", text, flags=re.IGNORECASE)
+    # a placeholder in a fix ("export CDC_SOURCE_PASSWORD=...", "<password>", "$VAR") is no secret
+    return re.sub(
+        r"(password\s*[=:]\s*)(?!(\.\.\.|<\w+>|\$\{?[A-Z_][A-Z0-9_]*\}?|\*{6})([\s,;)]|$))(\S+)",
+        r"\1******",
+        text,
+        flags=re.IGNORECASE,
+    )

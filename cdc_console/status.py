@@ -206,7 +206,7 @@ class PipelineStatus:
     def to_dict(self) -> JSONObject:
         found = asdict(self)
         del found["purge_headroom"]
-        return found
+        return {"ran": True, **found}
 
 
 @dataclass(frozen=True)
@@ -351,7 +351,13 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
         )
     lines.append("")
     committed = _fmt_offset(status.committed)
-    head = _fmt_offset(status.head) if status.head else f"unknown ({status.head_error})"
+    head = (
+        _fmt_offset(status.head)
+        if status.head
+        else f"unknown ({status.head_error})"
+        if status.head_error
+        else "not asked (--no-probe)"
+    )
     lines.append(f"  binlog: committed {committed}, server head {head}")
     if status.bytes_behind is not None:
         lines.append(f"  behind: {status.bytes_behind} bytes, {status.files_behind} files")

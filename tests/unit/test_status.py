@@ -84,3 +84,56 @@ def test_status_before_any_run_says_how_to_start(tmp_path: Path, capsys: object)
     err = capsys.readouterr().err  # type: ignore[attr-defined]
     assert "the pipeline has not run yet" in err and "cdc-console run --config" in err
     assert not (tmp_path / "state.sqlite").exists()
+
+
+def test_status_json_is_a_document_even_when_the_pipeline_never_ran(
+    tmp_path: Path, capsys: object
+) -> None:
+    config = write_config(tmp_path)
+    assert main(["status", "--config", str(config), "--json"]) == 2
+    out = json.loads(capsys.readouterr().out)  # type: ignore[attr-defined]
+    assert out["ran"] is False and out["tables"] == [] and out["job"] is None
+    assert "has not run yet" in out["error"] and "cdc-console run --config" in out["fix"]
+    assert not (tmp_path / "state.sqlite").exists()
+
+
+def test_status_without_probing_says_so_and_shows_each_table_lag(
+    tmp_path: Path, capsys: object
+) -> None:
+    canned_state(tmp_path / "state.sqlite")
+    config = write_config(tmp_path)
+    assert main(["status", "--config", str(config), "--no-probe"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "server head not asked (--no-probe)" in out and "None" not in out
+    assert out.splitlines()[3].split()[-1] == "lag"
+    assert main(["status", "--config", str(config), "--json", "--no-probe"]) == 0
+    document = json.loads(capsys.readouterr().out)  # type: ignore[attr-defined]
+    assert document["ran"] is True and document["purge"] is None
+
+
+def test_version_and_verbose_after_the_subcommand(capsys: object) -> None:
+    import pytest
+
+    from cdc_console import __version__
+
+    with pytest.raises(SystemExit) as shown:
+        main(["--version"])
+    assert shown.value.code == 0
+    assert capsys.readouterr().out.strip() == f"cdc-console {__version__}"  # type: ignore[attr-defined]
+    from cdc_console.cli import build_parser
+
+    assert build_parser().parse_args(["status", "--config", "x", "-v"]).verbose is True
+    assert build_parser().parse_args(["-v", "status", "--config", "x"]).verbose is True
+    assert build_parser().parse_args(["status", "--config", "x"]).verbose is False
+
+
+def test_a_placeholder_in_a_fix_is_not_taken_for_a_password() -> None:
+    from cdc_console.errors import redact
+
+    assert redact("export CDC_SOURCE_PASSWORD=... before running") == (
+        "export CDC_SOURCE_PASSWORD=... before running"
+    )
+    assert redact("password=<yours>, PASSWORD: $CDC_PW") == "password=<yours>, PASSWORD: $CDC_PW"
+    assert redact("password=hunter22 and password=$ecret!") == (
+        "password=****** and password=******"
+    )
