@@ -99,6 +99,8 @@ class SnapshotConfig:
     distribution_factor_lower: float = 0.05
     #: chunks per micro-batch; None: enough for ~512k rows (``spark.planner.splits_per_batch``)
     chunks_per_batch: int | None = None
+    #: chunk work a batch may add while other tables stream (``source.batch_budget``); 0: no cap
+    batch_seconds_while_streaming: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -260,6 +262,7 @@ _KNOWN = {
         "distribution_factor_upper",
         "distribution_factor_lower",
         "chunks_per_batch",
+        "batch_seconds_while_streaming",
     },
     "sink": {"kind", "path", "changelog"},
     "lake": {
@@ -541,8 +544,16 @@ def config_from_dict(
             "snapshot.chunks_per_batch must be at least 1",
             "remove chunks_per_batch (about 512k rows per batch) or set it to e.g. 16",
         )
+    budget = float(_typed(snap, "snapshot", "batch_seconds_while_streaming", (int, float), 1.0))
+    if budget < 0:
+        raise ConfigError(
+            f"snapshot.batch_seconds_while_streaming must not be negative (got {budget:g})",
+            "set it to e.g. 1.0 (seconds of chunk work per batch while tables stream), or 0 "
+            "for no cap",
+        )
     snapshot = SnapshotConfig(
         chunks_per_batch=chunks_per_batch,
+        batch_seconds_while_streaming=budget,
         chunk_size=chunk_size,
         parallelism=parallelism,
         chunk_key=dict(chunk_key),

@@ -95,3 +95,11 @@ class BatchPlan:
             binlog_server_id=int(data.get("binlog_server_id", 0)),
             head=BinlogOffset.from_dict(data["head"]) if data.get("head") else None,
         )
+
+
+@dataclass(frozen=True)
+class BatchTiming:
+    """An applied batch: how many snapshot chunks it carried and planned-to-applied seconds."""
+
+    chunks: int
+    seconds: float

@@ -31,6 +31,7 @@ from cdc_console.core.plan import BatchPlan, PlannedSplit
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
+from cdc_console.source.batch_budget import BatchBudget
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.evolution import Reread, describe_evolution
 from cdc_console.source.parking import is_purged, park_table
@@ -38,6 +39,9 @@ from cdc_console.source.redump import reread_or_park
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
+
+#: recent batches the chunk budget is estimated from
+TIMINGS_READ = 20
 
 SplitTable = Callable[[TableSchema], list[SnapshotSplit]]
 ReadHead = Callable[[], BinlogOffset]
@@ -92,6 +96,7 @@ class HybridSplitAssigner:
         binlog_files: BinlogFiles | None = None,
         settle_schema: SettleSchema | None = None,
         schema_followed: SchemaFollowed | None = None,
+        budget: BatchBudget | None = None,
     ) -> None:
         if len(server_ids) < 2:
             raise ValueError("need at least two server ids: one binlog reader, one chunk reader")
@@ -108,6 +113,7 @@ class HybridSplitAssigner:
         self.binlog_files = binlog_files
         self.settle_schema = settle_schema
         self.schema_followed = schema_followed
+        self.budget = budget
 
     def next_plan(self) -> BatchPlan | None:
         """The plan of the next batch, persisted; the pending one again if it never applied."""
@@ -133,7 +139,11 @@ class HybridSplitAssigner:
             if t.state in (Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP)
         ]
         redumping = {t.table_id for t in tables if t.state == Lifecycle.REDUMP}
-        splits = self.snapshot.next_splits(snapshotting, self.splits_per_batch)
+        limit = self.splits_per_batch
+        if self.budget is not None and snapshotting:
+            streaming = any(t.state == Lifecycle.STREAMING for t in tables)
+            limit = self.budget.chunks(self.store.batch_timings(TIMINGS_READ), streaming)
+        splits = self.snapshot.next_splits(snapshotting, limit)
         planned = tuple(
             PlannedSplit(
                 split, self.reader_ids[i % len(self.reader_ids)], split.table_id in redumping

@@ -26,6 +26,7 @@ from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.mysql.schema import null_default_columns
 from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
 from cdc_console.source.assigner import HybridSplitAssigner
+from cdc_console.source.batch_budget import BatchBudget
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.evolution import Reread, evolution
 from cdc_console.source.failover import connect_following
@@ -76,6 +77,11 @@ class Planner:
             binlog_files=self._binlog_files,
             settle_schema=self._settle_schema,
             schema_followed=self._record_schema_change if config.sink.kind == "delta" else None,
+            budget=BatchBudget(
+                config.snapshot.batch_seconds_while_streaming,
+                floor=1,
+                ceiling=splits_per_batch(config),
+            ),
         )
 
     @classmethod

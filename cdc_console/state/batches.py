@@ -13,7 +13,7 @@ from cdc_console.core.lifecycle import (
     SplitStatus,
 )
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.plan import BatchPlan
+from cdc_console.core.plan import BatchPlan, BatchTiming
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.state.rows import (
     BatchRow,
@@ -53,6 +53,15 @@ class BatchesRepo(SplitsRepo):
             "SELECT MAX(applied_at) FROM batches WHERE status=?", (BatchStatus.APPLIED,)
         ).fetchone()
         return float(row[0]) if row and row[0] is not None else None
+
+    def batch_timings(self, limit: int) -> list[BatchTiming]:
+        """The last ``limit`` applied batches, newest first."""
+        rows = self.db.execute(
+            "SELECT plan, applied_at - created_at FROM batches WHERE status=? "
+            "ORDER BY batch_no DESC LIMIT ?",
+            (BatchStatus.APPLIED, limit),
+        ).fetchall()
+        return [BatchTiming(len(json.loads(r[0])["snapshot"]), float(r[1])) for r in rows]
 
     def create_batch(
         self, batch_no: int, plan: dict[str, Any], splits: Sequence[SnapshotSplit]

@@ -10,11 +10,12 @@ import pytest
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.plan import BatchPlan
+from cdc_console.core.plan import BatchPlan, BatchTiming
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.source.assigner import HybridSplitAssigner
+from cdc_console.source.batch_budget import BatchBudget
 from cdc_console.source.committer import WindowResult, commit_batch
 from cdc_console.source.evolution import Reread
 from cdc_console.state.store import SplitResult, StateStore
@@ -341,3 +342,66 @@ def test_a_held_table_goes_on_in_place_is_read_again_or_is_parked(
             "shop.orders [1000, 2000)",
             "shop.orders [2000, +inf)",
         ]
+
+
+def twenty_chunks(table: TableSchema) -> list[SnapshotSplit]:
+    bounds = [None, *range(100, 2000, 100), None]
+    return [
+        SnapshotSplit(table.table_id, i, "id", ChunkRange(a, b))
+        for i, (a, b) in enumerate(itertools.pairwise(bounds))
+    ]
+
+
+def took(store: StateStore, batch_no: int, seconds: float) -> None:
+    with store.transaction() as conn:
+        conn.execute(
+            "UPDATE batches SET applied_at = created_at + ? WHERE batch_no = ?",
+            (seconds, batch_no),
+        )
+
+
+def test_while_a_table_streams_a_batch_carries_about_a_seconds_worth_of_chunks(
+    tmp_path: Path,
+) -> None:
+    store = StateStore(tmp_path / "state.sqlite")
+    store.ensure_table(ORDERS, "id", Lifecycle.SNAPSHOTTING)  # an added table, say
+    store.set_schema(ORDERS, schema_to_dict(schema(ORDERS)))
+    store.ensure_table(USERS, "id", Lifecycle.STREAMING, BinlogOffset("binlog.000001", 50))
+    store.set_schema(USERS, schema_to_dict(schema(USERS)))
+    budget = BatchBudget(1.0, floor=2, ceiling=6)
+    head = Head()
+    assigner = HybridSplitAssigner(store, twenty_chunks, head, range(5400, 5403), 10, budget=budget)
+
+    def next_batch(seconds: float, streams: bool = True) -> list[str]:
+        plan = assigner.next_plan()
+        assert plan is not None and (plan.binlog is not None) == streams
+        hw = {p.split.split_id: 60 + i for i, p in enumerate(plan.snapshot)}
+        finish(store, plan, hw, WindowResult({}, 0, {}) if streams else None)
+        took(store, plan.batch_no, seconds)
+        head.pos += 10
+        return [p.split.split_id for p in plan.snapshot]
+
+    # nothing measured yet: one chunk per reader
+    assert next_batch(1.0) == ["shop.orders:0", "shop.orders:1"]
+    # 0.5 s a chunk (no chunk-free batch: the fixed part is charged to the chunks)
+    assert len(next_batch(0.2)) == 2
+    # chunks got cheaper: the median of 0.5 and 0.1 s a chunk fits 3 in a second
+    assert len(next_batch(0.6)) == 3
+    assert len(next_batch(0.5)) == 5  # 0.5, 0.1, 0.2: 0.2 s a chunk
+    # with the table no longer streaming, nobody waits: a full batch
+    with store.transaction() as conn:
+        store.move_table(USERS, conn, Lifecycle.PAUSED, paused_at=BinlogOffset("binlog.000001", 50))
+    assert len(next_batch(0.5, streams=False)) == 6
+
+
+def test_the_budget_separates_a_batch_fixed_part_from_its_chunks() -> None:
+    timings = [BatchTiming(0, 0.8), BatchTiming(4, 1.6), BatchTiming(0, 0.8), BatchTiming(8, 2.4)]
+    assert BatchBudget.chunk_seconds(timings) == pytest.approx(
+        0.2
+    )  # (1.6 - 0.8) / 4, (2.4 - 0.8) / 8
+    assert BatchBudget(1.0, floor=2, ceiling=64).chunks(timings, streaming=True) == 5
+    assert BatchBudget(0.1, floor=2, ceiling=64).chunks(timings, streaming=True) == 2
+    assert BatchBudget(60, floor=2, ceiling=64).chunks(timings, streaming=True) == 64
+    assert BatchBudget(1.0, floor=2, ceiling=64).chunks(timings, streaming=False) == 64
+    assert BatchBudget(0, floor=2, ceiling=64).chunks(timings, streaming=True) == 64
+    assert BatchBudget.chunk_seconds([BatchTiming(0, 0.8)]) is None
