@@ -25,12 +25,7 @@ tables' lag while a verification runs stays within 2 s of what it was".
 from __future__ import annotations
 
 import json
-import os
-import random
-import signal
 import sys
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +35,7 @@ from cdc_console.bench.common import (
     BENCH_TABLE,
     BenchEnv,
     BenchError,
+    ChildRun,
     Measurement,
     bar_line,
     bench_env,
@@ -48,14 +44,9 @@ from cdc_console.bench.common import (
     machine_line,
     ratio,
     seed_rows,
-    start_streaming_job,
-    wait_caught_up,
-    wait_running,
 )
 from cdc_console.bench.snapshot import OURS_WINDOW, snapshot_ours
-from cdc_console.config import PipelineConfig, load_config
-from cdc_console.state.store import StateStore
-from cdc_console.status import collect_status
+from cdc_console.bench.stream_lag import lag_around, spread
 
 VERIFY = "verify (compare)"
 VERIFY_WALL = "verify (process wall)"
@@ -150,115 +141,40 @@ def _verify_command(config: Path, rows_per_second: int = 0) -> list[str]:
 
 
 def _lag_while_verifying(env: BenchEnv, options: VerifyOptions, config: Path) -> list[str]:
-    folder = config.parent
-    state = folder / "state" / "pipeline.sqlite"
-    job = start_streaming_job(config, env, folder / "stream.log")
-    writer = _Writer(env, LIVE, options.rate)
-    os.environ.update(env.child_env)  # the sandbox's password, for the sampler's head probes
-    sampler = _LagSampler(load_config(config), f"{BENCH_DB}.{LIVE}")
-    try:
-        wait_running(state, options.timeout)  # the restarted job, not the last run's state
-        wait_caught_up(env, state, options.timeout)
-        writer.start()
-        sampler.start()
-        # the restarted job settles first (its lake upkeep's first pass stalled batches for a
-        # few seconds about 20 s in, in our runs): the baseline is the steady stream
-        time.sleep(options.settle_seconds + options.baseline_seconds)
-        started = time.time()
-        run = env.run(
+    def verify() -> ChildRun:
+        return env.run(
             _verify_command(config, options.rows_per_second),
-            folder / "verify-streaming.log",
+            config.parent / "verify-streaming.log",
             options.timeout,
         )
-        ended = time.time()
-    finally:
-        sampler.stop()
-        writer.stop()
-        job.send_signal(signal.SIGTERM)
-        job.wait(120)
-    before = [lag for ts, lag in sampler.lags if started - options.baseline_seconds <= ts < started]
-    during = [lag for ts, lag in sampler.lags if started <= ts <= ended]
-    if not before or not during:
+
+    lag = lag_around(
+        env,
+        config,
+        LIVE,
+        rate=options.rate,
+        settle_seconds=options.settle_seconds,
+        baseline_seconds=options.baseline_seconds,
+        timeout=options.timeout,
+        action=verify,
+    )
+    if not lag.before or not lag.during:
         return ["lag while verifying: not measured (no lag samples in a window)"]
-    growth = max(during) - max(before)
+    growth = max(lag.during) - max(lag.before)
     verdict = "MET" if growth <= 2.0 else "NOT met"
     return [
-        f"lag of {LIVE} ({writer.statements:,} UPDATEs at {options.rate:g}/s) while "
-        f"{BENCH_TABLE} was verified ({run.wall:.1f} s, "
-        f"{_cap(options.rows_per_second)}): before {_spread(before)}; during {_spread(during)}",
+        f"lag of {LIVE} ({lag.statements:,} UPDATEs at {options.rate:g}/s) while "
+        f"{BENCH_TABLE} was verified ({lag.result.wall:.1f} s, "
+        f"{_cap(options.rows_per_second)}): before {spread(lag.before)}; "
+        f"during {spread(lag.during)}",
         "lag samples (seconds since the verification started: lag): "
-        + ", ".join(f"{ts - started:.0f}: {lag:.1f}" for ts, lag in sampler.lags if lag >= 2.0),
+        + ", ".join(f"{ts - lag.started:.0f}: {v:.1f}" for ts, v in lag.samples if v >= 2.0),
         f"bar other tables' lag while verifying <= before + 2 s: +{growth:.1f} s {verdict}",
     ]
 
 
-class _LagSampler(threading.Thread):
-    """A table's lag once a second, as ``status`` reports it (its own head probe included)."""
-
-    def __init__(self, config: PipelineConfig, table: str) -> None:
-        super().__init__(daemon=True)
-        self.config, self.table = config, table
-        self.lags: list[tuple[float, float]] = []
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        store = StateStore(self.config.state_path)
-        try:
-            while not self._stop_event.wait(1.0):
-                status = collect_status(self.config, store)
-                found = next((t for t in status.tables if t.table == self.table), None)
-                if found is not None and found.lag_seconds is not None:
-                    self.lags.append((time.time(), found.lag_seconds))
-        finally:
-            store.close()
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        self.join(30)
-
-
 def _cap(rows_per_second: int) -> str:
     return f"at most {rows_per_second:,} rows/s" if rows_per_second else "no rate cap"
-
-
-def _spread(values: list[float]) -> str:
-    ordered = sorted(values)
-    p50 = ordered[len(ordered) // 2]
-    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
-    return f"p50 {p50:.1f} s, p95 {p95:.1f} s, max {ordered[-1]:.1f} s ({len(values)} samples)"
-
-
-class _Writer(threading.Thread):
-    """``rate`` autocommitted single-row UPDATEs a second on ``table``, until stopped."""
-
-    def __init__(self, env: BenchEnv, table: str, rate: float) -> None:
-        super().__init__(daemon=True)
-        self.env, self.table, self.rate = env, table, rate
-        self.statements = 0
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        rng = random.Random(1125)
-        conn = self.env.connect()
-        clock = time.monotonic()
-        try:
-            with conn.cursor() as cur:
-                while not self._stop_event.is_set():
-                    due = int((time.monotonic() - clock) * self.rate) + 1
-                    while self.statements < due:
-                        cur.execute(
-                            f"UPDATE {self.table} SET amount = amount + 1, updated = NOW(6) "
-                            "WHERE id = %s",
-                            (rng.randint(1, 10_000),),
-                        )
-                        self.statements += 1
-                    time.sleep(0.01)
-        finally:
-            conn.close()
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        self.join(10)
 
 
 def _get(measurements: list[Measurement], label: str) -> Measurement | None:

@@ -1,4 +1,4 @@
-"""``cdc-console bench snapshot|binlog|lake|verify``: throughput, memory and lake cost against the obvious peers.
+"""``cdc-console bench snapshot|binlog|lake|verify|redump|latency``: throughput, memory and lake cost against the obvious peers.
 
 Both sub-commands start their own private MariaDB (nothing to configure, nothing of the user's
 touched) and print one side-by-side table per run; see ``cdc_console.bench`` for what each line
@@ -195,6 +195,54 @@ def register(subparsers: Subparsers) -> None:
         help="seconds of lag measured before the verification starts (default 20)",
     )
     verify.set_defaults(handler=handle_verify)
+    redump = sub.add_parser(
+        "redump",
+        help="the other tables' lag while one table is re-dumped",
+        description="Seed a table and a small live one, snapshot both, then re-dump the big "
+        "table while a writer updates the live one; print the live table's lag before and "
+        "during the re-dump, once per chunk budget (batch_seconds_while_streaming).",
+    )
+    redump.add_argument("--rows", type=_count, default=200_000, help="table rows (default 200k)")
+    redump.add_argument("--chunk-size", type=int, default=8096, help="snapshot chunk rows")
+    redump.add_argument("--parallelism", type=int, default=2, help="snapshot chunks at once")
+    redump.add_argument("--master", default="local[2]", help="Spark master")
+    _run_folder(redump, "seconds per process")
+    redump.add_argument(
+        "--rate", type=float, default=100.0, help="UPDATEs/s on the streaming table (default 100)"
+    )
+    redump.add_argument(
+        "--budgets",
+        default="0,1",
+        help="batch_seconds_while_streaming of each pass, comma separated (default 0,1: no "
+        "cap, then the job's default)",
+    )
+    redump.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=30.0,
+        help="seconds the restarted job streams before the baseline starts (default 30)",
+    )
+    redump.add_argument(
+        "--baseline-seconds",
+        type=float,
+        default=15.0,
+        help="seconds of lag measured before the re-dump starts (default 15)",
+    )
+    redump.set_defaults(handler=handle_redump)
+    latency = sub.add_parser(
+        "latency",
+        help="change -> mirror latency of single-row inserts, seen from outside",
+        description="Stream a table while writers insert single rows at each rate; a reader "
+        "outside the job follows the Delta mirror's versions and prints p50/p90/p99/max per "
+        "rate, then the highest rate sustained with p99 <= 3 s.",
+    )
+    latency.add_argument(
+        "--rates", default="1000,4000", help="inserts/s, comma separated (default 1000,4000)"
+    )
+    latency.add_argument("--seconds", type=float, default=30.0, help="seconds per rate")
+    latency.add_argument("--master", default="local[2]", help="Spark master")
+    _run_folder(latency, "seconds for the job to stream")
+    latency.set_defaults(handler=handle_latency)
 
 
 def _run(
@@ -248,3 +296,15 @@ def handle_verify(args: argparse.Namespace) -> int:
     from cdc_console.bench.verify import VerifyOptions, run_verify_bench
 
     return _run(args, "verify", VerifyOptions, run_verify_bench)
+
+
+def handle_redump(args: argparse.Namespace) -> int:
+    from cdc_console.bench.redump import RedumpOptions, run_redump_bench
+
+    return _run(args, "redump", RedumpOptions, run_redump_bench, log="the job's log")
+
+
+def handle_latency(args: argparse.Namespace) -> int:
+    from cdc_console.bench.latency import LatencyOptions, run_latency_bench
+
+    return _run(args, "latency", LatencyOptions, run_latency_bench, log="the job's log")

@@ -142,3 +142,35 @@ def test_verify_bench_prints_both_rates_and_the_lag_while_verifying(tmp_path: Pa
     assert isinstance(result, dict)
     assert [m["rows"] for m in result["measurements"]] == [5_000] * 3
     assert not list(tmp_path.glob("cdc-bench-*"))
+
+
+def test_redump_bench_prints_the_lag_of_the_other_table_per_budget(tmp_path: Path) -> None:
+    stdout, document = _bench(
+        tmp_path,
+        "redump",
+        *("--rows", "20000", "--chunk-size", "2000", "--budgets", "1"),
+        *("--baseline-seconds", "3", "--settle-seconds", "0", "--rate", "20"),
+    )
+    assert "redump benchmark: 20,000 rows of orders re-dumped while orders_live" in stdout
+    assert "budget 1 s: re-dump 20,000 rows in " in stdout, stdout
+    assert "bar other tables' lag p99 while re-dumping <= 2 s:" in stdout
+    result = document["result"]
+    assert isinstance(result, dict)
+    (one,) = result["passes"]
+    assert one["budget"] == 1.0 and one["batches"] >= 2 and one["during"]
+    assert not list(tmp_path.glob("cdc-bench-*"))
+
+
+def test_latency_bench_prints_quantiles_per_rate_and_the_bars(tmp_path: Path) -> None:
+    stdout, document = _bench(tmp_path, "latency", "--rates", "50,100", "--seconds", "4")
+    assert "latency benchmark: single-row INSERTs into latency, 4 s per rate" in stdout
+    for rate in ("50/s: sent ", "100/s: sent "):
+        assert rate in stdout, stdout
+    assert "bar p50 at 1,000/s <= 0.5 s: not measured" in stdout
+    assert "bar highest rate with p99 <= 3 s >= 20,000/s:" in stdout
+    result = document["result"]
+    assert isinstance(result, dict)
+    sent = [r["sent"] for r in result["results"]]
+    assert sent[0] >= 150 and sent[1] >= 300, sent
+    assert all(r["arrived"] == r["sent"] and r["p99"] is not None for r in result["results"])
+    assert not list(tmp_path.glob("cdc-bench-*"))

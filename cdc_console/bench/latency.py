@@ -1,0 +1,305 @@
+"""``cdc-console bench latency --rates 1000,4000 --seconds 30``: change -> mirror latency, seen
+from outside the pipeline.
+
+A ``latency`` table is captured by a streaming pipeline. For each rate, writers insert single
+rows (autocommit, one statement each) carrying the time they were sent, for ``--seconds``;
+a watcher outside the job follows the Delta mirror's versions as any reader would (every 50 ms),
+and takes each new row's latency as the commit time of the newest version it saw the row in
+minus its send time. Per rate: p50, p90,
+p99 and max; then the highest rate whose p99 stayed within 3 s with every row arrived and the
+writers keeping up.
+
+Bars (issue 14): at 1,000 inserts/s p50 <= 0.5 s; 20,000/s sustained with p99 <= 3 s.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cdc_console.bench.common import (
+    BENCH_DB,
+    BenchEnv,
+    BenchError,
+    bench_env,
+    load_line,
+    machine_line,
+    start_streaming_job,
+    wait_running,
+    write_pipeline_config,
+)
+from cdc_console.bench.stream_lag import quantile
+from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.state.store import StateStore
+
+TABLE = "latency"
+P99_BAR_SECONDS = 3.0
+P50_BAR_SECONDS = 0.5
+P50_BAR_RATE = 1_000
+RATE_BAR = 20_000
+#: single-row autocommit inserts one connection keeps up with comfortably
+PER_WRITER = 1_500
+
+
+@dataclass
+class LatencyOptions:
+    rates: str = "1000,4000"
+    seconds: float = 30.0
+    master: str = "local[2]"
+    workdir: Path | None = None
+    keep: bool = False
+    timeout: float = 600.0
+
+
+@dataclass
+class RateResult:
+    """One rate's figures (seconds from send to the mirror version that holds the row)."""
+
+    rate: int
+    sent: int
+    achieved: float
+    arrived: int
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    max: float | None
+
+    @classmethod
+    def of(cls, rate: int, sent: int, achieved: float, latencies: list[float]) -> RateResult:
+        def q(at: float) -> float | None:
+            return round(quantile(latencies, at), 3) if latencies else None
+
+        top = round(max(latencies), 3) if latencies else None
+        return cls(rate, sent, achieved, len(latencies), q(0.5), q(0.9), q(0.99), top)
+
+    @property
+    def missing(self) -> int:
+        return max(0, self.sent - self.arrived)
+
+    @property
+    def sustained(self) -> bool:
+        return (
+            self.missing == 0
+            and self.p99 is not None
+            and self.p99 <= P99_BAR_SECONDS
+            and self.achieved >= 0.95 * self.rate
+        )
+
+    def line(self) -> str:
+        if self.p50 is None or self.p90 is None or self.p99 is None or self.max is None:
+            return f"{self.rate:>7,}/s: no row arrived"
+        lost = f", {self.missing:,} NOT ARRIVED" if self.missing else ""
+        return (
+            f"{self.rate:>7,}/s: sent {self.sent:,} (achieved {self.achieved:,.0f}/s): "
+            f"p50 {self.p50:.2f} s, p90 {self.p90:.2f} s, p99 {self.p99:.2f} s, "
+            f"max {self.max:.2f} s{lost}"
+        )
+
+
+def run_latency_bench(options: LatencyOptions) -> dict[str, Any]:
+    print(machine_line(), flush=True)
+    rates = [int(float(r)) for r in options.rates.split(",") if r.strip()]
+    if not rates:
+        raise BenchError("--rates names no rate; e.g. --rates 1000,4000")
+    notes = [load_line("before")]
+    results: list[RateResult] = []
+    with bench_env(options.workdir, options.keep) as env:
+        env.execute(
+            f"CREATE TABLE {TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+            "sent_at DOUBLE NOT NULL, note VARCHAR(40)) ENGINE=InnoDB"
+        )
+        folder = env.next_dir("ours-latency")
+        config = write_pipeline_config(
+            folder,
+            env,
+            startup_mode="initial",
+            chunk_size=8096,
+            parallelism=2,
+            changelog=False,
+            master=options.master,
+            tables=[f"{BENCH_DB}.{TABLE}"],
+            extra={"pipeline": {"heartbeat_seconds": 1}},
+        )
+        job = start_streaming_job(config, env, folder / "stream.log")
+        try:
+            state = folder / "state" / "pipeline.sqlite"
+            wait_running(state, options.timeout)
+            _wait_streaming(state, options.timeout)
+            watcher = _MirrorWatcher(folder / "lake" / BENCH_DB / TABLE)
+            watcher.start()
+            try:
+                for rate in rates:
+                    results.append(_one_rate(env, watcher, rate, options.seconds))
+                    print(results[-1].line(), flush=True)
+            finally:
+                watcher.stop()
+        finally:
+            job.terminate()
+            job.wait(120)
+    notes.append(load_line("after"))
+    print(
+        f"\nlatency benchmark: single-row INSERTs into {TABLE}, {options.seconds:g} s per rate, "
+        f"{options.master}; commit -> Delta version visible",
+        flush=True,
+    )
+    for result in results:
+        print(result.line(), flush=True)
+    for note in notes:
+        print(note, flush=True)
+    for line in _bars(results):
+        print(line, flush=True)
+    return {"results": results, "notes": notes}
+
+
+def _bars(results: list[RateResult]) -> list[str]:
+    lines = []
+    at_bar = next((r for r in results if r.rate == P50_BAR_RATE), None)
+    p50 = at_bar.p50 if at_bar is not None else None
+    if p50 is None:
+        lines.append(f"bar p50 at {P50_BAR_RATE:,}/s <= {P50_BAR_SECONDS:g} s: not measured")
+    else:
+        verdict = "MET" if p50 <= P50_BAR_SECONDS else "MISSED"
+        lines.append(
+            f"bar p50 at {P50_BAR_RATE:,}/s <= {P50_BAR_SECONDS:g} s: {p50:.2f} s {verdict}"
+        )
+    sustained = [r.rate for r in results if r.sustained]
+    best = max(sustained) if sustained else None
+    verdict = "MET" if best is not None and best >= RATE_BAR else "MISSED"
+    lines.append(
+        f"bar highest rate with p99 <= {P99_BAR_SECONDS:g} s >= {RATE_BAR:,}/s: "
+        + (f"{best:,}/s" if best is not None else "none of the rates tried")
+        + f" {verdict}"
+    )
+    return lines
+
+
+def _wait_streaming(state: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        store = StateStore(state)
+        try:
+            tables = store.tables()
+        finally:
+            store.close()
+        if tables and all(t.state == Lifecycle.STREAMING for t in tables):
+            return
+        time.sleep(0.2)
+    raise BenchError(f"{TABLE} was not streaming within {timeout:.0f}s")
+
+
+def _one_rate(env: BenchEnv, watcher: _MirrorWatcher, rate: int, seconds: float) -> RateResult:
+    count = math.ceil(rate / PER_WRITER)
+    writers = [_Inserter(env, rate / count, seconds) for _ in range(count)]
+    first = watcher.max_id
+    clock = time.monotonic()
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    elapsed = time.monotonic() - clock
+    errors = [w.error for w in writers if w.error is not None]
+    if errors:
+        raise BenchError(f"a writer failed: {errors[0]}")
+    sent = sum(w.sent for w in writers)
+    last = _max_id(env)
+    deadline = time.monotonic() + max(60.0, seconds)
+    while watcher.max_id < last and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return RateResult.of(rate, sent, sent / elapsed, watcher.latencies_between(first, last))
+
+
+def _max_id(env: BenchEnv) -> int:
+    conn = env.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT COALESCE(MAX(id), 0) FROM {TABLE}")
+            row = cur.fetchone()
+    finally:
+        conn.close()
+    return int(row[0]) if row else 0
+
+
+class _Inserter(threading.Thread):
+    """``rate`` autocommitted single-row INSERTs a second for ``seconds``, each with its send
+    time."""
+
+    def __init__(self, env: BenchEnv, rate: float, seconds: float) -> None:
+        super().__init__(daemon=True)
+        self.env, self.rate, self.seconds = env, rate, seconds
+        self.sent = 0
+        self.error: str | None = None
+
+    def run(self) -> None:
+        try:
+            conn = self.env.connect(autocommit=True)
+        except Exception as exc:
+            self.error = str(exc)
+            return
+        clock = time.monotonic()
+        try:
+            with conn.cursor() as cur:
+                while (now := time.monotonic() - clock) < self.seconds:
+                    due = int(now * self.rate) + 1
+                    while self.sent < due:
+                        cur.execute(
+                            f"INSERT INTO {TABLE} (sent_at, note) VALUES (%s, 'bench')",
+                            (time.time(),),
+                        )
+                        self.sent += 1
+                    time.sleep(0.002)
+        except Exception as exc:
+            self.error = str(exc)
+        finally:
+            conn.close()
+
+
+class _MirrorWatcher(threading.Thread):
+    """Follows the mirror's Delta versions like an outside reader; each row's latency is its
+    version's commit time minus its ``sent_at``."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.max_id = 0
+        self._by_id: dict[int, float] = {}
+        self._lock = threading.Lock()
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        from deltalake import DeltaTable
+
+        table = None
+        seen = -1
+        while not self._stop_event.wait(0.05):
+            try:
+                if table is None:
+                    table = DeltaTable(str(self.path))
+                else:
+                    table.update_incremental()
+            except Exception:
+                continue  # not created yet, or a commit being written
+            version = table.version()
+            if version == seen:
+                continue
+            committed = float(table.history(1)[0]["timestamp"]) / 1000.0
+            rows = table.to_pyarrow_table(
+                columns=["id", "sent_at"], filters=[("id", ">", self.max_id)]
+            ).to_pydict()
+            with self._lock:
+                for key, sent in zip(rows["id"], rows["sent_at"], strict=True):
+                    self._by_id.setdefault(int(key), committed - float(sent))
+                if rows["id"]:
+                    self.max_id = max(self.max_id, max(int(k) for k in rows["id"]))
+            seen = version
+
+    def latencies_between(self, first: int, last: int) -> list[float]:
+        with self._lock:
+            return [v for k, v in self._by_id.items() if first < k <= last]
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(30)
