@@ -8,10 +8,12 @@ only when a connection is opened.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 import re
 import tomllib
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -293,18 +295,63 @@ _KNOWN = {
 }
 
 
+#: problems found so far while ``config_from_dict`` validates a whole document; None: raise
+_PROBLEMS: ContextVar[list[ConfigError] | None] = ContextVar("config_problems", default=None)
+#: keys the parser knows only to refuse them with their own message, never suggested
+_REFUSED = {"password"}
+
+
+def _problem(error: ConfigError) -> None:
+    """Note ``error`` and go on when a whole config is being validated, so every problem is
+    reported at once; raise it otherwise."""
+    found = _PROBLEMS.get()
+    if found is None:
+        raise error
+    found.append(error)
+
+
+def _unknown_key(where: str, key: str) -> ConfigError:
+    """The error for a key nobody reads, with the nearest valid one when there is one."""
+    if where:
+        valid = sorted(_KNOWN[where] - _REFUSED)
+        what, listed = f"unknown key {where}.{key}", f"valid in [{where}]: {', '.join(valid)}"
+    else:
+        valid = [f"[{name}]" for name in sorted(_KNOWN[""] - {"name"})]
+        what, listed = f"unknown section or key {key!r}", f"valid sections: {' '.join(valid)}"
+        key = f"[{key}]"
+    near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    return ConfigError(what, f"did you mean {near[0]}? ({listed})" if near else listed)
+
+
+def _check_keys(doc: dict[str, Any]) -> None:
+    """Every unknown key of every section, before anything is parsed."""
+    for key in sorted(set(doc) - _KNOWN[""]):
+        _problem(_unknown_key("", key))
+    for name in sorted(_KNOWN[""]):
+        value = doc.get(name, {})
+        if name != "name" and isinstance(value, dict):
+            for key in sorted(set(value) - _KNOWN[name]):
+                _problem(_unknown_key(name, key))
+
+
 def _section(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    """A section's known keys (unknown ones are reported by ``_check_keys``)."""
     value = doc.get(name, {})
     if not isinstance(value, dict):
-        raise ConfigError(f"[{name}] must be a table", f"write it as a [{name}] section")
-    unknown = set(value) - _KNOWN[name]
-    if unknown:
-        key = sorted(unknown)[0]
-        raise ConfigError(
-            f"unknown key {name}.{key}",
-            f"valid keys in [{name}]: {', '.join(sorted(_KNOWN[name]))}",
-        )
-    return value
+        _problem(ConfigError(f"[{name}] must be a table", f"write it as a [{name}] section"))
+        return {}
+    if _PROBLEMS.get() is None:
+        for key in sorted(set(value) - _KNOWN[name]):
+            raise _unknown_key(name, key)
+    return {k: v for k, v in value.items() if k in _KNOWN[name]}
+
+
+def _positive(value: float, where: str, example: str) -> float:
+    """``value`` when above zero; otherwise the problem is noted and ``example`` stands in."""
+    if value > 0:
+        return value
+    _problem(ConfigError(f"{where} must be above 0 (got {value:g})", f"set {where} = {example}"))
+    return float(example)
 
 
 def _typed(
@@ -313,16 +360,23 @@ def _typed(
     if key not in section:
         return default
     value = section[key]
+    name = f"{where}.{key}" if where else key
     if isinstance(value, bool) and kind is not bool:
-        raise ConfigError(
-            f"{where}.{key} must be {_kind_name(kind)}, not a boolean",
-            f"set {where}.{key} to {_kind_name(kind)}",
+        _problem(
+            ConfigError(
+                f"{name} must be {_kind_name(kind)}, not a boolean",
+                f"set {name} to {_kind_name(kind)}",
+            )
         )
+        return default
     if not isinstance(value, kind):
-        raise ConfigError(
-            f"{where}.{key} must be {_kind_name(kind)}, got {type(value).__name__}",
-            f"set {where}.{key} to {_kind_name(kind)}",
+        _problem(
+            ConfigError(
+                f"{name} must be {_kind_name(kind)}, got {type(value).__name__}",
+                f"set {name} to {_kind_name(kind)}",
+            )
         )
+        return default
     return value
 
 
@@ -453,13 +507,32 @@ def load_config(path: str | Path) -> PipelineConfig:
 def config_from_dict(
     doc: dict[str, Any], base: Path | None = None, path: Path | None = None
 ) -> PipelineConfig:
-    unknown = set(doc) - _KNOWN[""]
-    if unknown:
-        raise ConfigError(
-            f"unknown section or key {sorted(unknown)[0]!r}",
-            "valid sections: [source] [snapshot] [sink] [lake] [state] [spark] [pipeline] "
-            "[console] [verify] [metrics]",
-        )
+    """Validate a whole config document: every problem found is reported in one
+    ``ConfigError`` (one problem: that problem's own error)."""
+    problems: list[ConfigError] = []
+    token = _PROBLEMS.set(problems)
+    config: PipelineConfig | None = None
+    try:
+        _check_keys(doc)
+        config = _config_from_dict(doc, base, path)
+    except ConfigError as exc:
+        problems.append(exc)  # one that the checks after it would depend on
+    finally:
+        _PROBLEMS.reset(token)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        lines = [f"{len(problems)} problems in the config:"]
+        for n, problem in enumerate(problems, start=1):
+            lines.append(f"  {n}. {problem.message}")
+            if problem.hint:
+                lines.append(f"     fix: {problem.hint}")
+        raise ConfigError("\n".join(lines))
+    assert config is not None
+    return config
+
+
+def _config_from_dict(doc: dict[str, Any], base: Path | None, path: Path | None) -> PipelineConfig:
     src = _section(doc, "source")
     if "password" in src:
         raise ConfigError(
@@ -468,11 +541,14 @@ def config_from_dict(
             "variable holding the password",
         )
     tables = _typed(src, "source", "tables", list, None)
-    if not tables:
-        raise ConfigError(
-            "source.tables is missing or empty",
-            'list the tables to capture, e.g. tables = ["shop.orders", "shop.*"]',
+    if not tables and (tables is not None or "tables" not in src):  # else: a type problem
+        _problem(
+            ConfigError(
+                "source.tables is missing or empty",
+                'list the tables to capture, e.g. tables = ["shop.orders", "shop.*"]',
+            )
         )
+    tables = tables or []
     for entry in tables:
         if not isinstance(entry, str):
             raise ConfigError(
@@ -498,7 +574,11 @@ def config_from_dict(
         server_id_min=low,
         server_id_max=high,
         time_zone=_typed(src, "source", "time_zone", str, None),
-        connect_timeout=float(_typed(src, "source", "connect_timeout", (int, float), 10.0)),
+        connect_timeout=_positive(
+            float(_typed(src, "source", "connect_timeout", (int, float), 10.0)),
+            "source.connect_timeout",
+            "10",
+        ),
         outage_seconds=outage,
         hosts=_hosts(src.get("hosts"), port),
         position=_position(_typed(src, "source", "position", str, "auto")),
@@ -514,10 +594,12 @@ def config_from_dict(
     snap = _section(doc, "snapshot")
     chunk_size = _typed(snap, "snapshot", "chunk_size", int, 8096)
     if chunk_size < 1:
-        raise ConfigError("snapshot.chunk_size must be at least 1", "set chunk_size = 8096")
+        _problem(ConfigError("snapshot.chunk_size must be at least 1", "set chunk_size = 8096"))
+        chunk_size = 8096
     parallelism = _typed(snap, "snapshot", "parallelism", int, 2)
     if parallelism < 1:
-        raise ConfigError("snapshot.parallelism must be at least 1", "set parallelism = 2")
+        _problem(ConfigError("snapshot.parallelism must be at least 1", "set parallelism = 2"))
+        parallelism = 2
     if parallelism + 1 > len(source.server_ids):
         raise ConfigError(
             f"source.server_id range has {len(source.server_ids)} ids but snapshot.parallelism = "
@@ -534,10 +616,13 @@ def config_from_dict(
             )
     mode = _typed(snap, "snapshot", "startup_mode", str, "initial")
     if mode not in STARTUP_MODES:
-        raise ConfigError(
-            f"snapshot.startup_mode {mode!r} is not one of {', '.join(STARTUP_MODES)}",
-            'set startup_mode = "initial"',
+        _problem(
+            ConfigError(
+                f"snapshot.startup_mode {mode!r} is not one of {', '.join(STARTUP_MODES)}",
+                'set startup_mode = "initial"',
+            )
         )
+        mode = "initial"
     chunks_per_batch = _typed(snap, "snapshot", "chunks_per_batch", int, None)
     if chunks_per_batch is not None and chunks_per_batch < 1:
         raise ConfigError(
@@ -569,9 +654,12 @@ def config_from_dict(
     snk = _section(doc, "sink")
     kind = _typed(snk, "sink", "kind", str, "delta")
     if kind not in SINK_KINDS:
-        raise ConfigError(
-            f"sink.kind {kind!r} is not one of {', '.join(SINK_KINDS)}", 'set kind = "delta"'
+        _problem(
+            ConfigError(
+                f"sink.kind {kind!r} is not one of {', '.join(SINK_KINDS)}", 'set kind = "delta"'
+            )
         )
+        kind = "delta"
     sink = SinkConfig(
         kind=kind,
         path=_resolve(base, _typed(snk, "sink", "path", str, "lake")),
@@ -585,7 +673,11 @@ def config_from_dict(
     conf = _typed(sp, "spark", "conf", dict, {})
     spark = SparkConfig(
         master=_typed(sp, "spark", "master", str, "local[2]"),
-        trigger_seconds=float(_typed(sp, "spark", "trigger_seconds", (int, float), 1.0)),
+        trigger_seconds=_positive(
+            float(_typed(sp, "spark", "trigger_seconds", (int, float), 1.0)),
+            "spark.trigger_seconds",
+            "1.0",
+        ),
         checkpoint=_resolve(base, _typed(sp, "spark", "checkpoint", str, "checkpoints")),
         ui_port=_typed(sp, "spark", "ui_port", int, None),
         conf={str(k): str(v) for k, v in conf.items()},
@@ -607,7 +699,11 @@ def config_from_dict(
         sink=sink,
         state_path=state_path,
         spark=spark,
-        heartbeat_seconds=float(_typed(pipe, "pipeline", "heartbeat_seconds", (int, float), 5.0)),
+        heartbeat_seconds=_positive(
+            float(_typed(pipe, "pipeline", "heartbeat_seconds", (int, float), 5.0)),
+            "pipeline.heartbeat_seconds",
+            "5",
+        ),
         schema_changes=_schema_changes(_typed(pipe, "pipeline", "schema_changes", str, "evolve")),
         log_format=_log_format(_typed(pipe, "pipeline", "log_format", str, "text")),
         console=_console(_section(doc, "console"), base),

@@ -252,3 +252,43 @@ def test_source_hosts_and_position(tmp_path: Path) -> None:
     assert error.message == "source.hosts entry 'db1:port' is not host:port"
     error = load_error(tmp_path, MINIMAL + 'position = "lsn"\n')
     assert error.message == "source.position 'lsn' is not one of auto, gtid, file"
+
+
+def test_every_problem_is_reported_at_once_with_ranges_and_the_nearest_key(
+    tmp_path: Path,
+) -> None:
+    error = load_error(
+        tmp_path,
+        '[source]\ntables = ["shop.*"]\nhosst = "db"\nconect_timeout = 5\n'
+        "[snapshot]\nchunk_size = 0\nstartup_mode = 'sometimes'\n"
+        "[spark]\ntrigger_seconds = -5\n[pipeline]\nheartbeat_seconds = 0\n[sinks]\n",
+    )
+    lines = error.message.splitlines()
+    assert lines[0] == "7 problems in the config:"
+    problems = [
+        line.split(". ", 1)[1] for line in lines[1:] if not line.lstrip().startswith("fix:")
+    ]
+    assert problems == [
+        "unknown section or key 'sinks'",
+        "unknown key source.conect_timeout",
+        "unknown key source.hosst",
+        "snapshot.chunk_size must be at least 1",
+        "snapshot.startup_mode 'sometimes' is not one of initial, latest-offset, snapshot-only",
+        "spark.trigger_seconds must be above 0 (got -5)",
+        "pipeline.heartbeat_seconds must be above 0 (got 0)",
+    ]
+    fixes = [line.strip() for line in lines if line.lstrip().startswith("fix:")]
+    assert fixes[0].startswith("fix: did you mean [sink]?")
+    assert fixes[1].startswith("fix: did you mean connect_timeout?")
+    assert fixes[2].startswith("fix: did you mean host?")
+    assert "password," not in error.message and "password_env" in error.message
+
+
+def test_check_reports_them_all(tmp_path: Path, capsys: object) -> None:
+    from cdc_console.cli import main
+
+    path = tmp_path / "p.toml"
+    path.write_text(MINIMAL + "[spark]\ntrigger_seconds = -5\n[pipeline]\nheartbeat_seconds = 0\n")
+    assert main(["check", "--config", str(path)]) == 1
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "2 problems in the config:" in out and "trigger_seconds" in out and "heartbeat" in out
