@@ -16,14 +16,16 @@ if TYPE_CHECKING:
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
-def existing_state(config: PipelineConfig, config_arg: str) -> StateStore:
-    """The pipeline's state database, or the error a command that reads it gives when the
-    pipeline never ran."""
+def existing_state(
+    config: PipelineConfig, config_arg: str, *, read_only: bool = False
+) -> StateStore:
+    """The pipeline's state database as the job left it (never migrated), or the error a
+    command that reads it gives when the pipeline never ran."""
     from cdc_console.errors import CdcError
     from cdc_console.state.store import StateStore
 
     try:
-        return StateStore.open_existing(config.state_path)
+        return StateStore.open_existing(config.state_path, read_only=read_only)
     except FileNotFoundError:
         raise CdcError(
             f"no state at {config.state_path}: the pipeline has not run yet",

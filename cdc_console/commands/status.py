@@ -29,7 +29,7 @@ def handle(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     try:
-        store = existing_state(config, args.config)
+        store = existing_state(config, args.config, read_only=True)
     except CdcError as exc:
         if not args.json:
             raise

@@ -137,3 +137,44 @@ def test_a_placeholder_in_a_fix_is_not_taken_for_a_password() -> None:
     assert redact("password=hunter22 and password=$ecret!") == (
         "password=****** and password=******"
     )
+
+
+def test_status_reads_without_migrating_and_names_a_schema_it_does_not_know(
+    tmp_path: Path, capsys: object
+) -> None:
+    import sqlite3
+
+    from cdc_console.state.migrations import MIGRATIONS
+
+    canned_state(tmp_path / "state.sqlite")
+    config = write_config(tmp_path)
+    db = sqlite3.connect(tmp_path / "state.sqlite")
+    db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(len(MIGRATIONS) + 1),))
+    db.commit()
+    assert main(["status", "--config", str(config)]) == 2
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert f"schema version {len(MIGRATIONS) + 1}, newer than this cdc-console's" in err
+
+    db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(len(MIGRATIONS) - 1),))
+    db.commit()
+    assert main(["status", "--config", str(config)]) == 2
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert "older than this cdc-console's" in err and "'cdc-console run' migrates" in err
+    version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+    assert version == str(len(MIGRATIONS) - 1), "status must not migrate under a running job"
+    db.close()
+
+
+def test_migrations_are_cut_where_sqlite_says_a_statement_ends() -> None:
+    from cdc_console.state.database import statements
+
+    script = """
+    CREATE TABLE a (x TEXT DEFAULT 'one; two');
+    CREATE TRIGGER t AFTER INSERT ON a BEGIN
+        UPDATE a SET x = 'still; one statement';
+    END;
+    CREATE INDEX i ON a (x);
+    """
+    found = list(statements(script))
+    assert len(found) == 3
+    assert found[1].startswith("CREATE TRIGGER") and found[1].endswith("END;")
