@@ -235,7 +235,7 @@ class _Inserter(threading.Thread):
 
     def run(self) -> None:
         try:
-            conn = self.env.connect(autocommit=True)
+            conn = self.env.connect()
         except Exception as exc:
             self.error = str(exc)
             return

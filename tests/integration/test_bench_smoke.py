@@ -148,11 +148,11 @@ def test_redump_bench_prints_the_lag_of_the_other_table_per_budget(tmp_path: Pat
     stdout, document = _bench(
         tmp_path,
         "redump",
-        *("--rows", "20000", "--chunk-size", "2000", "--budgets", "1"),
+        *("--rows", "8000", "--chunk-size", "2000", "--budgets", "1"),
         *("--baseline-seconds", "3", "--settle-seconds", "0", "--rate", "20"),
     )
-    assert "redump benchmark: 20,000 rows of orders re-dumped while orders_live" in stdout
-    assert "budget 1 s: re-dump 20,000 rows in " in stdout, stdout
+    assert "redump benchmark: 8,000 rows of orders re-dumped while orders_live" in stdout
+    assert "budget 1 s: re-dump 8,000 rows in " in stdout, stdout
     assert "bar other tables' lag p99 while re-dumping <= 2 s:" in stdout
     result = document["result"]
     assert isinstance(result, dict)

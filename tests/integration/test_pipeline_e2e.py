@@ -2,6 +2,11 @@
 rows at chunk boundaries, moves keys between chunks and runs one UPDATE spanning three chunks; then
 streaming. After the writer stops, the Delta mirror equals the source row for row and the changelog
 replays to the source with no binlog change applied twice.
+
+It runs on a real Spark standalone cluster (a master and two one-core workers, ``cluster.py``),
+the job pointed at ``spark://…`` by ``--master`` and nothing else changed: its chunk readers and
+binlog task run in the workers' executors. ``local[2]`` is what every other integration test
+runs on, and ``local-cluster`` the clean-stop test.
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
+from tests.integration.cluster import master_state, standalone_cluster
 from tests.integration.harness import (
     JobProcess,
     Writer,
     caught_up,
     change_feed_replay,
     changelog_replay,
+    last_run,
     load,
     mirror_rows,
     running,
@@ -65,7 +72,21 @@ def test_snapshot_while_writing_then_stream_converges(source_db: SourceDb, tmp_p
     config_path = write_config(source_db, tmp_path, chunk_size=CHUNK)
     config = load(config_path)
     writer = Writer(source_db, "orders", targets)
-    with running(JobProcess(config_path)) as job:
+    with standalone_cluster(tmp_path / "cluster") as (url, ui_port):
+        converge_on(source_db, config_path, config, writer, url, ui_port)
+    assert last_run(config).master == url
+    check_the_run(source_db, config_path, config)
+
+
+def converge_on(
+    source_db: SourceDb,
+    config_path: Path,
+    config: PipelineConfig,
+    writer: Writer,
+    url: str,
+    ui_port: int,
+) -> None:
+    with running(JobProcess(config_path, args=["--master", url])) as job:
         writer.start()
 
         def some_chunks_done() -> bool:
@@ -89,9 +110,14 @@ def test_snapshot_while_writing_then_stream_converges(source_db: SourceDb, tmp_p
         assert not writer.errors, writer.errors
         assert writer.ops > 100
         wait_for(lambda: caught_up(source_db, config), 120, "the final catch-up", job)
+        apps = master_state(ui_port).get("activeapps", [])
+        assert isinstance(apps, list) and len(apps) == 1, apps
+        assert apps[0]["cores"] == 2, apps  # one executor core on each worker
         job.terminate()
         assert job.wait(120) == 0, job.output()
 
+
+def check_the_run(source_db: SourceDb, config_path: Path, config: PipelineConfig) -> None:
     store = StateStore(config.state_path)
     table_id = store.tables()[0].table_id
     splits = store.splits(table_id)
