@@ -30,16 +30,18 @@ from cdc_console.bench.common import (
     bench_env,
     load_line,
     machine_line,
-    seed_rows,
 )
-from cdc_console.bench.snapshot import snapshot_ours
-from cdc_console.bench.stream_lag import lag_around, quantile, spread
+from cdc_console.bench.stream_lag import (
+    LIVE,
+    lag_around,
+    quantile,
+    snapshot_with_live_table,
+    spread,
+)
 from cdc_console.config_writer import write_config
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.state.store import StateStore
 
-LIVE = f"{BENCH_TABLE}_live"
-LIVE_ROWS = 10_000
 LAG_BAR_SECONDS = 2.0
 
 
@@ -80,23 +82,14 @@ def run_redump_bench(options: RedumpOptions) -> dict[str, Any]:
         raise BenchError("--budgets names no budget; e.g. --budgets 0,1")
     passes: list[RedumpPass] = []
     with bench_env(options.workdir, options.keep) as env:
-        seconds = seed_rows(env, 1, options.rows)
-        print(f"seeded {BENCH_TABLE} to {options.rows:,} rows in {seconds:.1f}s", flush=True)
-        env.execute(
-            f"CREATE TABLE {LIVE} LIKE {BENCH_TABLE}",
-            f"INSERT INTO {LIVE} SELECT * FROM {BENCH_TABLE} WHERE id <= {LIVE_ROWS}",
-        )
-        ours = snapshot_ours(
+        ours = snapshot_with_live_table(
             env,
             "ours-snapshot-then-redump",
+            rows=options.rows,
             chunk_size=options.chunk_size,
             parallelism=options.parallelism,
-            changelog=False,
             master=options.master,
             timeout=options.timeout,
-            startup_mode="initial",
-            extra={"pipeline": {"heartbeat_seconds": 1}},
-            tables=[f"{BENCH_DB}.{BENCH_TABLE}", f"{BENCH_DB}.{LIVE}"],
         )
         for budget in budgets:
             passes.append(_one_pass(env, options, ours.config, budget))

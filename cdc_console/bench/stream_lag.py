@@ -1,6 +1,6 @@
-"""The stream's side of a benchmark: a writer on a small table, and that table's lag sampled as
-``status`` reports it (``figures.position_lag``), while something else runs (a verification, a
-re-dump of another table)."""
+"""The stream's side of a benchmark: a big table with a small live one beside it, a writer on
+the live one, and its lag sampled as ``status`` reports it (``figures.position_lag``) while
+something else runs (a verification, a re-dump of the big table)."""
 
 from __future__ import annotations
 
@@ -16,16 +16,54 @@ from typing import Generic, TypeVar
 
 from cdc_console.bench.common import (
     BENCH_DB,
+    BENCH_TABLE,
     BenchEnv,
+    seed_rows,
     start_streaming_job,
     wait_caught_up,
     wait_running,
 )
+from cdc_console.bench.snapshot import OursSnapshot, snapshot_ours
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.state.store import StateStore
 from cdc_console.status import collect_status
 
 T = TypeVar("T")
+
+LIVE = f"{BENCH_TABLE}_live"
+LIVE_ROWS = 10_000
+
+
+def snapshot_with_live_table(
+    env: BenchEnv,
+    name: str,
+    *,
+    rows: int,
+    chunk_size: int,
+    parallelism: int,
+    master: str,
+    timeout: float,
+) -> OursSnapshot:
+    """Seed ``rows`` rows and a ``LIVE_ROWS``-row copy beside them, and snapshot both into
+    fresh mirrors that stream on (``initial``, caught up, lag sampled once a second)."""
+    seconds = seed_rows(env, 1, rows)
+    print(f"seeded {BENCH_TABLE} to {rows:,} rows in {seconds:.1f}s", flush=True)
+    env.execute(
+        f"CREATE TABLE {LIVE} LIKE {BENCH_TABLE}",
+        f"INSERT INTO {LIVE} SELECT * FROM {BENCH_TABLE} WHERE id <= {LIVE_ROWS}",
+    )
+    return snapshot_ours(
+        env,
+        name,
+        chunk_size=chunk_size,
+        parallelism=parallelism,
+        changelog=False,
+        master=master,
+        timeout=timeout,
+        startup_mode="initial",
+        extra={"pipeline": {"heartbeat_seconds": 1}},
+        tables=[f"{BENCH_DB}.{BENCH_TABLE}", f"{BENCH_DB}.{LIVE}"],
+    )
 
 
 class LagSampler(threading.Thread):

@@ -43,16 +43,19 @@ from cdc_console.bench.common import (
     load_line,
     machine_line,
     ratio,
-    seed_rows,
 )
-from cdc_console.bench.snapshot import OURS_WINDOW, snapshot_ours
-from cdc_console.bench.stream_lag import lag_around, spread
+from cdc_console.bench.snapshot import OURS_WINDOW
+from cdc_console.bench.stream_lag import (
+    LIVE,
+    LIVE_ROWS,
+    lag_around,
+    snapshot_with_live_table,
+    spread,
+)
 
 VERIFY = "verify (compare)"
 VERIFY_WALL = "verify (process wall)"
 VERIFY_BAR = 0.8
-LIVE = f"{BENCH_TABLE}_live"
-LIVE_ROWS = 10_000
 
 
 @dataclass
@@ -77,23 +80,14 @@ def run_verify_bench(options: VerifyOptions) -> dict[str, Any]:
     notes = [load_line("before")]
     measurements: list[Measurement] = []
     with bench_env(options.workdir, options.keep) as env:
-        seconds = seed_rows(env, 1, options.rows)
-        print(f"seeded {BENCH_TABLE} to {options.rows:,} rows in {seconds:.1f}s", flush=True)
-        env.execute(
-            f"CREATE TABLE {LIVE} LIKE {BENCH_TABLE}",
-            f"INSERT INTO {LIVE} SELECT * FROM {BENCH_TABLE} WHERE id <= {LIVE_ROWS}",
-        )
-        ours = snapshot_ours(
+        ours = snapshot_with_live_table(
             env,
             "ours-snapshot-then-verify",
+            rows=options.rows,
             chunk_size=options.chunk_size,
             parallelism=options.parallelism,
-            changelog=False,
             master=options.master,
             timeout=options.timeout,
-            startup_mode="initial",
-            extra={"pipeline": {"heartbeat_seconds": 1}},
-            tables=[f"{BENCH_DB}.{BENCH_TABLE}", f"{BENCH_DB}.{LIVE}"],
         )
         config, folder = ours.config, ours.config.parent
         rows = ours.rows - min(options.rows, LIVE_ROWS)
