@@ -18,6 +18,7 @@ from cdc_console.config import load_config
 from cdc_console.errors import CdcError
 
 if TYPE_CHECKING:
+    from cdc_console.config import PipelineConfig
     from cdc_console.state.store import StateStore
 
 POLL_SECONDS = 0.5
@@ -54,7 +55,7 @@ def register(subparsers: Subparsers) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from cdc_console.core.lifecycle import CommandKind
-    from cdc_console.source.control import refusal
+    from cdc_console.source.control import duplicate_of, refusal
     from cdc_console.state.store import StateStore
 
     config = load_config(args.config)
@@ -78,6 +79,15 @@ def handle(args: argparse.Namespace) -> int:
             raise CdcError(
                 reason, f"'cdc-console status --config {args.config}' shows each table's state"
             )
+        same = duplicate_of(kind, target, extra, store.pending_commands())
+        if same is not None:
+            raise CdcError(
+                f"{same.describe()} is already queued (#{same.id}, pending): a second one would "
+                "add nothing",
+                f"wait for it: 'cdc-console status --config {args.config}' shows its outcome",
+            )
+        if kind == CommandKind.ADD_TABLE and target is not None:
+            _check_table_exists(config, target)
         command_id = store.queue_command(kind, target, extra, issued_by=_issuer())
         queued = store.command(command_id)
         assert queued is not None
@@ -90,6 +100,35 @@ def handle(args: argparse.Namespace) -> int:
         return _wait(store, command_id, args.timeout)
     finally:
         store.close()
+
+
+def _check_table_exists(config: PipelineConfig, target: str) -> None:
+    """Refuse to queue add-table for a table the source does not have; when the source cannot
+    be asked, say so and queue it (the job checks again when it applies it)."""
+    from cdc_console.errors import redact
+    from cdc_console.mysql.connection import connect
+
+    database, _, table = target.partition(".")
+    try:
+        conn = connect(config.source, connect_timeout=5)
+    except Exception as exc:
+        reason = redact(str(exc)).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"warning: could not check that {target} exists ({reason}); the job checks it")
+        return
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
+                (database, table),
+            )
+            found = cur.fetchone() is not None
+    finally:
+        conn.close()
+    if not found:
+        raise CdcError(
+            f"{target} does not exist on the source ({config.source.host}:{config.source.port})",
+            f"check the name (SHOW TABLES IN `{database}`) or create the table first",
+        )
 
 
 def _issuer() -> str:

@@ -72,6 +72,17 @@ def _find(tables: Sequence[TableState], target: str) -> TableState | None:
     return None
 
 
+def duplicate_of(
+    kind: str, target: str | None, args: dict[str, Any], pending: Sequence[Command]
+) -> Command | None:
+    """A pending command that already asks for ``kind target args``: a second one would only
+    be refused (or, for add-table, add nothing) when the job reaches it."""
+    for command in pending:
+        if (command.kind, command.target, command.args) == (kind, target, args):
+            return command
+    return None
+
+
 def refusal(
     kind: str,
     target: str | None,
