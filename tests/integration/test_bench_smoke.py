@@ -127,17 +127,14 @@ def test_lake_bench_prints_the_lake_before_and_after_maintenance(tmp_path: Path)
     assert not list(tmp_path.glob("cdc-bench-*"))
 
 
-def test_verify_bench_prints_both_rates_and_the_lag_while_verifying(tmp_path: Path) -> None:
-    stdout, document = _bench(
-        tmp_path,
-        "verify",
-        *("--rows", "5000", "--baseline-seconds", "2", "--settle-seconds", "0", "--rate", "20"),
-    )
+def test_verify_bench_prints_both_rates(tmp_path: Path) -> None:
+    # --no-lag: the stream-beside-an-action part (bench/stream_lag.py) is the redump smoke's
+    stdout, document = _bench(tmp_path, "verify", "--rows", "5000", "--no-lag")
     for label in ("ours snapshot -> delta (window)", "verify (compare)", "verify (process wall)"):
         assert label in stdout, stdout
     assert "verify benchmark: 5,000 rows" in stdout
     assert "bar verify vs snapshot >= 0.8x:" in stdout
-    assert "lag of orders_live (" in stdout and "bar other tables' lag while verifying" in stdout
+    assert "lag of orders_live (" not in stdout
     result = document["result"]
     assert isinstance(result, dict)
     assert [m["rows"] for m in result["measurements"]] == [5_000] * 3

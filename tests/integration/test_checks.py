@@ -608,7 +608,9 @@ def test_malformed_config_is_one_failed_check(
     path.write_text('[source]\ntables = ["a.b"]\nhots = "x"\n')
     assert run_cli(path) == 1
     out = capsys.readouterr().out
-    assert out.splitlines()[0].startswith("✗ config: unknown key source.hots — fix: valid keys")
+    assert out.splitlines()[0].startswith(
+        "✗ config: unknown key source.hots — fix: did you mean hosts? (valid in [source]: "
+    )
     path.write_text("[source\n")
     assert run_cli(path, "--json") == 1
     document = json.loads(capsys.readouterr().out)
