@@ -108,3 +108,42 @@ def source_db(mariadb: MySQLSandbox) -> Iterator[SourceDb]:
 @pytest.fixture
 def tmp_dir(tmp_path: Path) -> Path:
     return tmp_path
+
+
+#: the longest tests, longest first (measured on the 2-core CI box): started first, so the last
+#: minutes of a run are short tests on every worker instead of one kill test on one
+LONGEST_FIRST = (
+    "tests/integration/test_crash_recovery.py",
+    "tests/integration/test_table_control.py",
+    "tests/integration/test_clean_stop.py",
+    "tests/integration/test_pipeline_scenarios.py",
+    "tests/integration/test_source_outage.py",
+    "tests/integration/test_bench_smoke.py",
+    "tests/integration/test_verify.py",
+    "tests/integration/test_pipeline_e2e.py",
+    "tests/integration/test_metrics_endpoint.py",
+    "tests/integration/test_demo.py",
+    "tests/integration/test_lake_longrun.py",
+    "tests/integration/test_gtid_failover.py",
+    "tests/tui/test_console_e2e.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the longest tests first (a stable sort: the rest keep their order).
+
+    ``--dist worksteal`` lets an idle worker take the queued tail of a busy one; with the long
+    integration tests at the head of the collection they are spread over the workers early, and
+    the run ends on short tests everywhere. In file order, three kill tests were the last ones
+    running and the suite took minutes longer than its work."""
+    root = Path(str(config.rootpath))
+
+    def rank(item: pytest.Item) -> int:
+        path = Path(str(item.path)).relative_to(root).as_posix()
+        if path in LONGEST_FIRST:
+            return LONGEST_FIRST.index(path)
+        if item.get_closest_marker("spark") is not None:
+            return len(LONGEST_FIRST)
+        return len(LONGEST_FIRST) + 1
+
+    items.sort(key=rank)
