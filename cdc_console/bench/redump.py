@@ -132,7 +132,7 @@ def _one_pass(env: BenchEnv, options: RedumpOptions, config: Path, budget: float
 
     def redump() -> tuple[float, int]:
         clock = time.monotonic()
-        first_batch, generation = _progress(state)
+        first_batch, generation, _ = _progress(state)
         done = subprocess.run(
             [
                 *(sys.executable, "-m", "cdc_console", "redump", "--config", str(config)),
@@ -146,11 +146,13 @@ def _one_pass(env: BenchEnv, options: RedumpOptions, config: Path, budget: float
         if done.returncode != 0:
             raise BenchError(f"redump was refused: {done.stdout}{done.stderr}")
         deadline = time.monotonic() + options.timeout
-        while _progress(state)[1] <= generation or not _streams(state):
+        while True:
+            last_batch, now_generation, streams = _progress(state)
+            if now_generation > generation and streams:
+                return time.monotonic() - clock, last_batch - first_batch
             if time.monotonic() > deadline:
                 raise BenchError(f"{BENCH_TABLE} did not stream again after its re-dump")
             time.sleep(0.2)
-        return time.monotonic() - clock, _progress(state)[0] - first_batch
 
     lag = lag_around(
         env,
@@ -172,20 +174,12 @@ def _set_budget(config: Path, budget: float) -> None:
     write_config(config, doc)
 
 
-def _progress(state: Path) -> tuple[int, int]:
-    """The last applied batch and the bench table's generation (a re-dump adds one)."""
+def _progress(state: Path) -> tuple[int, int, bool]:
+    """The last applied batch, the bench table's generation (a re-dump adds one) and whether it
+    streams, in one read."""
     store = StateStore(state)
     try:
         table = next(t for t in store.tables() if t.table_id.table == BENCH_TABLE)
-        return store.last_applied_batch(), table.generation
-    finally:
-        store.close()
-
-
-def _streams(state: Path) -> bool:
-    store = StateStore(state)
-    try:
-        table = next(t for t in store.tables() if t.table_id.table == BENCH_TABLE)
-        return table.state == Lifecycle.STREAMING
+        return store.last_applied_batch(), table.generation, table.state == Lifecycle.STREAMING
     finally:
         store.close()

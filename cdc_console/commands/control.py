@@ -107,6 +107,7 @@ def _check_table_exists(config: PipelineConfig, target: str) -> None:
     be asked, say so and queue it (the job checks again when it applies it)."""
     from cdc_console.errors import redact
     from cdc_console.mysql.connection import connect
+    from cdc_console.mysql.schema import list_tables
 
     database, _, table = target.partition(".")
     try:
@@ -116,12 +117,7 @@ def _check_table_exists(config: PipelineConfig, target: str) -> None:
         print(f"warning: could not check that {target} exists ({reason}); the job checks it")
         return
     try:
-        with conn.cursor() as cur:
-            cur.execute(
-                "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
-                (database, table),
-            )
-            found = cur.fetchone() is not None
+        found = table in list_tables(conn, database)
     finally:
         conn.close()
     if not found:

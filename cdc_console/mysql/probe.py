@@ -22,6 +22,7 @@ from cdc_console.config import TablePattern
 from cdc_console.core.schema import TableId, quote_ident
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import ConfigError
+from cdc_console.mysql.expiry import expiry
 from cdc_console.mysql.schema import list_tables
 
 #: Global variables the pipeline depends on or shows; any of them may be missing on a given server.
@@ -92,13 +93,7 @@ class ServerInfo:
         ``binlog_expire_logs_seconds`` wins when non-zero (MySQL 8 makes it the primary setting
         and ignores ``expire_logs_days`` then; MariaDB 10.6 keeps the two in sync).
         """
-        seconds = _number(self.variable("binlog_expire_logs_seconds"))
-        if seconds:
-            return seconds
-        days = _number(self.variable("expire_logs_days"))
-        if days:
-            return days * 86400.0
-        return None
+        return expiry(self.variables)[0]
 
     @property
     def binlog_purge_unknown(self) -> bool:
@@ -116,15 +111,6 @@ class ServerInfo:
             "version_comment": self.version_comment,
             "variables": dict(self.variables),
         }
-
-
-def _number(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
