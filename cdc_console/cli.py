@@ -1,8 +1,8 @@
 """``cdc-console``: the command-line entry point.
 
 Errors a user can act on (``CdcError``) print as one message plus the fix and exit with their
-``exit_code`` (2; 3 for a source that stayed unreachable); they never print a traceback or a
-secret.
+``exit_code`` (``errors.ExitCode``: one meaning per code, listed in ``--help``); they never print
+a traceback or a secret. Anything else is a bug: its traceback is printed, scrubbed, with exit 70.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
 from cdc_console import __version__
-from cdc_console.errors import CdcError, redact
+from cdc_console.errors import CdcError, ExitCode, exit_codes_help, redact
 from cdc_console.logs import setup_logging
 
 COMMAND_MODULES = (
@@ -35,6 +36,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdc-console",
         description="MySQL change-data-capture on Spark, and its operations console.",
+        epilog=(
+            "examples:\n"
+            "  cdc-console demo                          the console over a local demo\n"
+            "  cdc-console check --config jobs/example.toml\n"
+            "  cdc-console run --config pipeline.toml\n"
+            "  cdc-console status --config pipeline.toml --json\n"
+            "  cdc-console COMMAND --help                a command's options and examples\n\n"
+            + exit_codes_help()
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--version", action="version", version=f"cdc-console {__version__}")
@@ -74,9 +85,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except CdcError as exc:
         print(f"error: {redact(str(exc))}", file=sys.stderr)
-        return exc.exit_code
+        return int(exc.exit_code)
     except KeyboardInterrupt:
-        return 130
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:
+        print(redact(traceback.format_exc()), file=sys.stderr, end="")
+        print(
+            f"error: internal error ({type(exc).__name__}): {redact(str(exc))}\n"
+            "  fix: this is a bug in cdc-console; report it with the traceback above "
+            "(the pipeline's state is kept)",
+            file=sys.stderr,
+        )
+        return int(ExitCode.INTERNAL)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,59 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """What a command's exit status tells a script, one meaning per code.
+
+    Listed in ``cdc-console --help`` and the README; a script may branch on them (retry on 3,
+    page a person on 5, file a bug on 70).
+    """
+
+    OK = 0
+    #: ``check`` found a failing check, ``verify`` found a difference
+    FINDINGS = 1
+    #: a wrong option or argument (argparse's own code)
+    USAGE = 2
+    #: the source did not answer (for ``run``: not within ``source_outage_seconds``)
+    SOURCE_UNREACHABLE = 3
+    #: the config file is missing, unreadable or invalid
+    CONFIG = 4
+    #: the source or the state refuses; the message says what a person must do
+    OPERATOR_ACTION = 5
+    #: a bug: an exception nothing above expected (``EX_SOFTWARE`` of sysexits.h)
+    INTERNAL = 70
+    #: Ctrl-C
+    INTERRUPTED = 130
+
+    @property
+    def meaning(self) -> str:
+        return _MEANINGS[self]
+
+
+_MEANINGS = {
+    ExitCode.OK: "success (check: every check passed; verify: every mirror equals its source)",
+    ExitCode.FINDINGS: "findings: check found a failing check, verify found a difference",
+    ExitCode.USAGE: "usage: a wrong option or argument",
+    ExitCode.SOURCE_UNREACHABLE: "source unreachable: the state is kept, start again",
+    ExitCode.CONFIG: "config: the file is missing, unreadable or invalid (every problem listed)",
+    ExitCode.OPERATOR_ACTION: "needs operator action: the message says the fix",
+    ExitCode.INTERNAL: "internal error: a bug; the traceback is printed, please report it",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def exit_codes_help() -> str:
+    """The exit-code table for ``--help`` epilogs."""
+    return "exit codes:\n" + "\n".join(f"  {int(c):>3}  {c.meaning}" for c in ExitCode)
 
 
 class CdcError(Exception):
-    """A failure with an actionable fix."""
+    """A failure with an actionable fix: by default one a person must make (exit 5)."""
 
     #: the process exit status when this error ends a command
-    exit_code = 2
+    exit_code: ExitCode = ExitCode.OPERATOR_ACTION
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
@@ -26,8 +72,20 @@ class CdcError(Exception):
         return f"{self.message}\n  fix: {self.hint}" if self.hint else self.message
 
 
+class UsageError(CdcError):
+    """A command-line option or argument that cannot be used as given."""
+
+    exit_code = ExitCode.USAGE
+
+
 class ConfigError(CdcError):
-    pass
+    exit_code = ExitCode.CONFIG
+
+
+class InternalError(CdcError):
+    """A failure no layer expected (a bug, or a Spark failure with no error of ours in it)."""
+
+    exit_code = ExitCode.INTERNAL
 
 
 class SourceError(CdcError):
@@ -44,12 +102,14 @@ class SourceError(CdcError):
         super().__init__(message, hint)
         self.code = code
         self.transient = transient
+        if transient:
+            self.exit_code = ExitCode.SOURCE_UNREACHABLE
 
 
 class SourceUnreachableError(SourceError):
     """A transient fault that did not pass within ``[pipeline] source_outage_seconds``."""
 
-    exit_code = 3
+    exit_code = ExitCode.SOURCE_UNREACHABLE
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message, hint)

@@ -233,7 +233,7 @@ def job_alive(config: PipelineConfig) -> bool:
     check the CLI's commands, the console and the demo share."""
     if not config.state_path.exists():
         return False
-    store = StateStore(config.state_path)
+    store = StateStore.open_existing(config.state_path, read_only=True)
     try:
         return job_process(store) is not None
     finally:

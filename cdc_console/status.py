@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
-from cdc_console.core.values import JSONObject
+from cdc_console.core.values import JSONObject, JSONValue
 from cdc_console.errors import redact
 from cdc_console.figures import (
     PurgeHeadroom,
@@ -206,7 +207,41 @@ class PipelineStatus:
     def to_dict(self) -> JSONObject:
         found = asdict(self)
         del found["purge_headroom"]
-        return {"ran": True, **found}
+        return {"ran": True, "generated_at": iso_time(time.time()), **iso_times(found)}
+
+
+def iso_time(epoch: float) -> str:
+    """ISO 8601 in UTC with milliseconds: what a script or a log pipeline parses without help."""
+    return (
+        datetime.fromtimestamp(epoch, tz=UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def _is_time_key(key: str) -> bool:
+    return key == "ts" or key.endswith("_at")
+
+
+def iso_times(document: JSONObject) -> JSONObject:
+    """``document`` with every epoch-seconds time (keys ``ts`` and ``*_at``) as ISO 8601.
+
+    The state keeps epoch floats (cheap to compare and subtract); ``status --json`` is read by
+    people and scripts, for whom a bare 1764075723.4 is a puzzle.
+    """
+
+    def walk(value: JSONValue, key: str = "") -> JSONValue:
+        if isinstance(value, dict):
+            return {k: walk(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if _is_time_key(key) and isinstance(value, int | float) and not isinstance(value, bool):
+            return iso_time(float(value))
+        return value
+
+    found = walk(document)
+    assert isinstance(found, dict)
+    return found
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,17 @@ if TYPE_CHECKING:
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
+def writable_state(config: PipelineConfig) -> StateStore:
+    """The state database a command queues into: never migrated when it exists (a newer CLI
+    must not change it under an older running job: a version it does not know is refused), and
+    made afresh when the pipeline never ran (the job applies the command when it first starts)."""
+    from cdc_console.state.store import StateStore
+
+    if config.state_path.exists():
+        return StateStore.open_existing(config.state_path)
+    return StateStore(config.state_path)
+
+
 def existing_state(
     config: PipelineConfig, config_arg: str, *, read_only: bool = False
 ) -> StateStore:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cdc_console.commands import Subparsers
-from cdc_console.errors import CdcError
+from cdc_console.errors import UsageError
 from cdc_console.logs import logging_to
 
 CONFIG_ENV = "CDC_CONSOLE_CONFIG"
@@ -51,7 +51,7 @@ def discover_configs(env: Mapping[str, str] | None = None, cwd: Path | None = No
 def handle(args: argparse.Namespace) -> int:
     paths = args.config or discover_configs()
     if not paths:
-        raise CdcError(
+        raise UsageError(
             "no pipeline config to watch",
             f"pass --config F (repeatable), set {CONFIG_ENV}=F[:G], or run 'cdc-console demo'",
         )

@@ -13,7 +13,7 @@ import getpass
 import time
 from typing import TYPE_CHECKING, Any
 
-from cdc_console.commands import Subparsers
+from cdc_console.commands import Subparsers, writable_state
 from cdc_console.config import load_config
 from cdc_console.errors import CdcError
 
@@ -56,7 +56,6 @@ def register(subparsers: Subparsers) -> None:
 def handle(args: argparse.Namespace) -> int:
     from cdc_console.core.lifecycle import CommandKind
     from cdc_console.source.control import duplicate_of, refusal
-    from cdc_console.state.store import StateStore
 
     config = load_config(args.config)
     kind: str = args.command_kind
@@ -72,7 +71,7 @@ def handle(args: argparse.Namespace) -> int:
             f"no job is running for {config.path}",
             f"nothing to stop; 'cdc-console status --config {args.config}' shows the last run",
         )
-    store = StateStore(config.state_path)
+    store = writable_state(config)
     try:
         reason = refusal(kind, target, extra, store.tables(), store.pipeline_paused())
         if reason is not None:

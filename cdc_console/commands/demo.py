@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from cdc_console.commands import Subparsers
-from cdc_console.errors import CdcError
+from cdc_console.errors import UsageError
 
 
 def register(subparsers: Subparsers) -> None:
@@ -103,11 +103,13 @@ def handle(args: argparse.Namespace) -> int:
     from cdc_console.demo.workload import WorkloadMix
 
     if args.rows < 100:
-        raise CdcError(f"--rows {args.rows} is too few", "seed at least 100 rows, e.g. --rows 3000")
+        raise UsageError(
+            f"--rows {args.rows} is too few", "seed at least 100 rows, e.g. --rows 3000"
+        )
     if args.duration is not None and args.duration <= 0:
-        raise CdcError(f"--duration {args.duration:g} must be positive", "e.g. --duration 60")
+        raise UsageError(f"--duration {args.duration:g} must be positive", "e.g. --duration 60")
     if args.chunk_size is not None and args.chunk_size < 1:
-        raise CdcError("--chunk-size must be at least 1", "e.g. --chunk-size 4096")
+        raise UsageError("--chunk-size must be at least 1", "e.g. --chunk-size 4096")
     options = DemoOptions(
         directory=args.dir,
         rows=args.rows,
@@ -125,5 +127,5 @@ def handle(args: argparse.Namespace) -> int:
         chunk_size=args.chunk_size,
     )
     if options.rate <= 0:
-        raise CdcError(f"--rate {options.rate:g} must be positive", "e.g. --rate 50")
+        raise UsageError(f"--rate {options.rate:g} must be positive", "e.g. --rate 50")
     return Demo(options).run()

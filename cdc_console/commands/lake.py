@@ -13,7 +13,7 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from cdc_console.commands import Subparsers
+from cdc_console.commands import Subparsers, writable_state
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.errors import CdcError
 
@@ -161,7 +161,7 @@ def _recorded(config: PipelineConfig) -> dict[tuple[str, str], LakeTableState]:
 
     if not config.state_path.exists():
         return {}
-    store = StateStore(config.state_path)
+    store = StateStore.open_existing(config.state_path, read_only=True)
     try:
         return {(t.name, t.kind): t for t in recorded_tables(store)}
     finally:
@@ -177,7 +177,11 @@ def _run_here(
     from cdc_console.state.store import StateStore
 
     operation = optimize if action == "optimize" else vacuum
-    store = None if dry_run or not config.state_path.exists() else StateStore(config.state_path)
+    store = (
+        None
+        if dry_run or not config.state_path.exists()
+        else StateStore.open_existing(config.state_path)
+    )
     results = []
     try:
         for table in tables:
@@ -218,9 +222,8 @@ def _run_here(
 def _queue(config: PipelineConfig, args: argparse.Namespace) -> int:
     from cdc_console.commands.control import _issuer, _wait
     from cdc_console.source.control import refusal
-    from cdc_console.state.store import StateStore
 
-    store = StateStore(config.state_path)
+    store = writable_state(config)
     try:
         reason = refusal(args.action, args.table, {}, store.tables(), store.pipeline_paused())
         if reason is not None:

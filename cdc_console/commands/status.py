@@ -6,8 +6,9 @@ import argparse
 import json
 
 from cdc_console.commands import Subparsers, existing_state
-from cdc_console.config import load_config
-from cdc_console.errors import CdcError
+from cdc_console.config import PipelineConfig, load_config
+from cdc_console.core.values import JSONObject
+from cdc_console.errors import CdcError, redact
 
 
 def register(subparsers: Subparsers) -> None:
@@ -27,24 +28,28 @@ def register(subparsers: Subparsers) -> None:
 def handle(args: argparse.Namespace) -> int:
     from cdc_console.status import collect_status, format_status
 
-    config = load_config(args.config)
+    config: PipelineConfig | None = None
     try:
+        config = load_config(args.config)
         store = existing_state(config, args.config, read_only=True)
     except CdcError as exc:
         if not args.json:
             raise
-        # scripts get a document whatever was found: here, a pipeline that never ran
-        never = {
-            "name": config.name,
-            "state_path": str(config.state_path),
-            "ran": False,
+        # scripts get a document whatever was found: a pipeline that never ran, a state
+        # database of another release, a config that does not load
+        found: JSONObject = {
+            "name": config.name if config else None,
+            "state_path": str(config.state_path) if config else None,
+            # unknown without a config; a state database of another release did run
+            "ran": config.state_path.exists() if config else None,
             "tables": [],
             "job": None,
-            "error": exc.message,
+            "error": redact(exc.message),
             "fix": exc.hint,
+            "exit_code": int(exc.exit_code),
         }
-        print(json.dumps(never, indent=2))
-        return exc.exit_code
+        print(json.dumps(found, indent=2))
+        return int(exc.exit_code)
     status = collect_status(config, store, probe=not args.no_probe)
     if args.json:
         print(json.dumps(status.to_dict(), indent=2, default=str))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from cdc_console.commands import Subparsers, existing_state
 from cdc_console.config import PipelineConfig, load_config
-from cdc_console.errors import CdcError
+from cdc_console.errors import CdcError, UsageError
 
 if TYPE_CHECKING:
     from cdc_console.core.schema import TableId
@@ -19,7 +19,8 @@ Each chunk of each streaming table is read from the source the way a snapshot re
 watermark, SELECT, high watermark) and compared with the mirror's rows in its key range, both
 brought to one binlog position; nothing is locked or paused, and the job may run meanwhile.
 
-exit codes: 0 every verified mirror equals its source; 1 some chunk differs; 2 an error.
+exit codes: 0 every verified mirror equals its source; 1 some chunk differs; 5 a table could
+not be verified (the reason is printed); 2, 3, 4, 70 as for every command (cdc-console --help).
 
 examples:
   cdc-console verify --config pipeline.toml
@@ -62,7 +63,7 @@ def handle(args: argparse.Namespace) -> int:
     from cdc_console.verify.verifier import exclusive
 
     if args.chunk is not None and not args.table:
-        raise CdcError("--chunk needs --table", "name the table: --table db.table --chunk N")
+        raise UsageError("--chunk needs --table", "name the table: --table db.table --chunk N")
     config = load_config(args.config)
     store = existing_state(config, args.config)
     try:

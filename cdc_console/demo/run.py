@@ -48,7 +48,7 @@ from cdc_console.demo import (
 )
 from cdc_console.demo.server import DemoSandbox, DemoServer, external_server, read_record
 from cdc_console.demo.workload import Workload, WorkloadCounts, WorkloadMix
-from cdc_console.errors import CdcError, redact, register_secret
+from cdc_console.errors import CdcError, UsageError, redact, register_secret
 from cdc_console.logs import logging_to
 from cdc_console.state.store import StateStore, TableState
 
@@ -177,7 +177,7 @@ class Demo:
     def _console_or_fail(self) -> Any:
         console = load_console()
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
-            raise CdcError(
+            raise UsageError(
                 "the console needs a terminal, and this one is not interactive",
                 "run it in a terminal, or without a screen: 'cdc-console demo --headless "
                 "--duration 60'",

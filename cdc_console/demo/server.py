@@ -28,7 +28,7 @@ import pymysql
 
 from cdc_console.config import SourceConfig
 from cdc_console.demo import ADMIN_PASSWORD_ENV
-from cdc_console.errors import CdcError, register_secret
+from cdc_console.errors import CdcError, UsageError, register_secret
 from cdc_console.mysql.connection import translate_error
 from cdc_console.mysql.probe import ServerInfo, probe_server
 from cdc_console.mysql.sandbox import MySQLSandbox, SandboxError, find_server_binary
@@ -139,7 +139,7 @@ def _probe(host: str, port: int, user: str, password: str) -> ServerInfo:
 def parse_address(text: str) -> tuple[str, int]:
     host, sep, port_text = text.rpartition(":")
     if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise CdcError(
+        raise UsageError(
             f"--source {text!r} is not host:port",
             f"write e.g. --source 127.0.0.1:{COMPOSE_PORT}",
         )

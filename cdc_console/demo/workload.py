@@ -29,7 +29,7 @@ import pymysql
 
 from cdc_console.core.schema import quote_ident
 from cdc_console.demo import DEFAULT_DATABASE, DEFAULT_RATE, shop
-from cdc_console.errors import CdcError, redact
+from cdc_console.errors import CdcError, UsageError, redact
 
 log = logging.getLogger("cdc_console.demo")
 
@@ -68,7 +68,7 @@ class WorkloadMix:
         except ValueError:
             values = []
         if len(values) != 3 or any(v < 0 for v in values) or sum(values) <= 0:
-            raise CdcError(
+            raise UsageError(
                 f"--mix {text!r} is not three non-negative weights insert/update/delete",
                 "write it as e.g. --mix 60/30/10 (they need not add up to 100)",
             )
@@ -185,9 +185,9 @@ class Workload:
         seed: int | None = None,
     ) -> None:
         if rate <= 0:
-            raise CdcError(f"--rate {rate:g} must be positive", "use e.g. --rate 50")
+            raise UsageError(f"--rate {rate:g} must be positive", "use e.g. --rate 50")
         if threads < 1:
-            raise CdcError(f"--threads {threads} must be at least 1", "use e.g. --threads 2")
+            raise UsageError(f"--threads {threads} must be at least 1", "use e.g. --threads 2")
         self.connect = connect
         self.database = database
         self.rate = rate

@@ -32,7 +32,7 @@ from cdc_console.core.lifecycle import (
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
 from cdc_console.core.values import JSONObject
-from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, redact
+from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, UsageError, redact
 from cdc_console.figures import binlog_needs
 from cdc_console.metrics.server import serve_metrics
 from cdc_console.mysql.checks import preflight
@@ -69,7 +69,7 @@ STOP_GRACE_SECONDS = 60.0
 class PipelineJob:
     def __init__(self, config: PipelineConfig) -> None:
         if config.path is None:
-            raise CdcError("the pipeline needs a config file", "pass --config")
+            raise UsageError("the pipeline needs a config file", "pass --config")
         self.config = config
         self.stop_requested = threading.Event()
         self.store: StateStore | None = None
@@ -632,7 +632,7 @@ def error_from_failure(exc: BaseException) -> CdcError:
         return cls(match["message"].strip(), (match["hint"] or "").strip())
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     first = lines[0][:500] if lines else type(exc).__name__
-    return CdcError(
+    return errors.InternalError(
         f"the pipeline failed: {first}",
         "see the job's log above for the full Spark trace; the next start resumes from the "
         "last committed batch",

@@ -18,7 +18,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from cdc_console.core.lifecycle import CommandKind
-from cdc_console.errors import CdcError
+from cdc_console.errors import UsageError
 from cdc_console.tui.acting import SERVER, STATE, ConsoleActions, describe
 from cdc_console.tui.data.monitor import PipelineMonitor, open_monitors
 from cdc_console.tui.messages import (
@@ -70,7 +70,7 @@ class ConsoleApp(ConsoleActions):
         super().__init__()
         monitors = list(monitors) or open_monitors(config_paths)
         if not monitors:
-            raise CdcError("the console needs a pipeline", "pass --config F (repeatable)")
+            raise UsageError("the console needs a pipeline", "pass --config F (repeatable)")
         self.monitors = {m.name: m for m in monitors}
         self.first_screen = first_screen
         self._current = monitors[0].name

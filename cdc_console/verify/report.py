@@ -16,6 +16,7 @@ from cdc_console.core.lifecycle import Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.core.values import CanonicalValue, JSONObject, JSONValue
+from cdc_console.errors import ExitCode
 from cdc_console.state.store import VerificationRow
 from cdc_console.verify.compare import Difference, DifferenceKind
 
@@ -24,10 +25,11 @@ SAMPLE_KEYS = 5
 _VALUE_CHARS = 40
 HIDDEN = "(hidden)"
 
-#: exit codes of ``cdc-console verify``
-EXIT_EQUAL = 0
-EXIT_DIFFERS = 1
-EXIT_ERROR = 2
+#: exit codes of ``cdc-console verify``, in the CLI's one scheme (``errors.ExitCode``): a table
+#: that could not be verified says why and needs a person, like any other refusal
+EXIT_EQUAL = ExitCode.OK
+EXIT_DIFFERS = ExitCode.FINDINGS
+EXIT_ERROR = ExitCode.OPERATOR_ACTION
 
 
 def hidden_columns(table_id: TableId, columns: list[str], patterns: tuple[str, ...]) -> set[str]:
@@ -192,7 +194,7 @@ class VerifyReport:
     seconds: float = 0.0
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         verdicts = {t.verdict for t in self.tables}
         if Verdict.ERROR in verdicts:
             return EXIT_ERROR

@@ -21,6 +21,7 @@ from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.demo import run as demo_run
 from cdc_console.demo import server as demo_server
 from cdc_console.demo.verify import compare_table
+from cdc_console.errors import ExitCode
 from cdc_console.mysql.sandbox import SandboxError, find_server_binary
 from cdc_console.values.arrow import rows_to_table, table_to_rows
 
@@ -120,7 +121,7 @@ def test_demo_without_a_server_binary_says_how_to_get_one(
     folder = tmp_path / "demo"
     code = main(["demo", "--headless", "--dir", str(folder)])
     error = capsys.readouterr().err
-    assert code == 2
+    assert code == ExitCode.OPERATOR_ACTION
     assert "no MySQL-protocol server binary found" in error
     assert "apt-get install mariadb-server" in error
     assert "docker compose -f jobs/mysql84/compose.yaml up -d" in error
@@ -133,7 +134,7 @@ def test_demo_with_a_screen_but_no_console_fails_before_starting_anything(
 ) -> None:
     monkeypatch.setitem(sys.modules, "cdc_console.tui.app", None)
     folder = tmp_path / "demo"
-    assert main(["demo", "--dir", str(folder)]) == 2
+    assert main(["demo", "--dir", str(folder)]) == ExitCode.OPERATOR_ACTION
     error = capsys.readouterr().err
     assert "the console is not available" in error and "--headless" in error
     assert not folder.exists()
@@ -145,7 +146,7 @@ def test_demo_with_a_screen_needs_a_terminal(
     monkeypatch.setattr(demo_run, "load_console", lambda: object)
     monkeypatch.setattr(sys, "stdin", open(os.devnull))  # noqa: SIM115
     folder = tmp_path / "demo"
-    assert main(["demo", "--dir", str(folder)]) == 2
+    assert main(["demo", "--dir", str(folder)]) == ExitCode.USAGE
     assert "needs a terminal" in capsys.readouterr().err
     assert not folder.exists()
 
@@ -166,7 +167,7 @@ def test_demo_rejects_bad_options(
     args: list[str],
     message: str,
 ) -> None:
-    assert main(["demo", "--headless", "--dir", str(tmp_path / "d"), *args]) == 2
+    assert main(["demo", "--headless", "--dir", str(tmp_path / "d"), *args]) == ExitCode.USAGE
     assert message in capsys.readouterr().err
 
 
@@ -175,7 +176,7 @@ def test_source_needs_the_admin_password_from_the_environment(
 ) -> None:
     monkeypatch.delenv("CDC_DEMO_ADMIN_PASSWORD", raising=False)
     code = main(["demo", "--headless", "--dir", str(tmp_path / "d"), "--source", "127.0.0.1:1"])
-    assert code == 2
+    assert code == ExitCode.OPERATOR_ACTION
     assert "$CDC_DEMO_ADMIN_PASSWORD" in capsys.readouterr().err
 
 

@@ -32,7 +32,7 @@ from cdc_console.core.plan import BatchPlan, PlannedSplit
 from cdc_console.core.records import OPS
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
-from cdc_console.errors import BinlogPurgedError, CdcError, SchemaChangedError
+from cdc_console.errors import BinlogPurgedError, CdcError, ExitCode, SchemaChangedError
 from cdc_console.figures import binlog_needs
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.sandbox import MySQLSandbox
@@ -323,7 +323,7 @@ def test_ddl_on_a_captured_table_stops_the_job_with_the_fix(
         after_ddl = head(source_db)
         code = job.wait(120)
     output = job.output()
-    assert code == 2, output
+    assert code == ExitCode.OPERATOR_ACTION, output
 
     # The CLI's last word is one message: the table, the position, the statement and the fix,
     # no traceback. (Spark logs the task failure with its traces before that, on stderr.)
@@ -340,7 +340,7 @@ def test_ddl_on_a_captured_table_stops_the_job_with_the_fix(
     assert "remove it from source.tables" in match.group(2)
 
     run = last_run(config)
-    assert run.status == "failed" and run.exit_code == 2
+    assert run.status == "failed" and run.exit_code == ExitCode.OPERATOR_ACTION
     assert run.error.startswith(f"DDL on captured table {db}.orders at {file}:{pos}")
     assert "\n  fix: " in run.error
     assert any(f"DDL on captured table {db}.orders" in e.message for e in events(config, "error"))
@@ -462,7 +462,7 @@ def test_purged_binlog_fails_fast_before_spark(streamed: Streamed) -> None:
     code = failing.wait(60)
     elapsed = time.monotonic() - clock
     output = failing.output()
-    assert code == 2, output
+    assert code == ExitCode.OPERATOR_ACTION, output
     report = cli_report(output)
     assert report.startswith(
         f"error: the source server no longer has binlog {committed.file}: {db.name}.docs "
@@ -474,7 +474,7 @@ def test_purged_binlog_fails_fast_before_spark(streamed: Streamed) -> None:
     assert "Traceback" not in output
 
     run = last_run(config)
-    assert run.status == "failed" and run.exit_code == 2
+    assert run.status == "failed" and run.exit_code == ExitCode.OPERATOR_ACTION
     assert run.spark_ui is None, run  # decided before Spark started
     assert "no longer has binlog" in run.error
     assert elapsed < 30, f"took {elapsed:.1f}s: the check should come before Spark starts"

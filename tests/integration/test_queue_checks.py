@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cdc_console.errors import ExitCode
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import create_orders, load, run_cli, write_config
@@ -23,7 +24,7 @@ def test_add_table_checks_the_source_and_a_pending_command_is_not_queued_twice(
     StateStore(load(config_path).state_path).close()  # the state a first run leaves
 
     missing = run_cli("add-table", "--config", str(config_path), f"{source_db.name}.refnds")
-    assert missing.returncode == 2, missing.stdout + missing.stderr
+    assert missing.returncode == ExitCode.OPERATOR_ACTION, missing.stdout + missing.stderr
     assert f"{source_db.name}.refnds does not exist on the source" in missing.stderr
     assert "SHOW TABLES IN" in missing.stderr
 
@@ -31,7 +32,7 @@ def test_add_table_checks_the_source_and_a_pending_command_is_not_queued_twice(
     assert first.returncode == 0, first.stderr
     assert "queued" in first.stdout
     again = run_cli("add-table", "--config", str(config_path), f"{source_db.name}.refunds")
-    assert again.returncode == 2
+    assert again.returncode == ExitCode.OPERATOR_ACTION
     assert "is already queued (#1, pending)" in again.stderr
 
     store = StateStore(load(config_path).state_path)

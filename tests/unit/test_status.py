@@ -12,6 +12,7 @@ from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import SnapshotSplit
+from cdc_console.errors import ExitCode
 from cdc_console.state.store import StateStore
 from cdc_console.status import collect_status, format_status
 
@@ -80,7 +81,7 @@ def test_status_json_via_cli(tmp_path: Path, capsys: object) -> None:
 
 def test_status_before_any_run_says_how_to_start(tmp_path: Path, capsys: object) -> None:
     config = write_config(tmp_path)
-    assert main(["status", "--config", str(config)]) == 2
+    assert main(["status", "--config", str(config)]) == ExitCode.OPERATOR_ACTION
     err = capsys.readouterr().err  # type: ignore[attr-defined]
     assert "the pipeline has not run yet" in err and "cdc-console run --config" in err
     assert not (tmp_path / "state.sqlite").exists()
@@ -90,7 +91,7 @@ def test_status_json_is_a_document_even_when_the_pipeline_never_ran(
     tmp_path: Path, capsys: object
 ) -> None:
     config = write_config(tmp_path)
-    assert main(["status", "--config", str(config), "--json"]) == 2
+    assert main(["status", "--config", str(config), "--json"]) == ExitCode.OPERATOR_ACTION
     out = json.loads(capsys.readouterr().out)  # type: ignore[attr-defined]
     assert out["ran"] is False and out["tables"] == [] and out["job"] is None
     assert "has not run yet" in out["error"] and "cdc-console run --config" in out["fix"]
@@ -151,13 +152,13 @@ def test_status_reads_without_migrating_and_names_a_schema_it_does_not_know(
     db = sqlite3.connect(tmp_path / "state.sqlite")
     db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(len(MIGRATIONS) + 1),))
     db.commit()
-    assert main(["status", "--config", str(config)]) == 2
+    assert main(["status", "--config", str(config)]) == ExitCode.OPERATOR_ACTION
     err = capsys.readouterr().err  # type: ignore[attr-defined]
     assert f"schema version {len(MIGRATIONS) + 1}, newer than this cdc-console's" in err
 
     db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(len(MIGRATIONS) - 1),))
     db.commit()
-    assert main(["status", "--config", str(config)]) == 2
+    assert main(["status", "--config", str(config)]) == ExitCode.OPERATOR_ACTION
     err = capsys.readouterr().err  # type: ignore[attr-defined]
     assert "older than this cdc-console's" in err and "'cdc-console run' migrates" in err
     version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
