@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from cdc_console.cli import main
@@ -77,6 +78,9 @@ def test_status_json_via_cli(tmp_path: Path, capsys: object) -> None:
     ] == [("shop.orders", "SNAPSHOTTING", 2, 3), ("shop.users", "STREAMING", 0, None)]
     assert out["committed"] == {"file": "binlog.000002", "pos": 400, "gtid": "0-1-42"}
     assert out["job"]["status"] == "failed"
+    iso = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+    for when in (out["generated_at"], out["job"]["started_at"], out["recent_events"][0]["ts"]):
+        assert re.fullmatch(iso, when), when
 
 
 def test_status_before_any_run_says_how_to_start(tmp_path: Path, capsys: object) -> None:
@@ -163,6 +167,12 @@ def test_status_reads_without_migrating_and_names_a_schema_it_does_not_know(
     assert "older than this cdc-console's" in err and "'cdc-console run' migrates" in err
     version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
     assert version == str(len(MIGRATIONS) - 1), "status must not migrate under a running job"
+    assert main(["pause", "--config", str(config), "--table", "shop.orders"]) == (
+        ExitCode.OPERATOR_ACTION
+    )
+    assert "older than this cdc-console's" in capsys.readouterr().err  # type: ignore[attr-defined]
+    version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+    assert version == str(len(MIGRATIONS) - 1), "a command queues without migrating"
     db.close()
 
 
