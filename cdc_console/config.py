@@ -13,12 +13,16 @@ import fnmatch
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cdc_console.errors import ConfigError, register_secret
+
+_T = TypeVar("_T")
 
 STARTUP_MODES = ("initial", "latest-offset", "snapshot-only")
 SINK_KINDS = ("delta", "changelog-json")
@@ -310,6 +314,16 @@ def _problem(error: ConfigError) -> None:
     found.append(error)
 
 
+def _or_problem(parse: Callable[[], _T], fallback: _T) -> _T:
+    """``parse()``, or ``fallback`` once its ``ConfigError`` is noted (see ``_problem``): the
+    rest of the document is still checked, though the config will be refused."""
+    try:
+        return parse()
+    except ConfigError as exc:
+        _problem(exc)
+        return fallback
+
+
 def _unknown_key(where: str, key: str) -> ConfigError:
     """The error for a key nobody reads, with the nearest valid one when there is one."""
     if where:
@@ -406,28 +420,34 @@ def parse_table_pattern(text: str) -> TablePattern:
 
 def _log_format(value: str) -> str:
     if value not in LOG_FORMATS:
-        raise ConfigError(
-            f"pipeline.log_format {value!r} is not one of {', '.join(LOG_FORMATS)}",
-            'set log_format = "text" (for people) or "json" (one object per line)',
+        _problem(
+            ConfigError(
+                f"pipeline.log_format {value!r} is not one of {', '.join(LOG_FORMATS)}",
+                'set log_format = "text" (for people) or "json" (one object per line)',
+            )
         )
     return value
 
 
 def _schema_changes(value: str) -> str:
     if value not in ("evolve", "park", "stop"):
-        raise ConfigError(
-            f"pipeline.schema_changes {value!r} is not one of evolve, park, stop",
-            'set schema_changes = "evolve" (changes that keep the mirror exact are applied; '
-            "a table with any other waits for its re-dump)",
+        _problem(
+            ConfigError(
+                f"pipeline.schema_changes {value!r} is not one of evolve, park, stop",
+                'set schema_changes = "evolve" (changes that keep the mirror exact are applied; '
+                "a table with any other waits for its re-dump)",
+            )
         )
     return value
 
 
 def _position(value: str) -> str:
     if value not in ("auto", "gtid", "file"):
-        raise ConfigError(
-            f"source.position {value!r} is not one of auto, gtid, file",
-            'set position = "auto" (follow a failover by GTID when the server logs GTIDs)',
+        _problem(
+            ConfigError(
+                f"source.position {value!r} is not one of auto, gtid, file",
+                'set position = "auto" (follow a failover by GTID when the server logs GTIDs)',
+            )
         )
     return value
 
@@ -436,20 +456,26 @@ def _hosts(value: Any, default_port: int) -> tuple[tuple[str, int], ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ConfigError(
-            'source.hosts must be a list of "host:port" strings',
-            'write it as hosts = ["db1:3306", "db2:3306"] (the first is tried first)',
+        _problem(
+            ConfigError(
+                'source.hosts must be a list of "host:port" strings',
+                'write it as hosts = ["db1:3306", "db2:3306"] (the first is tried first)',
+            )
         )
+        return ()
     endpoints: list[tuple[str, int]] = []
     for entry in value:
         host, sep, port = entry.rpartition(":")
         if not sep:
             host, port = entry, str(default_port)
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(
-                f"source.hosts entry {entry!r} is not host:port",
-                'write it as "db1.example.com:3306"',
+            _problem(
+                ConfigError(
+                    f"source.hosts entry {entry!r} is not host:port",
+                    'write it as "db1.example.com:3306"',
+                )
             )
+            continue
         endpoints.append((host, int(port)))
     return tuple(endpoints)
 
@@ -458,18 +484,30 @@ def _server_ids(value: Any) -> tuple[int, int]:
     text = str(value)
     match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
     if not match:
-        raise ConfigError(
-            f"source.server_id {text!r} is neither a number nor a range",
-            'write server_id = "5400-5404" (one id per concurrent binlog reader)',
+        _problem(
+            ConfigError(
+                f"source.server_id {text!r} is neither a number nor a range",
+                'write server_id = "5400-5404" (one id per concurrent binlog reader)',
+            )
         )
+        return 5400, 5404
     low = int(match.group(1))
     high = int(match.group(2) or low)
     if low == 0 or high < low:
-        raise ConfigError(
-            f"source.server_id range {text!r} is empty or includes 0",
-            "use a range of positive ids unique among the server's replicas, low-high",
+        _problem(
+            ConfigError(
+                f"source.server_id range {text!r} is empty or includes 0",
+                "use a range of positive ids unique among the server's replicas, low-high",
+            )
         )
+        return 5400, 5404
     return low, high
+
+
+def _port_or_none(port: int | None, where: str) -> int | None:
+    if port is not None and not 0 < port < 65536:
+        _problem(ConfigError(f"{where} {port} is out of range", "use a TCP port from 1 to 65535"))
+    return port
 
 
 def _resolve(base: Path | None, value: str) -> Path:
@@ -535,10 +573,12 @@ def config_from_dict(
 def _config_from_dict(doc: dict[str, Any], base: Path | None, path: Path | None) -> PipelineConfig:
     src = _section(doc, "source")
     if "password" in src:
-        raise ConfigError(
-            "source.password is not accepted: passwords never live in config files",
-            "remove it and set source.password_env to the name of an environment "
-            "variable holding the password",
+        _problem(
+            ConfigError(
+                "source.password is not accepted: passwords never live in config files",
+                "remove it and set source.password_env to the name of an environment "
+                "variable holding the password",
+            )
         )
     tables = _typed(src, "source", "tables", list, None)
     if not tables and (tables is not None or "tables" not in src):  # else: a type problem
@@ -551,26 +591,35 @@ def _config_from_dict(doc: dict[str, Any], base: Path | None, path: Path | None)
     tables = tables or []
     for entry in tables:
         if not isinstance(entry, str):
-            raise ConfigError(
-                f"source.tables entry {entry!r} must be a string", 'write entries as "db.table"'
+            _problem(
+                ConfigError(
+                    f"source.tables entry {entry!r} must be a string", 'write entries as "db.table"'
+                )
             )
+    patterns = [
+        _or_problem(partial(parse_table_pattern, t), None) for t in tables if isinstance(t, str)
+    ]
     port = _typed(src, "source", "port", int, 3306)
     if not 0 < port < 65536:
-        raise ConfigError(f"source.port {port} is out of range", "use a TCP port from 1 to 65535")
+        _problem(
+            ConfigError(f"source.port {port} is out of range", "use a TCP port from 1 to 65535")
+        )
     low, high = _server_ids(src.get("server_id", "5400-5404"))
     pipe = _section(doc, "pipeline")
     outage = float(_typed(pipe, "pipeline", "source_outage_seconds", (int, float), 600.0))
     if outage < 0:
-        raise ConfigError(
-            f"pipeline.source_outage_seconds {outage:g} is negative",
-            "set pipeline.source_outage_seconds = 600 (0 fails at the first transient error)",
+        _problem(
+            ConfigError(
+                f"pipeline.source_outage_seconds {outage:g} is negative",
+                "set pipeline.source_outage_seconds = 600 (0 fails at the first transient error)",
+            )
         )
     source = SourceConfig(
         host=_typed(src, "source", "host", str, "127.0.0.1"),
         port=port,
         user=_typed(src, "source", "user", str, "cdc"),
         password_env=_typed(src, "source", "password_env", str, "CDC_SOURCE_PASSWORD"),
-        tables=tuple(parse_table_pattern(t) for t in tables),
+        tables=tuple(p for p in patterns if p is not None),
         server_id_min=low,
         server_id_max=high,
         time_zone=_typed(src, "source", "time_zone", str, None),
@@ -586,9 +635,11 @@ def _config_from_dict(doc: dict[str, Any], base: Path | None, path: Path | None)
     if source.time_zone is not None and not re.fullmatch(
         r"[+-]\d{2}:\d{2}|[A-Za-z_/]+|SYSTEM", source.time_zone
     ):
-        raise ConfigError(
-            f"source.time_zone {source.time_zone!r} is not a zone",
-            'use an offset like "+02:00" or a name like "Europe/Berlin"',
+        _problem(
+            ConfigError(
+                f"source.time_zone {source.time_zone!r} is not a zone",
+                'use an offset like "+02:00" or a name like "Europe/Berlin"',
+            )
         )
 
     snap = _section(doc, "snapshot")
@@ -601,18 +652,22 @@ def _config_from_dict(doc: dict[str, Any], base: Path | None, path: Path | None)
         _problem(ConfigError("snapshot.parallelism must be at least 1", "set parallelism = 2"))
         parallelism = 2
     if parallelism + 1 > len(source.server_ids):
-        raise ConfigError(
-            f"source.server_id range has {len(source.server_ids)} ids but snapshot.parallelism = "
-            f"{parallelism} needs {parallelism + 1} (one per chunk reader plus the binlog reader)",
-            f'widen server_id to "{low}-{low + parallelism}" or lower parallelism',
+        _problem(
+            ConfigError(
+                f"source.server_id range has {len(source.server_ids)} ids but snapshot.parallelism = "
+                f"{parallelism} needs {parallelism + 1} (one per chunk reader plus the binlog reader)",
+                f'widen server_id to "{low}-{low + parallelism}" or lower parallelism',
+            )
         )
     chunk_key = _typed(snap, "snapshot", "chunk_key", dict, {})
     for table_name, column in chunk_key.items():
-        parse_table_pattern(table_name)
+        _or_problem(partial(parse_table_pattern, table_name), None)
         if not isinstance(column, str):
-            raise ConfigError(
-                f"snapshot.chunk_key for {table_name} must be a column name",
-                f'write chunk_key = {{ "{table_name}" = "id" }}',
+            _problem(
+                ConfigError(
+                    f"snapshot.chunk_key for {table_name} must be a column name",
+                    f'write chunk_key = {{ "{table_name}" = "id" }}',
+                )
             )
     mode = _typed(snap, "snapshot", "startup_mode", str, "initial")
     if mode not in STARTUP_MODES:
@@ -625,16 +680,39 @@ def _config_from_dict(doc: dict[str, Any], base: Path | None, path: Path | None)
         mode = "initial"
     chunks_per_batch = _typed(snap, "snapshot", "chunks_per_batch", int, None)
     if chunks_per_batch is not None and chunks_per_batch < 1:
-        raise ConfigError(
-            "snapshot.chunks_per_batch must be at least 1",
-            "remove chunks_per_batch (about 512k rows per batch) or set it to e.g. 16",
+        _problem(
+            ConfigError(
+                "snapshot.chunks_per_batch must be at least 1",
+                "remove chunks_per_batch (about 512k rows per batch) or set it to e.g. 16",
+            )
         )
     budget = float(_typed(snap, "snapshot", "batch_seconds_while_streaming", (int, float), 1.0))
     if budget < 0:
-        raise ConfigError(
-            f"snapshot.batch_seconds_while_streaming must not be negative (got {budget:g})",
-            "set it to e.g. 1.0 (seconds of chunk work per batch while tables stream), or 0 "
-            "for no cap",
+        _problem(
+            ConfigError(
+                f"snapshot.batch_seconds_while_streaming must not be negative (got {budget:g})",
+                "set it to e.g. 1.0 (seconds of chunk work per batch while tables stream), or 0 "
+                "for no cap",
+            )
+        )
+    upper = _positive(
+        float(_typed(snap, "snapshot", "distribution_factor_upper", (int, float), 1000.0)),
+        "snapshot.distribution_factor_upper",
+        "1000.0",
+    )
+    lower = _positive(
+        float(_typed(snap, "snapshot", "distribution_factor_lower", (int, float), 0.05)),
+        "snapshot.distribution_factor_lower",
+        "0.05",
+    )
+    if lower > upper:
+        _problem(
+            ConfigError(
+                f"snapshot.distribution_factor_lower ({lower:g}) is above "
+                f"distribution_factor_upper ({upper:g})",
+                "keys evenly spread have a factor near 1: set lower <= 1 <= upper, e.g. 0.05 "
+                "and 1000.0",
+            )
         )
     snapshot = SnapshotConfig(
         chunks_per_batch=chunks_per_batch,
@@ -643,12 +721,8 @@ def _config_from_dict(doc: dict[str, Any], base: Path | None, path: Path | None)
         parallelism=parallelism,
         chunk_key=dict(chunk_key),
         startup_mode=mode,
-        distribution_factor_upper=float(
-            _typed(snap, "snapshot", "distribution_factor_upper", (int, float), 1000.0)
-        ),
-        distribution_factor_lower=float(
-            _typed(snap, "snapshot", "distribution_factor_lower", (int, float), 0.05)
-        ),
+        distribution_factor_upper=upper,
+        distribution_factor_lower=lower,
     )
 
     snk = _section(doc, "sink")
@@ -679,17 +753,19 @@ def _config_from_dict(doc: dict[str, Any], base: Path | None, path: Path | None)
             "1.0",
         ),
         checkpoint=_resolve(base, _typed(sp, "spark", "checkpoint", str, "checkpoints")),
-        ui_port=_typed(sp, "spark", "ui_port", int, None),
+        ui_port=_port_or_none(_typed(sp, "spark", "ui_port", int, None), "spark.ui_port"),
         conf={str(k): str(v) for k, v in conf.items()},
     )
     name = _typed(doc, "", "name", str, None) or (path.stem if path else "pipeline")
     verify = _verify(_section(doc, "verify"))
     if verify.every and len(source.server_ids) < snapshot.parallelism + 2:
         low = source.server_id_min
-        raise ConfigError(
-            "verify.every schedules verifications, which read the binlog with a server id of "
-            f"their own, and source.server_id's {len(source.server_ids)} ids are all the job's",
-            f'widen it by one: server_id = "{low}-{low + snapshot.parallelism + 1}"',
+        _problem(
+            ConfigError(
+                "verify.every schedules verifications, which read the binlog with a server id of "
+                f"their own, and source.server_id's {len(source.server_ids)} ids are all the job's",
+                f'widen it by one: server_id = "{low}-{low + snapshot.parallelism + 1}"',
+            )
         )
     return PipelineConfig(
         name=name,
@@ -719,15 +795,20 @@ _DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_size(text: str | int, where: str) -> int:
-    """Bytes from ``1048576``, ``"1MiB"``, ``"8 MB"``; ``ConfigError`` naming ``where`` otherwise."""
+    """Bytes from ``1048576``, ``"1MiB"``, ``"8 MB"``; a ``ConfigError`` naming ``where``
+    otherwise (noted, not raised, while a whole document is checked)."""
     if isinstance(text, int) and not isinstance(text, bool):
         return text
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
     unit = match.group(2).lower() if match else ""
     if match is None or unit not in _SIZE_UNITS:
-        raise ConfigError(
-            f"{where} {text!r} is not a size", f'write {where.split(".")[-1]} = "256KiB" or bytes'
+        _problem(
+            ConfigError(
+                f"{where} {text!r} is not a size",
+                f'write {where.split(".")[-1]} = "256KiB" or bytes',
+            )
         )
+        return 256 * 1024  # stands in while the rest of the document is checked
     return int(float(match.group(1)) * _SIZE_UNITS[unit])
 
 
@@ -739,10 +820,13 @@ def parse_duration(text: str | int | float, where: str) -> float:
         return 0.0
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text))
     if match is None:
-        raise ConfigError(
-            f"{where} {text!r} is not a duration",
-            f'write {where.split(".")[-1]} = "10m" (s, m, h, d), a number of seconds, or "off"',
+        _problem(
+            ConfigError(
+                f"{where} {text!r} is not a duration",
+                f'write {where.split(".")[-1]} = "10m" (s, m, h, d), a number of seconds, or "off"',
+            )
         )
+        return 0.0  # stands in while the rest of the document is checked
     return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
 
 
@@ -753,9 +837,11 @@ def _lake(section: dict[str, Any]) -> LakeConfig:
         "lake.target_file_size",
     )
     if not 64 * 1024 <= size <= 1 << 30:
-        raise ConfigError(
-            f"lake.target_file_size {size} bytes is outside 64KiB..1GiB",
-            'set target_file_size = "256KiB" (smaller: cheaper changes; larger: cheaper scans)',
+        _problem(
+            ConfigError(
+                f"lake.target_file_size {size} bytes is outside 64KiB..1GiB",
+                'set target_file_size = "256KiB" (smaller: cheaper changes; larger: cheaper scans)',
+            )
         )
     every = {}
     for key in ("optimize_every", "vacuum_every"):
@@ -763,26 +849,32 @@ def _lake(section: dict[str, Any]) -> LakeConfig:
             _typed(section, "lake", key, (int, float, str), getattr(defaults, key)), f"lake.{key}"
         )
         if value < 0:
-            raise ConfigError(f"lake.{key} is negative", f'set lake.{key} = "10m" or "off"')
+            _problem(ConfigError(f"lake.{key} is negative", f'set lake.{key} = "10m" or "off"'))
         every[key] = value
     hours = {}
     for key in ("vacuum_retention_hours", "log_retention_hours"):
         value = float(_typed(section, "lake", key, (int, float), getattr(defaults, key)))
         if value < 0:
-            raise ConfigError(
-                f"lake.{key} is negative", f"set lake.{key} = {getattr(defaults, key):g}"
+            _problem(
+                ConfigError(
+                    f"lake.{key} is negative", f"set lake.{key} = {getattr(defaults, key):g}"
+                )
             )
         hours[key] = value
     interval = _typed(section, "lake", "checkpoint_interval", int, defaults.checkpoint_interval)
     if interval < 1:
-        raise ConfigError(
-            "lake.checkpoint_interval must be at least 1", "set lake.checkpoint_interval = 100"
+        _problem(
+            ConfigError(
+                "lake.checkpoint_interval must be at least 1", "set lake.checkpoint_interval = 100"
+            )
         )
     datetime = _typed(section, "lake", "datetime", str, defaults.datetime)
     if datetime not in DATETIME_TYPES:
-        raise ConfigError(
-            f"lake.datetime {datetime!r} is not one of {', '.join(DATETIME_TYPES)}",
-            'set datetime = "timestamp_ntz" (exact) or "timestamp" (for older Delta readers)',
+        _problem(
+            ConfigError(
+                f"lake.datetime {datetime!r} is not one of {', '.join(DATETIME_TYPES)}",
+                'set datetime = "timestamp_ntz" (exact) or "timestamp" (for older Delta readers)',
+            )
         )
     return LakeConfig(
         datetime=datetime,
@@ -801,9 +893,11 @@ def _metrics(section: dict[str, Any]) -> MetricsConfig:
     if listen:
         _host, colon, port = listen.rpartition(":")
         if not colon or not port.isdigit() or not 0 <= int(port) <= 65535:
-            raise ConfigError(
-                f"metrics.listen {listen!r} is not host:port",
-                'write listen = "127.0.0.1:9464" (or "" to serve no metrics)',
+            _problem(
+                ConfigError(
+                    f"metrics.listen {listen!r} is not host:port",
+                    'write listen = "127.0.0.1:9464" (or "" to serve no metrics)',
+                )
             )
     return MetricsConfig(listen=listen)
 
@@ -814,23 +908,29 @@ def _verify(section: dict[str, Any]) -> VerifyConfig:
         _typed(section, "verify", "every", (int, float, str), defaults.every), "verify.every"
     )
     if every < 0:
-        raise ConfigError("verify.every is negative", 'set verify.every = "6h" or "off"')
+        _problem(ConfigError("verify.every is negative", 'set verify.every = "6h" or "off"'))
     if 0 < every < 60:
-        raise ConfigError(
-            f"verify.every {every:g} s is shorter than a minute",
-            'verify a whole pipeline at most every few minutes: set verify.every = "6h"',
+        _problem(
+            ConfigError(
+                f"verify.every {every:g} s is shorter than a minute",
+                'verify a whole pipeline at most every few minutes: set verify.every = "6h"',
+            )
         )
     rate = _typed(section, "verify", "rows_per_second", int, defaults.rows_per_second)
     if rate < 0:
-        raise ConfigError(
-            "verify.rows_per_second is negative",
-            "set verify.rows_per_second = 0 (no limit) or the rows a second it may read",
+        _problem(
+            ConfigError(
+                "verify.rows_per_second is negative",
+                "set verify.rows_per_second = 0 (no limit) or the rows a second it may read",
+            )
         )
     hide = _typed(section, "verify", "hide_values", list, list(defaults.hide_values))
     if not all(isinstance(p, str) for p in hide):
-        raise ConfigError(
-            "verify.hide_values must be a list of strings",
-            'write hide_values = ["*password*", "shop.customers.email"]',
+        _problem(
+            ConfigError(
+                "verify.hide_values must be a list of strings",
+                'write hide_values = ["*password*", "shop.customers.email"]',
+            )
         )
     return VerifyConfig(every=every, rows_per_second=rate, hide_values=tuple(hide))
 
@@ -841,32 +941,41 @@ def _console(section: dict[str, Any], base: Path | None) -> ConsoleConfig:
     def number(key: str, default: float) -> float:
         value = float(_typed(section, "console", key, (int, float), default))
         if value <= 0:
-            raise ConfigError(f"console.{key} must be positive", f"set console.{key} = {default:g}")
+            _problem(
+                ConfigError(f"console.{key} must be positive", f"set console.{key} = {default:g}")
+            )
+            return default
         return value
 
     refresh = number("refresh_seconds", defaults.refresh_seconds)
     if refresh > 0.5:
-        raise ConfigError(
-            f"console.refresh_seconds {refresh:g} is slower than twice a second",
-            "set console.refresh_seconds to 0.5 or less (the console never blocks on a refresh)",
+        _problem(
+            ConfigError(
+                f"console.refresh_seconds {refresh:g} is slower than twice a second",
+                "set console.refresh_seconds to 0.5 or less (the console never blocks on a refresh)",
+            )
         )
     pairs: dict[str, tuple[float, float]] = {}
     for name in ("lag", "stale"):
         warn = number(f"{name}_warn_seconds", getattr(defaults, f"{name}_warn_seconds"))
         alert = number(f"{name}_alert_seconds", getattr(defaults, f"{name}_alert_seconds"))
         if alert < warn:
-            raise ConfigError(
-                f"console.{name}_alert_seconds ({alert:g}) is below {name}_warn_seconds ({warn:g})",
-                f"set console.{name}_alert_seconds at or above console.{name}_warn_seconds",
+            _problem(
+                ConfigError(
+                    f"console.{name}_alert_seconds ({alert:g}) is below {name}_warn_seconds ({warn:g})",
+                    f"set console.{name}_alert_seconds at or above console.{name}_warn_seconds",
+                )
             )
         pairs[name] = (warn, alert)
     purge_warn = number("purge_warn_hours", defaults.purge_warn_hours)
     purge_alert = number("purge_alert_hours", defaults.purge_alert_hours)
     if purge_alert > purge_warn:
-        raise ConfigError(
-            f"console.purge_alert_hours ({purge_alert:g}) is above purge_warn_hours "
-            f"({purge_warn:g})",
-            "the alert comes closer to the purge than the warning: set purge_alert_hours lower",
+        _problem(
+            ConfigError(
+                f"console.purge_alert_hours ({purge_alert:g}) is above purge_warn_hours "
+                f"({purge_warn:g})",
+                "the alert comes closer to the purge than the warning: set purge_alert_hours lower",
+            )
         )
     job_log = _typed(section, "console", "job_log", str, None)
     return ConsoleConfig(

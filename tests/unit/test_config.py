@@ -292,3 +292,37 @@ def test_check_reports_them_all(tmp_path: Path, capsys: object) -> None:
     assert main(["check", "--config", str(path)]) == 1
     out = capsys.readouterr().out  # type: ignore[attr-defined]
     assert "2 problems in the config:" in out and "trigger_seconds" in out and "heartbeat" in out
+
+
+def test_problems_that_used_to_stop_the_check_are_reported_together(tmp_path: Path) -> None:
+    error = load_error(
+        tmp_path,
+        '[source]\ntables = ["shop.*", "nodot", 7]\nport = 0\nserver_id = "9-3"\n'
+        'time_zone = "Mars/Olympus Mons"\nhosts = ["db1:99999"]\n'
+        "[pipeline]\nsource_outage_seconds = -1\nlog_format = 'xml'\n"
+        "[snapshot]\nchunks_per_batch = 0\ndistribution_factor_lower = 5\n"
+        "distribution_factor_upper = 2\n[spark]\nui_port = 70000\n"
+        '[lake]\ntarget_file_size = "huge"\nvacuum_every = "soon"\n'
+        "[verify]\nrows_per_second = -1\n[console]\nlag_warn_seconds = 0\n",
+    )
+    lines = error.message.splitlines()
+    problems = [x.split(". ", 1)[1] for x in lines[1:] if not x.lstrip().startswith("fix:")]
+    expected = [
+        "source.tables entry 7 must be a string",
+        "source.tables entry 'nodot' is not 'database.table'",
+        "source.port 0 is out of range",
+        "source.server_id range '9-3' is empty or includes 0",
+        "pipeline.source_outage_seconds -1 is negative",
+        "source.hosts entry 'db1:99999' is not host:port",
+        "source.time_zone 'Mars/Olympus Mons' is not a zone",
+        "snapshot.chunks_per_batch must be at least 1",
+        "snapshot.distribution_factor_lower (5) is above distribution_factor_upper (2)",
+        "spark.ui_port 70000 is out of range",
+        "pipeline.log_format 'xml' is not one of text, json",
+        "console.lag_warn_seconds must be positive",
+        "lake.target_file_size 'huge' is not a size",
+        "lake.vacuum_every 'soon' is not a duration",
+        "verify.rows_per_second is negative",
+    ]
+    assert sorted(problems) == sorted(expected), problems
+    assert lines[0] == f"{len(expected)} problems in the config:"
