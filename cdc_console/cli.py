@@ -32,6 +32,16 @@ COMMAND_MODULES = (
 )
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Wraps one-line descriptions to the terminal; keeps text laid out in lines (examples,
+    the exit-code table) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdc-console",
@@ -45,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
             "  cdc-console COMMAND --help                a command's options and examples\n\n"
             + exit_codes_help()
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--version", action="version", version=f"cdc-console {__version__}")
@@ -55,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     def add_with_verbose(name: str, **kwargs: Any) -> argparse.ArgumentParser:
         """Every subcommand takes ``-v`` too (``cdc-console status -v``); SUPPRESS leaves the
         top-level flag alone when it is given before the subcommand."""
+        kwargs.setdefault("description", kwargs.get("help"))
+        kwargs.setdefault("formatter_class", HelpFormatter)
         found = add_parser(name, **kwargs)
         found.add_argument(
             "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging"
@@ -65,7 +77,25 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"cdc_console.commands.{name}")
         module.register(subparsers)
+    for command in subparsers.choices.values():
+        _verbose_below(command)
     return parser
+
+
+def _verbose_below(parser: argparse.ArgumentParser) -> None:
+    """``-v`` on nested sub-commands too (``cdc-console bench snapshot -v``)."""
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if isinstance(action, argparse._SubParsersAction):
+            for nested in action.choices.values():
+                if "-v" not in nested._option_string_actions:
+                    nested.add_argument(
+                        "-v",
+                        "--verbose",
+                        action="store_true",
+                        default=argparse.SUPPRESS,
+                        help="debug logging",
+                    )
+                _verbose_below(nested)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

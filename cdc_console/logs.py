@@ -97,7 +97,7 @@ def logging_to(path: Path) -> Iterator[None]:
         handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
     except OSError:
         handler = logging.NullHandler()
-    handler.setFormatter(RedactingFormatter(LOG_FORMAT, "%H:%M:%S"))
+    handler.setFormatter(RedactingFormatter(LOG_FORMAT, "%Y-%m-%d %H:%M:%S"))
     root.handlers[:] = [handler]
     try:
         yield
