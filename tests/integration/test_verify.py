@@ -219,7 +219,8 @@ def test_verifications_under_writers_report_no_false_difference(
         for writer in writers:
             writer.stop()
             assert not writer.errors, writer.errors
-            assert writer.ops > 100
+            print(f"{writer.table}: {writer.ops} statements, {writer.achieved_rate:.0f}/s")
+            assert writer.achieved_rate > 400, "each table took ~500 statements a second"
     # exact at the first comparison: the re-check, a safety net, was never needed
     assert verifier.rechecked == 0
     for report in reports:
