@@ -182,3 +182,74 @@ def test_purge_headroom_is_one_figure_in_status_the_metrics_and_the_console(
         generate_latest(JobMetrics(config, store, status=lambda: never).registry).decode()
     )
     assert value(found, "cdc_binlog_purge_headroom_seconds") == float("inf")
+
+
+def test_metrics_listen_on_loopback_by_default_and_not_at_all_when_emptied(
+    canned: tuple[Path, StateStore], tmp_path: Path
+) -> None:
+    import socket
+    from dataclasses import replace
+
+    from cdc_console.config import MetricsConfig
+    from cdc_console.metrics.server import serve_metrics
+
+    config_path, store = canned
+    assert MetricsConfig().address == ("127.0.0.1", 9464)
+    config = load_config(config_path)
+    off = replace(config, metrics=MetricsConfig(listen=""))
+    assert serve_metrics(off, store, store.start_run(1, "here", "local[1]")) is None
+
+    with socket.socket() as taken:  # a busy port warns and the job goes on without metrics
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = replace(config, metrics=MetricsConfig(f"127.0.0.1:{taken.getsockname()[1]}"))
+        assert serve_metrics(busy, store, store.start_run(2, "here", "local[1]")) is None
+    assert "metrics not served: cannot listen on" in store.events(5)[-1].message
+
+    served = replace(config, metrics=MetricsConfig("127.0.0.1:0"))
+    run = store.start_run(3, "here", "local[1]")
+    server = serve_metrics(served, store, run)
+    assert server is not None
+    try:
+        assert store.runs(1)[0].metrics_url == server.url
+    finally:
+        server.close()
+
+
+def test_the_config_chooses_json_logs_for_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    import logging
+
+    path = tmp_path / "p.toml"
+    path.write_text(
+        '[source]\ntables = ["shop.orders"]\n[pipeline]\nlog_format = "json"\n'
+        '[state]\npath = "state.sqlite"\n'
+    )
+
+    class Stub:
+        def __init__(self, config: object) -> None:
+            logging.getLogger("cdc_console.spark.job").info("job would start")
+
+        def run(self, until_caught_up: bool = False) -> int:
+            return 0
+
+    from cdc_console.logs import FORMAT_ENV, PIPELINE_ENV
+
+    for name in (FORMAT_ENV, PIPELINE_ENV):  # run sets them for its workers: undone after
+        monkeypatch.setenv(name, "")
+    monkeypatch.setattr("cdc_console.spark.job.PipelineJob", Stub)
+    monkeypatch.setattr("cdc_console.spark.job.install_signal_handlers", lambda job: None)
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        from cdc_console.cli import main
+
+        assert main(["run", "--config", str(path)]) == 0
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    document = json.loads(line)
+    assert document["message"] == "job would start" and document["pipeline"] == "p"
