@@ -32,7 +32,9 @@ from cdc_console.bench.common import (
     RAW_BINLOG_SERVER_ID,
     BenchEnv,
     BenchError,
+    Measured,
     Measurement,
+    SnapshotRunOptions,
     bar_line,
     bench_env,
     breakdown_line,
@@ -58,28 +60,19 @@ SINGLE_PER_TXN = 50
 INSERT_BASE = 10_000_000
 
 
-@dataclass
-class BinlogOptions:
+@dataclass(kw_only=True)
+class BinlogOptions(SnapshotRunOptions):
     changes: int
     seed_rows: int = 100_000
-    chunk_size: int = 8096
-    parallelism: int = 2
-    master: str = "local[2]"
     skip: frozenset[str] = frozenset()
     changelog: bool = False
-    workdir: Path | None = None
-    keep: bool = False
-    timeout: float = 3600.0
 
 
 @dataclass
-class BinlogResult:
+class BinlogResult(Measured):
     changes: int
     measurements: list[Measurement] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-    def get(self, label: str) -> Measurement | None:
-        return next((m for m in self.measurements if m.label == label), None)
 
 
 @dataclass

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -63,6 +63,24 @@ def seed_sql(first: int, last: int) -> str:
     )
 
 
+@dataclass(kw_only=True)
+class RunOptions:
+    """The flags every benchmark takes (``commands/bench.py`` builds the options by name)."""
+
+    master: str = "local[2]"
+    workdir: Path | None = None
+    keep: bool = False
+    timeout: float = 3600.0
+
+
+@dataclass(kw_only=True)
+class SnapshotRunOptions(RunOptions):
+    """The flags of the benchmarks that snapshot the bench table with our pipeline first."""
+
+    chunk_size: int = 8096
+    parallelism: int = 2
+
+
 @dataclass
 class Measurement:
     """One line of a result table: ``rows`` in ``seconds``, and the contender's peak tree RSS."""
@@ -95,6 +113,15 @@ class Measurement:
             cpu_seconds=run.cpu_seconds,
             background_cores=run.background_cores,
         )
+
+
+class Measured:
+    """A result whose table lines are found by label (the figures a bar compares)."""
+
+    measurements: list[Measurement]
+
+    def get(self, label: str) -> Measurement | None:
+        return next((m for m in self.measurements if m.label == label), None)
 
 
 @dataclass
@@ -558,19 +585,37 @@ def start_streaming_job(config: Path, env: BenchEnv, log_path: Path) -> subproce
     )
 
 
-def wait_running(state_path: Path, timeout: float) -> None:
-    """Until the restarted job is running (its run row) and planning batches again."""
+def wait_for_state(
+    state_path: Path,
+    timeout: float,
+    ready: Callable[[StateStore], bool],
+    failure: str,
+    interval: float = 0.5,
+) -> None:
+    """Until ``ready`` holds on a fresh look at the job's state database; ``BenchError`` with
+    ``failure`` after ``timeout`` seconds. A new store each time: the job writes meanwhile."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         store = StateStore(state_path)
         try:
-            runs = store.runs(1)
-            if runs and runs[0].status == "running" and runs[0].heartbeat_at:
+            if ready(store):
                 return
         finally:
             store.close()
-        time.sleep(0.5)
-    raise BenchError(f"the job did not start streaming within {timeout:.0f}s")
+        time.sleep(interval)
+    raise BenchError(failure)
+
+
+def wait_running(state_path: Path, timeout: float) -> None:
+    """Until the restarted job is running (its run row) and planning batches again."""
+
+    def running(store: StateStore) -> bool:
+        runs = store.runs(1)
+        return bool(runs and runs[0].status == "running" and runs[0].heartbeat_at)
+
+    wait_for_state(
+        state_path, timeout, running, f"the job did not start streaming within {timeout:.0f}s"
+    )
 
 
 def wait_caught_up(env: BenchEnv, state_path: Path, timeout: float) -> None:
@@ -579,14 +624,14 @@ def wait_caught_up(env: BenchEnv, state_path: Path, timeout: float) -> None:
         head = current_position(conn)
     finally:
         conn.close()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        store = StateStore(state_path)
-        try:
-            committed = store.committed_offset()
-        finally:
-            store.close()
-        if committed is not None and committed >= head:
-            return
-        time.sleep(0.5)
-    raise BenchError(f"the job did not catch up with {head} within {timeout:.0f}s")
+
+    def caught_up(store: StateStore) -> bool:
+        committed = store.committed_offset()
+        return committed is not None and committed >= head
+
+    wait_for_state(
+        state_path,
+        timeout,
+        caught_up,
+        f"the job did not catch up with {head} within {timeout:.0f}s",
+    )

@@ -25,7 +25,6 @@ import signal
 import statistics
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from deltalake import DeltaTable
@@ -34,6 +33,7 @@ from cdc_console.bench.common import (
     BENCH_DB,
     BENCH_TABLE,
     BenchEnv,
+    RunOptions,
     bench_env,
     machine_line,
     pipeline_command,
@@ -51,18 +51,14 @@ DISK_BAR = 2.0
 MIX = (("update", 70), ("insert", 20), ("delete", 10))
 
 
-@dataclass
-class LakeOptions:
+@dataclass(kw_only=True)
+class LakeOptions(RunOptions):
     rows: int
     minutes: float
     rate: float
     optimize_every: str = "1m"
     retention_hours: float = 0.0
     target_file_size: str | None = None
-    master: str = "local[2]"
-    workdir: Path | None = None
-    keep: bool = False
-    timeout: float = 3600.0
 
 
 @dataclass

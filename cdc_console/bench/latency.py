@@ -25,10 +25,12 @@ from cdc_console.bench.common import (
     BENCH_DB,
     BenchEnv,
     BenchError,
+    RunOptions,
     bench_env,
     load_line,
     machine_line,
     start_streaming_job,
+    wait_for_state,
     wait_running,
     write_pipeline_config,
 )
@@ -45,13 +47,10 @@ RATE_BAR = 20_000
 PER_WRITER = 1_500
 
 
-@dataclass
-class LatencyOptions:
+@dataclass(kw_only=True)
+class LatencyOptions(RunOptions):
     rates: str = "1000,4000"
     seconds: float = 30.0
-    master: str = "local[2]"
-    workdir: Path | None = None
-    keep: bool = False
     timeout: float = 600.0
 
 
@@ -178,17 +177,13 @@ def _bars(results: list[RateResult]) -> list[str]:
 
 
 def _wait_streaming(state: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        store = StateStore(state)
-        try:
-            tables = store.tables()
-        finally:
-            store.close()
-        if tables and all(t.state == Lifecycle.STREAMING for t in tables):
-            return
-        time.sleep(0.2)
-    raise BenchError(f"{TABLE} was not streaming within {timeout:.0f}s")
+    def streaming(store: StateStore) -> bool:
+        tables = store.tables()
+        return bool(tables) and all(t.state == Lifecycle.STREAMING for t in tables)
+
+    wait_for_state(
+        state, timeout, streaming, f"{TABLE} was not streaming within {timeout:.0f}s", 0.2
+    )
 
 
 def _one_rate(env: BenchEnv, watcher: _MirrorWatcher, rate: int, seconds: float) -> RateResult:

@@ -27,6 +27,7 @@ from cdc_console.bench.common import (
     BENCH_TABLE,
     BenchEnv,
     BenchError,
+    SnapshotRunOptions,
     bench_env,
     load_line,
     machine_line,
@@ -45,15 +46,9 @@ from cdc_console.state.store import StateStore
 LAG_BAR_SECONDS = 2.0
 
 
-@dataclass
-class RedumpOptions:
+@dataclass(kw_only=True)
+class RedumpOptions(SnapshotRunOptions):
     rows: int
-    chunk_size: int = 8096
-    parallelism: int = 2
-    master: str = "local[2]"
-    workdir: Path | None = None
-    keep: bool = False
-    timeout: float = 3600.0
     rate: float = 100.0
     #: ``batch_seconds_while_streaming`` of each pass, comma separated
     budgets: str = "0,1"
@@ -82,15 +77,7 @@ def run_redump_bench(options: RedumpOptions) -> dict[str, Any]:
         raise BenchError("--budgets names no budget; e.g. --budgets 0,1")
     passes: list[RedumpPass] = []
     with bench_env(options.workdir, options.keep) as env:
-        ours = snapshot_with_live_table(
-            env,
-            "ours-snapshot-then-redump",
-            rows=options.rows,
-            chunk_size=options.chunk_size,
-            parallelism=options.parallelism,
-            master=options.master,
-            timeout=options.timeout,
-        )
+        ours = snapshot_with_live_table(env, "ours-snapshot-then-redump", options, options.rows)
         for budget in budgets:
             passes.append(_one_pass(env, options, ours.config, budget))
             print(_pass_line(passes[-1], options), flush=True)

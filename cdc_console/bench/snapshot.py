@@ -33,7 +33,9 @@ from cdc_console.bench.common import (
     BenchEnv,
     BenchError,
     ChildRun,
+    Measured,
     Measurement,
+    SnapshotRunOptions,
     bar_line,
     bench_env,
     breakdown_line,
@@ -56,28 +58,19 @@ OURS_WALL = "ours snapshot -> delta (process wall)"
 SNAPSHOT_BAR = 0.5
 
 
-@dataclass
-class SnapshotOptions:
+@dataclass(kw_only=True)
+class SnapshotOptions(SnapshotRunOptions):
     rows: list[int]
-    chunk_size: int = 8096
-    parallelism: int = 2
-    master: str = "local[2]"
     jdbc_jar: Path | None = None
     skip: frozenset[str] = frozenset()
     changelog: bool = False
-    workdir: Path | None = None
-    keep: bool = False
-    timeout: float = 3600.0
 
 
 @dataclass
-class SizeResult:
+class SizeResult(Measured):
     rows: int
     measurements: list[Measurement] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-    def get(self, label: str) -> Measurement | None:
-        return next((m for m in self.measurements if m.label == label), None)
 
 
 def run_snapshot_bench(options: SnapshotOptions) -> list[SizeResult]:
@@ -191,12 +184,9 @@ class OursSnapshot:
 def snapshot_ours(
     env: BenchEnv,
     name: str,
+    options: SnapshotRunOptions,
     *,
-    chunk_size: int,
-    parallelism: int,
     changelog: bool,
-    master: str,
-    timeout: float,
     startup_mode: str = "snapshot-only",
     extra: dict[str, Any] | None = None,
     tables: list[str] | None = None,
@@ -208,14 +198,14 @@ def snapshot_ours(
         folder,
         env,
         startup_mode=startup_mode,
-        chunk_size=chunk_size,
-        parallelism=parallelism,
+        chunk_size=options.chunk_size,
+        parallelism=options.parallelism,
         changelog=changelog,
-        master=master,
+        master=options.master,
         extra=extra,
         tables=tables,
     )
-    job = env.run(pipeline_command(config), folder / "job.log", timeout)
+    job = env.run(pipeline_command(config), folder / "job.log", options.timeout)
     state = folder / "state" / "pipeline.sqlite"
     batches = batch_times(state)
     applied = [b for b in batches if b.applied_at is not None]
@@ -227,15 +217,7 @@ def snapshot_ours(
 
 
 def _ours(env: BenchEnv, size: int, options: SnapshotOptions, result: SizeResult) -> None:
-    ours = snapshot_ours(
-        env,
-        "ours-snapshot",
-        chunk_size=options.chunk_size,
-        parallelism=options.parallelism,
-        changelog=options.changelog,
-        master=options.master,
-        timeout=options.timeout,
-    )
+    ours = snapshot_ours(env, "ours-snapshot", options, changelog=options.changelog)
     job, rows, state = ours.job, ours.rows, ours.state
     if rows != size:
         result.notes.append(f"WARNING: the pipeline snapshotted {rows:,} rows, expected {size:,}")

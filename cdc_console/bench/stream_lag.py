@@ -18,6 +18,7 @@ from cdc_console.bench.common import (
     BENCH_DB,
     BENCH_TABLE,
     BenchEnv,
+    SnapshotRunOptions,
     seed_rows,
     start_streaming_job,
     wait_caught_up,
@@ -37,12 +38,8 @@ LIVE_ROWS = 10_000
 def snapshot_with_live_table(
     env: BenchEnv,
     name: str,
-    *,
+    options: SnapshotRunOptions,
     rows: int,
-    chunk_size: int,
-    parallelism: int,
-    master: str,
-    timeout: float,
 ) -> OursSnapshot:
     """Seed ``rows`` rows and a ``LIVE_ROWS``-row copy beside them, and snapshot both into
     fresh mirrors that stream on (``initial``, caught up, lag sampled once a second)."""
@@ -55,11 +52,8 @@ def snapshot_with_live_table(
     return snapshot_ours(
         env,
         name,
-        chunk_size=chunk_size,
-        parallelism=parallelism,
+        options,
         changelog=False,
-        master=master,
-        timeout=timeout,
         startup_mode="initial",
         extra={"pipeline": {"heartbeat_seconds": 1}},
         tables=[f"{BENCH_DB}.{BENCH_TABLE}", f"{BENCH_DB}.{LIVE}"],

@@ -37,6 +37,7 @@ from cdc_console.bench.common import (
     BenchError,
     ChildRun,
     Measurement,
+    SnapshotRunOptions,
     bar_line,
     bench_env,
     format_table,
@@ -58,15 +59,9 @@ VERIFY_WALL = "verify (process wall)"
 VERIFY_BAR = 0.8
 
 
-@dataclass
-class VerifyOptions:
+@dataclass(kw_only=True)
+class VerifyOptions(SnapshotRunOptions):
     rows: int
-    chunk_size: int = 8096
-    parallelism: int = 2
-    master: str = "local[2]"
-    workdir: Path | None = None
-    keep: bool = False
-    timeout: float = 3600.0
     no_lag: bool = False
     rate: float = 100.0
     baseline_seconds: float = 20.0
@@ -80,15 +75,7 @@ def run_verify_bench(options: VerifyOptions) -> dict[str, Any]:
     notes = [load_line("before")]
     measurements: list[Measurement] = []
     with bench_env(options.workdir, options.keep) as env:
-        ours = snapshot_with_live_table(
-            env,
-            "ours-snapshot-then-verify",
-            rows=options.rows,
-            chunk_size=options.chunk_size,
-            parallelism=options.parallelism,
-            master=options.master,
-            timeout=options.timeout,
-        )
+        ours = snapshot_with_live_table(env, "ours-snapshot-then-verify", options, options.rows)
         config, folder = ours.config, ours.config.parent
         rows = ours.rows - min(options.rows, LIVE_ROWS)
         measurements.append(
