@@ -418,37 +418,29 @@ def parse_table_pattern(text: str) -> TablePattern:
     return TablePattern(database, table)
 
 
-def _log_format(value: str) -> str:
-    if value not in LOG_FORMATS:
-        _problem(
-            ConfigError(
-                f"pipeline.log_format {value!r} is not one of {', '.join(LOG_FORMATS)}",
-                'set log_format = "text" (for people) or "json" (one object per line)',
-            )
-        )
-    return value
+#: settings that take one of a few words: the words, and the hint when a value is none of them
+_CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
+    "pipeline.log_format": (
+        LOG_FORMATS,
+        'set log_format = "text" (for people) or "json" (one object per line)',
+    ),
+    "pipeline.schema_changes": (
+        ("evolve", "park", "stop"),
+        'set schema_changes = "evolve" (changes that keep the mirror exact are applied; '
+        "a table with any other waits for its re-dump)",
+    ),
+    "source.position": (
+        ("auto", "gtid", "file"),
+        'set position = "auto" (follow a failover by GTID when the server logs GTIDs)',
+    ),
+}
 
 
-def _schema_changes(value: str) -> str:
-    if value not in ("evolve", "park", "stop"):
-        _problem(
-            ConfigError(
-                f"pipeline.schema_changes {value!r} is not one of evolve, park, stop",
-                'set schema_changes = "evolve" (changes that keep the mirror exact are applied; '
-                "a table with any other waits for its re-dump)",
-            )
-        )
-    return value
-
-
-def _position(value: str) -> str:
-    if value not in ("auto", "gtid", "file"):
-        _problem(
-            ConfigError(
-                f"source.position {value!r} is not one of auto, gtid, file",
-                'set position = "auto" (follow a failover by GTID when the server logs GTIDs)',
-            )
-        )
+def _one_of(value: str, key: str) -> str:
+    """``value`` as given; a problem naming ``key``'s choices (``_CHOICES``) when it is none."""
+    choices, hint = _CHOICES[key]
+    if value not in choices:
+        _problem(ConfigError(f"{key} {value!r} is not one of {', '.join(choices)}", hint))
     return value
 
 
@@ -630,7 +622,7 @@ def _config_from_dict(doc: dict[str, Any], base: Path | None, path: Path | None)
         ),
         outage_seconds=outage,
         hosts=_hosts(src.get("hosts"), port),
-        position=_position(_typed(src, "source", "position", str, "auto")),
+        position=_one_of(_typed(src, "source", "position", str, "auto"), "source.position"),
     )
     if source.time_zone is not None and not re.fullmatch(
         r"[+-]\d{2}:\d{2}|[A-Za-z_/]+|SYSTEM", source.time_zone
@@ -780,8 +772,12 @@ def _config_from_dict(doc: dict[str, Any], base: Path | None, path: Path | None)
             "pipeline.heartbeat_seconds",
             "5",
         ),
-        schema_changes=_schema_changes(_typed(pipe, "pipeline", "schema_changes", str, "evolve")),
-        log_format=_log_format(_typed(pipe, "pipeline", "log_format", str, "text")),
+        schema_changes=_one_of(
+            _typed(pipe, "pipeline", "schema_changes", str, "evolve"), "pipeline.schema_changes"
+        ),
+        log_format=_one_of(
+            _typed(pipe, "pipeline", "log_format", str, "text"), "pipeline.log_format"
+        ),
         console=_console(_section(doc, "console"), base),
         lake=_lake(_section(doc, "lake")),
         verify=verify,
