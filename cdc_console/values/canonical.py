@@ -413,44 +413,31 @@ def _family(column: ColumnInfo) -> TypeFamily:
     return family
 
 
+#: families whose values need one fixed converter, the same for the snapshot and the binlog
+_SAME_CONVERTER: dict[TypeFamily, Converter | None] = {
+    TypeFamily.FLOAT: _float32,
+    TypeFamily.DOUBLE: _double,
+    TypeFamily.BIT: _bit,
+    TypeFamily.CHAR: _char,
+    TypeFamily.STRING: None,
+    TypeFamily.BYTES: _base64,
+    TypeFamily.DATE: _date_text,
+}
+
+
 @lru_cache(maxsize=4096)
 def _plan(column: ColumnInfo) -> _Plan:
-    match _family(column):
+    conv: Converter | None
+    match family := _family(column):
         case TypeFamily.INTEGER:
             bits = INTEGER_BITS[column.data_type.lower().strip()]
             return _Plan(None, _unsigned(bits) if column.unsigned else None)
         case TypeFamily.YEAR:
             return _Plan(None, _year)
-        case TypeFamily.DECIMAL:
-            conv = _decimal_text(column.numeric_scale or 0)
-            return _Plan(conv, conv)
-        case TypeFamily.FLOAT:
-            return _Plan(_float32, _float32)
-        case TypeFamily.DOUBLE:
-            return _Plan(_double, _double)
-        case TypeFamily.BIT:
-            return _Plan(_bit, _bit)
-        case TypeFamily.CHAR:
-            return _Plan(_char, _char)
-        case TypeFamily.STRING:
-            return _Plan(None, None)
         case TypeFamily.SET:
             conv = _set_text(column.enum_values)
             not_null = "" if not column.nullable else None
             return _Plan(conv, conv, binlog_not_null=not_null, is_set=True)
-        case TypeFamily.BINARY:
-            conv = _padded_base64(_length(column, 1))
-            return _Plan(conv, conv)
-        case TypeFamily.BYTES:
-            return _Plan(_base64, _base64)
-        case TypeFamily.DATE:
-            return _Plan(_date_text, _date_text)
-        case TypeFamily.DATETIME:
-            conv = _datetime_text(_precision(column))
-            return _Plan(conv, conv)
-        case TypeFamily.TIMESTAMP:
-            conv = _timestamp_text(_precision(column))
-            return _Plan(conv, conv)
         case TypeFamily.TIME:
             precision = _precision(column)
             return _Plan(_time_text(precision, False), _time_text(precision, precision > 0))
@@ -461,6 +448,18 @@ def _plan(column: ColumnInfo) -> _Plan:
                 _json_text(null_value, decoded=True),
                 binlog_not_null=null_value,
             )
+        # the rest: one converter, shaped by the column or fixed, serves both sources
+        case TypeFamily.DECIMAL:
+            conv = _decimal_text(column.numeric_scale or 0)
+        case TypeFamily.BINARY:
+            conv = _padded_base64(_length(column, 1))
+        case TypeFamily.DATETIME:
+            conv = _datetime_text(_precision(column))
+        case TypeFamily.TIMESTAMP:
+            conv = _timestamp_text(_precision(column))
+        case _:
+            conv = _SAME_CONVERTER[family]
+    return _Plan(conv, conv)
 
 
 @lru_cache(maxsize=4096)
