@@ -689,20 +689,17 @@ def plan_table_batch(
 
     plan = TableBatchPlan()
     nets = plan.nets
+
+    def replace_at(marker: tuple[tuple[int, int, int, int, int, int], int]) -> None:
+        marker_key, index = marker
+        mirror_absent = absent[index] if absent else {}
+        _replace(plan, schema, replaces[index], marker_key, mirror_absent, presents, want_changes)
+
     next_marker = 0
     for record, key, needs in zip(ordered, keys, needs_row, strict=True):
         sort_key = record.sort_key
         while next_marker < len(markers) and markers[next_marker][0] < sort_key:
-            marker_key, index = markers[next_marker]
-            _replace(
-                plan,
-                schema,
-                replaces[index],
-                marker_key,
-                absent[index] if absent else {},
-                presents,
-                want_changes,
-            )
+            replace_at(markers[next_marker])
             next_marker += 1
         row = next(rows) if needs else None
         upsert = record.op in UPSERT_OPS
@@ -712,16 +709,8 @@ def plan_table_batch(
             plan.changes.append(
                 PlannedChange(record.op, row, _POSITION(record), record.seq, record.ts_ms)
             )
-    for marker_key, index in markers[next_marker:]:
-        _replace(
-            plan,
-            schema,
-            replaces[index],
-            marker_key,
-            absent[index] if absent else {},
-            presents,
-            want_changes,
-        )
+    for marker in markers[next_marker:]:
+        replace_at(marker)
     return plan
 
 
