@@ -27,13 +27,13 @@ from cdc_console.bench.common import (
     BENCH_TABLE,
     BenchEnv,
     BenchError,
-    SnapshotRunOptions,
     bench_env,
     load_line,
     machine_line,
 )
 from cdc_console.bench.stream_lag import (
     LIVE,
+    LiveTableOptions,
     lag_around,
     quantile,
     snapshot_with_live_table,
@@ -47,9 +47,7 @@ LAG_BAR_SECONDS = 2.0
 
 
 @dataclass(kw_only=True)
-class RedumpOptions(SnapshotRunOptions):
-    rows: int
-    rate: float = 100.0
+class RedumpOptions(LiveTableOptions):
     #: ``batch_seconds_while_streaming`` of each pass, comma separated
     budgets: str = "0,1"
     settle_seconds: float = 30.0
@@ -77,7 +75,7 @@ def run_redump_bench(options: RedumpOptions) -> dict[str, Any]:
         raise BenchError("--budgets names no budget; e.g. --budgets 0,1")
     passes: list[RedumpPass] = []
     with bench_env(options.workdir, options.keep) as env:
-        ours = snapshot_with_live_table(env, "ours-snapshot-then-redump", options, options.rows)
+        ours = snapshot_with_live_table(env, "ours-snapshot-then-redump", options)
         for budget in budgets:
             passes.append(_one_pass(env, options, ours.config, budget))
             print(_pass_line(passes[-1], options), flush=True)
@@ -141,16 +139,7 @@ def _one_pass(env: BenchEnv, options: RedumpOptions, config: Path, budget: float
                 raise BenchError(f"{BENCH_TABLE} did not stream again after its re-dump")
             time.sleep(0.2)
 
-    lag = lag_around(
-        env,
-        config,
-        LIVE,
-        rate=options.rate,
-        settle_seconds=options.settle_seconds,
-        baseline_seconds=options.baseline_seconds,
-        timeout=options.timeout,
-        action=redump,
-    )
+    lag = lag_around(env, config, LIVE, options, redump)
     seconds, batches = lag.result
     return RedumpPass(budget, seconds, batches, lag.before, lag.during)
 

@@ -35,14 +35,24 @@ LIVE = f"{BENCH_TABLE}_live"
 LIVE_ROWS = 10_000
 
 
-def snapshot_with_live_table(
-    env: BenchEnv,
-    name: str,
-    options: SnapshotRunOptions,
-    rows: int,
-) -> OursSnapshot:
-    """Seed ``rows`` rows and a ``LIVE_ROWS``-row copy beside them, and snapshot both into
+@dataclass(kw_only=True)
+class LiveTableOptions(SnapshotRunOptions):
+    """The flags of the benchmarks that measure a live table's lag while something else runs on
+    the bench table (``bench verify``, ``bench redump``); each sets its own waits' defaults."""
+
+    rows: int
+    #: UPDATEs a second on the live table
+    rate: float = 100.0
+    #: seconds the restarted job streams before the baseline starts
+    settle_seconds: float
+    #: seconds of lag measured before the action starts
+    baseline_seconds: float
+
+
+def snapshot_with_live_table(env: BenchEnv, name: str, options: LiveTableOptions) -> OursSnapshot:
+    """Seed ``options.rows`` rows and a ``LIVE_ROWS``-row copy beside them, and snapshot both into
     fresh mirrors that stream on (``initial``, caught up, lag sampled once a second)."""
+    rows = options.rows
     seconds = seed_rows(env, 1, rows)
     print(f"seeded {BENCH_TABLE} to {rows:,} rows in {seconds:.1f}s", flush=True)
     env.execute(
@@ -114,15 +124,13 @@ def lag_around(
     env: BenchEnv,
     config: Path,
     table: str,
-    *,
-    rate: float,
-    settle_seconds: float,
-    baseline_seconds: float,
-    timeout: float,
+    options: LiveTableOptions,
     action: Callable[[], T],
 ) -> LagAround[T]:
-    """Stream ``config``'s pipeline with ``rate`` UPDATEs a second on ``table`` (in the bench
-    database), sample its lag, and run ``action`` once the stream is steady."""
+    """Stream ``config``'s pipeline with ``options.rate`` UPDATEs a second on ``table`` (in the
+    bench database), sample its lag, and run ``action`` once the stream is steady."""
+    rate, timeout = options.rate, options.timeout
+    settle_seconds, baseline_seconds = options.settle_seconds, options.baseline_seconds
     folder = config.parent
     state = folder / "state" / "pipeline.sqlite"
     job = start_streaming_job(config, env, folder / "stream.log")

@@ -37,7 +37,6 @@ from cdc_console.bench.common import (
     BenchError,
     ChildRun,
     Measurement,
-    SnapshotRunOptions,
     bar_line,
     bench_env,
     format_table,
@@ -49,6 +48,7 @@ from cdc_console.bench.snapshot import OURS_WINDOW
 from cdc_console.bench.stream_lag import (
     LIVE,
     LIVE_ROWS,
+    LiveTableOptions,
     lag_around,
     snapshot_with_live_table,
     spread,
@@ -60,10 +60,8 @@ VERIFY_BAR = 0.8
 
 
 @dataclass(kw_only=True)
-class VerifyOptions(SnapshotRunOptions):
-    rows: int
+class VerifyOptions(LiveTableOptions):
     no_lag: bool = False
-    rate: float = 100.0
     baseline_seconds: float = 20.0
     settle_seconds: float = 40.0
     #: the verification's cap in the lag phase (``verify --rows-per-second``); 0: none
@@ -75,7 +73,7 @@ def run_verify_bench(options: VerifyOptions) -> dict[str, Any]:
     notes = [load_line("before")]
     measurements: list[Measurement] = []
     with bench_env(options.workdir, options.keep) as env:
-        ours = snapshot_with_live_table(env, "ours-snapshot-then-verify", options, options.rows)
+        ours = snapshot_with_live_table(env, "ours-snapshot-then-verify", options)
         config, folder = ours.config, ours.config.parent
         rows = ours.rows - min(options.rows, LIVE_ROWS)
         measurements.append(
@@ -129,16 +127,7 @@ def _lag_while_verifying(env: BenchEnv, options: VerifyOptions, config: Path) ->
             options.timeout,
         )
 
-    lag = lag_around(
-        env,
-        config,
-        LIVE,
-        rate=options.rate,
-        settle_seconds=options.settle_seconds,
-        baseline_seconds=options.baseline_seconds,
-        timeout=options.timeout,
-        action=verify,
-    )
+    lag = lag_around(env, config, LIVE, options, verify)
     if not lag.before or not lag.during:
         return ["lag while verifying: not measured (no lag samples in a window)"]
     growth = max(lag.during) - max(lag.before)
