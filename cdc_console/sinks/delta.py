@@ -311,27 +311,27 @@ class DeltaSink(TableBatchSink):
             log = self._changelog(table_id, changelog_schema)
             if not _already(log, self.app_id, batch_id):
                 rows = _snapshot_changelog(changelog_schema, batch_id, ordered)
-                write_deltalake(
-                    log,
-                    rows,
-                    mode="append",
-                    target_file_size=self.lake.target_file_size,
-                    commit_properties=self._commit(batch_id, table_id, "log append"),
-                )
+                self._append_chunks(log, rows, batch_id, table_id, "log append")
                 stats["changelog_rows"] = rows.num_rows
                 stats["changelog_skipped"] = False
         if _already(mirror, self.app_id, batch_id):
             stats["mirror_skipped"] = True
             return stats
+        self._append_chunks(mirror, data, batch_id, table_id, "append")
+        stats["inserted"] = stats["upserted"] = data.num_rows
+        return stats
+
+    def _append_chunks(
+        self, table: DeltaTable, data: pa.Table, batch_id: int, table_id: TableId, what: str
+    ) -> None:
+        """Append snapshot chunks as one batch's commit, cut at the lake's target file size."""
         write_deltalake(
-            mirror,
+            table,
             data,
             mode="append",
             target_file_size=self.lake.target_file_size,
-            commit_properties=self._commit(batch_id, table_id, "append"),
+            commit_properties=self._commit(batch_id, table_id, what),
         )
-        stats["inserted"] = stats["upserted"] = data.num_rows
-        return stats
 
     def _apply_table(
         self,
