@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from cdc_console.commands import Subparsers, writable_state
 from cdc_console.config import PipelineConfig, load_config
-from cdc_console.errors import CdcError
+from cdc_console.errors import CdcError, UsageError
 
 if TYPE_CHECKING:
     from cdc_console.sinks.maintenance import LakeTable
@@ -66,7 +66,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.table:
         tables = [t for t in tables if t.name == args.table]
     if not tables:
-        raise CdcError(
+        # a --table that names nothing is a wrong argument; no mirror at all needs a first run
+        raise (UsageError if args.table else CdcError)(
             f"no Delta table{' ' + args.table if args.table else ''} under {config.sink.path}",
             "the job creates the mirrors as it snapshots; check sink.path and --table",
         )
