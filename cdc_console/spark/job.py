@@ -632,7 +632,10 @@ def error_from_failure(exc: BaseException) -> CdcError:
         return cls(match["message"].strip(), (match["hint"] or "").strip())
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     first = lines[0][:500] if lines else type(exc).__name__
-    return errors.InternalError(
+    # a JVM-side failure (out of memory, an executor lost) is the operator's to fix; a Python
+    # exception of our own that no layer turned into an error is a bug
+    from_jvm = any(mark in text for mark in ("java.", "org.apache.spark", "py4j"))
+    return (CdcError if from_jvm else errors.InternalError)(
         f"the pipeline failed: {first}",
         "see the job's log above for the full Spark trace; the next start resumes from the "
         "last committed batch",

@@ -90,3 +90,12 @@ def test_an_unexpected_exception_is_an_internal_error_with_its_trace_and_no_secr
     assert "Traceback" in err and "RuntimeError" in err
     assert "internal error" in err and "report it" in err
     assert "s3cr3t-pw" not in err
+
+
+def test_a_job_failure_of_the_jvm_needs_a_person_and_one_of_python_is_a_bug() -> None:
+    from cdc_console.spark.job import error_from_failure
+
+    jvm = error_from_failure(RuntimeError("java.lang.OutOfMemoryError: Java heap space\n\tat x"))
+    assert jvm.exit_code == ExitCode.OPERATOR_ACTION
+    bug = error_from_failure(KeyError("batch_no"))
+    assert bug.exit_code == ExitCode.INTERNAL and "KeyError" not in bug.hint
