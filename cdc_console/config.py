@@ -18,11 +18,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar, overload
 
+from cdc_console.core.untyped import TomlTable
 from cdc_console.errors import ConfigError, register_secret
 
 _T = TypeVar("_T")
+_U = TypeVar("_U")
+_V = TypeVar("_V")
+_D = TypeVar("_D")
 
 STARTUP_MODES = ("initial", "latest-offset", "snapshot-only")
 SINK_KINDS = ("delta", "changelog-json")
@@ -72,7 +76,7 @@ class SourceConfig:
         register_secret(value)
         return value
 
-    def connection_kwargs(self) -> dict[str, Any]:
+    def connection_kwargs(self) -> dict[str, str | int | float]:
         """pymysql keyword arguments, without the password (added at connect time)."""
         return {
             "host": self.host,
@@ -337,7 +341,7 @@ def _unknown_key(where: str, key: str) -> ConfigError:
     return ConfigError(what, f"did you mean {near[0]}? ({listed})" if near else listed)
 
 
-def _check_keys(doc: dict[str, Any]) -> None:
+def _check_keys(doc: TomlTable) -> None:
     """Every unknown key of every section, before anything is parsed."""
     for key in sorted(set(doc) - _KNOWN[""]):
         _problem(_unknown_key("", key))
@@ -348,7 +352,7 @@ def _check_keys(doc: dict[str, Any]) -> None:
                 _problem(_unknown_key(name, key))
 
 
-def _section(doc: dict[str, Any], name: str) -> dict[str, Any]:
+def _section(doc: TomlTable, name: str) -> TomlTable:
     """A section's known keys (unknown ones are reported by ``_check_keys``)."""
     value = doc.get(name, {})
     if not isinstance(value, dict):
@@ -368,9 +372,25 @@ def _positive(value: float, where: str, example: str) -> float:
     return float(example)
 
 
+@overload
+def _typed(section: TomlTable, where: str, key: str, kind: type[_T], default: _D) -> _T | _D: ...
+@overload
 def _typed(
-    section: dict[str, Any], where: str, key: str, kind: type | tuple[type, ...], default: Any
-) -> Any:
+    section: TomlTable, where: str, key: str, kind: tuple[type[_T], type[_U]], default: _D
+) -> _T | _U | _D: ...
+@overload
+def _typed(
+    section: TomlTable,
+    where: str,
+    key: str,
+    kind: tuple[type[_T], type[_U], type[_V]],
+    default: _D,
+) -> _T | _U | _V | _D: ...
+def _typed(
+    section: TomlTable, where: str, key: str, kind: type | tuple[type, ...], default: object
+) -> object:
+    """``section[key]`` when it is of ``kind``; otherwise the problem is noted and ``default``
+    stands in."""
     if key not in section:
         return default
     value = section[key]
@@ -444,7 +464,7 @@ def _one_of(value: str, key: str) -> str:
     return value
 
 
-def _hosts(value: Any, default_port: int) -> tuple[tuple[str, int], ...]:
+def _hosts(value: object, default_port: int) -> tuple[tuple[str, int], ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
@@ -472,7 +492,7 @@ def _hosts(value: Any, default_port: int) -> tuple[tuple[str, int], ...]:
     return tuple(endpoints)
 
 
-def _server_ids(value: Any) -> tuple[int, int]:
+def _server_ids(value: object) -> tuple[int, int]:
     text = str(value)
     match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
     if not match:
@@ -535,7 +555,7 @@ def load_config(path: str | Path) -> PipelineConfig:
 
 
 def config_from_dict(
-    doc: dict[str, Any], base: Path | None = None, path: Path | None = None
+    doc: TomlTable, base: Path | None = None, path: Path | None = None
 ) -> PipelineConfig:
     """Validate a whole config document: every problem found is reported in one
     ``ConfigError`` (one problem: that problem's own error)."""
@@ -562,7 +582,7 @@ def config_from_dict(
     return config
 
 
-def _config_from_dict(doc: dict[str, Any], base: Path | None, path: Path | None) -> PipelineConfig:
+def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> PipelineConfig:
     src = _section(doc, "source")
     if "password" in src:
         _problem(
@@ -826,7 +846,7 @@ def parse_duration(text: str | int | float, where: str) -> float:
     return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
 
 
-def _lake(section: dict[str, Any]) -> LakeConfig:
+def _lake(section: TomlTable) -> LakeConfig:
     defaults = LakeConfig()
     size = parse_size(
         _typed(section, "lake", "target_file_size", (int, str), defaults.target_file_size),
@@ -884,7 +904,7 @@ def _lake(section: dict[str, Any]) -> LakeConfig:
     )
 
 
-def _metrics(section: dict[str, Any]) -> MetricsConfig:
+def _metrics(section: TomlTable) -> MetricsConfig:
     listen = str(_typed(section, "metrics", "listen", str, MetricsConfig().listen)).strip()
     if listen:
         _host, colon, port = listen.rpartition(":")
@@ -898,7 +918,7 @@ def _metrics(section: dict[str, Any]) -> MetricsConfig:
     return MetricsConfig(listen=listen)
 
 
-def _verify(section: dict[str, Any]) -> VerifyConfig:
+def _verify(section: TomlTable) -> VerifyConfig:
     defaults = VerifyConfig()
     every = parse_duration(
         _typed(section, "verify", "every", (int, float, str), defaults.every), "verify.every"
@@ -931,7 +951,7 @@ def _verify(section: dict[str, Any]) -> VerifyConfig:
     return VerifyConfig(every=every, rows_per_second=rate, hide_values=tuple(hide))
 
 
-def _console(section: dict[str, Any], base: Path | None) -> ConsoleConfig:
+def _console(section: TomlTable, base: Path | None) -> ConsoleConfig:
     defaults = ConsoleConfig()
 
     def number(key: str, default: float) -> float:

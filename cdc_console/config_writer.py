@@ -13,10 +13,9 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 
-def _value(value: Any, where: str) -> str:
+def _value(value: object, where: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -32,7 +31,7 @@ def _value(value: Any, where: str) -> str:
     raise TypeError(f"{where}: cannot write {type(value).__name__} to a pipeline config")
 
 
-def config_text(doc: Mapping[str, Any], header: str = "") -> str:
+def config_text(doc: Mapping[str, object], header: str = "") -> str:
     """``doc`` as TOML: top-level keys first, then one ``[section]`` per nested mapping."""
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
     sections = {k: v for k, v in doc.items() if isinstance(v, Mapping)}
@@ -44,7 +43,7 @@ def config_text(doc: Mapping[str, Any], header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _table(name: str, table: Mapping[str, Any], gap: bool) -> list[str]:
+def _table(name: str, table: Mapping[str, object], gap: bool) -> list[str]:
     """``[name]`` with its keys, then its sub-tables (``[spark.conf]``) as ``[name.key]``."""
     lines = ["", f"[{name}]"] if gap else [f"[{name}]"]
     subtables = {k: v for k, v in table.items() if isinstance(v, Mapping)}
@@ -62,7 +61,7 @@ def _key(key: str) -> str:
     return key if bare else json.dumps(key)
 
 
-def write_config(path: Path, doc: Mapping[str, Any], header: str = "") -> Path:
+def write_config(path: Path, doc: Mapping[str, object], header: str = "") -> Path:
     """Write ``doc`` to ``path`` (see ``config_text``); ``None`` values are left out."""
     path.write_text(config_text(doc, header))
     return path
