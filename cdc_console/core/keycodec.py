@@ -10,8 +10,8 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from decimal import Decimal
-from typing import Any
 
+from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import JSONValue, RawKey
 
 
@@ -37,7 +37,7 @@ def encode_key(value: RawKey) -> JSONValue:
     raise TypeError(f"cannot encode chunk key value of type {type(value).__name__}")
 
 
-def decode_key(value: Any) -> RawKey:
+def decode_key(value: Loaded) -> RawKey:
     """``value``: a parsed JSON value (``json.loads`` returns ``Any``)."""
     if not isinstance(value, dict):
         plain: RawKey = value

@@ -13,10 +13,24 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol, TypeAlias, cast
 
 from cdc_console.core.mysqltypes import TEXT_COLLATED
 from cdc_console.core.schema import ColumnInfo
+from cdc_console.core.values import RawKey
+
+
+class SortKey(Protocol):
+    """What a sort-key function returns: the key value itself, or a tuple of collation weights.
+    Keys of one column are all of one type, so any two of them compare."""
+
+    def __lt__(self, other: SortKey, /) -> bool: ...
+    def __gt__(self, other: SortKey, /) -> bool: ...
+
+
+#: A chunk-key value -> its sort key. The collated-text variants are given ``str`` keys only
+#: (``for_column`` picks them for text columns).
+SortKeyFn: TypeAlias = Callable[[RawKey], SortKey]
 
 
 def _strip_accents(text: str) -> str:
@@ -52,7 +66,7 @@ def unicode_ci_key(text: str) -> tuple[int, ...]:
 class KeyOrder:
     """Sort keys for one chunk-key column, consistent with the server's ``ORDER BY``."""
 
-    sort_key: Callable[[Any], Any]
+    sort_key: SortKeyFn
     description: str
 
     @classmethod
@@ -64,27 +78,27 @@ class KeyOrder:
         if collation.endswith("_bin") or collation == "binary" or collation.endswith("_cs"):
             return cls(_padded(_codepoints, pad), f"{collation} (code points)")
         if "general" in collation:
-            return cls(general_ci_key, f"{collation} (general)")
-        return cls(_padded(unicode_ci_key, pad), f"{collation} (unicode)")
+            return cls(cast(SortKeyFn, general_ci_key), f"{collation} (general)")
+        return cls(_padded(cast(SortKeyFn, unicode_ci_key), pad), f"{collation} (unicode)")
 
-    def compare(self, left: Any, right: Any) -> int:
+    def compare(self, left: RawKey, right: RawKey) -> int:
         a, b = self.sort_key(left), self.sort_key(right)
         return int(a > b) - int(a < b)
 
 
-def _natural(value: Any) -> Any:
-    return value
+def _natural(value: RawKey) -> SortKey:
+    return cast(SortKey, value)
 
 
-def _codepoints(text: Any) -> Any:
-    return text
+def _codepoints(text: RawKey) -> SortKey:
+    return cast(SortKey, text)
 
 
-def _padded(inner: Callable[[Any], Any], pad: bool) -> Callable[[Any], Any]:
+def _padded(inner: SortKeyFn, pad: bool) -> SortKeyFn:
     if not pad:
         return inner
 
-    def key(text: Any) -> Any:
+    def key(text: RawKey) -> SortKey:
         return inner(text.rstrip(" ") if isinstance(text, str) else text)
 
     return key

@@ -13,10 +13,11 @@ two servers of a failover pair give different files for the same GTID.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import total_ordering
-from typing import Any
 
+from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import JSONObject
 
 _FILE_INDEX = re.compile(r"\.(\d+)$")
@@ -71,7 +72,7 @@ class BinlogOffset:
 
     def to_dict(self) -> JSONObject:
         """Canonical dict form, used in SQLite, Spark offsets and JSON output."""
-        out: dict[str, Any] = {"file": self.file, "pos": self.pos}
+        out: JSONObject = {"file": self.file, "pos": self.pos}
         if self.events_to_skip:
             out["events"] = self.events_to_skip
         if self.rows_to_skip:
@@ -81,7 +82,7 @@ class BinlogOffset:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BinlogOffset:
+    def from_dict(cls, data: Mapping[str, Loaded]) -> BinlogOffset:
         return cls(
             file=str(data["file"]),
             pos=int(data["pos"]),

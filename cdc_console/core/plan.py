@@ -8,11 +8,12 @@ is just ``{"batch": n}``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit
+from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import JSONObject
 
 
@@ -33,7 +34,7 @@ class PlannedSplit:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PlannedSplit:
+    def from_dict(cls, data: Mapping[str, Loaded]) -> PlannedSplit:
         return cls(
             SnapshotSplit.from_dict(data["split"]),
             int(data["server_id"]),
@@ -87,7 +88,7 @@ class BatchPlan:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BatchPlan:
+    def from_dict(cls, data: Mapping[str, Loaded]) -> BatchPlan:
         return cls(
             batch_no=int(data["batch"]),
             snapshot=tuple(PlannedSplit.from_dict(p) for p in data["snapshot"]),

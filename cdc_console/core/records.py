@@ -21,9 +21,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from cdc_console.core.schema import TableId
+from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 
 OP_INSERT: Final = "+I"
@@ -152,7 +153,7 @@ class ChangeRecord:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ChangeRecord:
+    def from_dict(cls, data: Mapping[str, Loaded]) -> ChangeRecord:
         """Inverse of ``to_dict``; unknown keys are rejected so schema drift fails loudly."""
         unknown = set(data) - set(FIELD_NAMES)
         if unknown:

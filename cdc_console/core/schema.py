@@ -9,12 +9,12 @@ form (``schema_to_dict``). Nothing here does I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from cdc_console.core.mysqltypes import TypeFamily, family_of
-from cdc_console.core.values import JSONObject
+from cdc_console.core.untyped import Loaded
+from cdc_console.core.values import JSONObject, JSONValue
 
 
 @dataclass(frozen=True, order=True)
@@ -80,7 +80,7 @@ class TableSchema:
     columns: tuple[ColumnInfo, ...]
     primary_key: tuple[str, ...]
     chunk_key: str
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    extra: dict[str, JSONValue] = field(default_factory=dict, compare=False)
     retired: tuple[ColumnInfo, ...] = ()
 
     @property
@@ -173,7 +173,7 @@ def _column_to_dict(c: ColumnInfo) -> JSONObject:
     }
 
 
-def _column_from_dict(c: dict[str, Any]) -> ColumnInfo:
+def _column_from_dict(c: Mapping[str, Loaded]) -> ColumnInfo:
     return ColumnInfo(**{**c, "enum_values": tuple(c.get("enum_values", ()))})
 
 
@@ -191,7 +191,7 @@ def schema_to_dict(schema: TableSchema) -> JSONObject:
     return data
 
 
-def schema_from_dict(data: dict[str, Any]) -> TableSchema:
+def schema_from_dict(data: Mapping[str, Loaded]) -> TableSchema:
     return TableSchema(
         TableId.parse(data["table"]),
         tuple(_column_from_dict(c) for c in data["columns"]),

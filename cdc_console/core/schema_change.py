@@ -7,10 +7,11 @@ the planner applies the new shape (``schema_changes = "evolve"``) or parks the t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import JSONObject
 
 
@@ -35,7 +36,7 @@ class SchemaChange:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SchemaChange:
+    def from_dict(cls, data: Mapping[str, Loaded]) -> SchemaChange:
         return cls(
             BinlogOffset.from_dict(data["position"]),
             BinlogOffset.from_dict(data["after"]),

@@ -6,13 +6,14 @@ Their ``__str__`` is what tests assert on, as Flink CDC's assigner tests do:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keycodec import decode_key, encode_key
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
+from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import JSONObject
 
 
@@ -42,7 +43,7 @@ class SnapshotSplit:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SnapshotSplit:
+    def from_dict(cls, data: Mapping[str, Loaded]) -> SnapshotSplit:
         return cls(
             table_id=TableId.parse(data["table"]),
             split_no=int(data["split_no"]),
@@ -65,7 +66,7 @@ class FinishedSnapshotSplitInfo:
         return {"split": self.split.to_dict(), "hw": self.high_watermark.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FinishedSnapshotSplitInfo:
+    def from_dict(cls, data: Mapping[str, Loaded]) -> FinishedSnapshotSplitInfo:
         return cls(SnapshotSplit.from_dict(data["split"]), BinlogOffset.from_dict(data["hw"]))
 
 
@@ -94,7 +95,7 @@ class TableStreamFilter:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TableStreamFilter:
+    def from_dict(cls, data: Mapping[str, Loaded]) -> TableStreamFilter:
         after = data.get("resume_from")
         return cls(
             table_id=TableId.parse(data["table"]),
@@ -127,7 +128,7 @@ class BinlogSplit:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BinlogSplit:
+    def from_dict(cls, data: Mapping[str, Loaded]) -> BinlogSplit:
         return cls(
             start=BinlogOffset.from_dict(data["start"]),
             end=BinlogOffset.from_dict(data["end"]),
