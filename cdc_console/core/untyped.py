@@ -1,8 +1,8 @@
 """The one place ``Any`` is spelled: what untyped third-party APIs hand the pipeline.
 
 mypy runs strict over the whole package, so an ``Any`` hides a hole in the type checking. The
-only holes allowed are the ones a library leaves: pymysql and mysql-replication ship no type
-information, ``tomllib``, ``json`` and ``sqlite3`` return ``Any`` by design, and Spark's Python
+only holes allowed are the ones a library leaves: pymysql, mysql-replication and pyarrow ship
+no type information, ``tomllib``, ``json`` and ``sqlite3`` return ``Any`` by design, and Spark's Python
 data source API is typed loosely. Each such boundary has a name here that says where the value
 came from; code past the boundary works on the value types of ``core`` (``CanonicalValue``,
 ``RawKey``, ``JSONObject``...). ``tests/unit/test_untyped_boundaries.py`` keeps ``Any`` out of
@@ -27,6 +27,9 @@ DriverRow: TypeAlias = tuple[Any, ...]
 DriverImage: TypeAlias = dict[str, Any]
 #: A mysql-replication event, packet or column descriptor (the library's classes are untyped).
 BinlogLibObject: TypeAlias = Any
+#: A Python value pyarrow hands back (``Array.to_pylist``, ``Scalar.as_py``): pyarrow ships no
+#: types, so what the Arrow type decoded to is known to the column codec, not to mypy.
+ArrowValue: TypeAlias = Any
 #: A row as ``sqlite3`` returns it.
 SqliteRow: TypeAlias = Sequence[Any]
 #: A parsed TOML document or table (``tomllib`` returns ``dict[str, Any]``).

@@ -65,13 +65,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any, cast
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily
 from cdc_console.core.schema import ColumnInfo, TableSchema
+from cdc_console.core.untyped import ArrowValue
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 
 MAX_DELTA_DECIMAL_PRECISION = 38
@@ -127,7 +128,7 @@ class ColumnCodec:
                 f"column {self.column.name!r} ({self.column.column_type}): {exc}"
             ) from exc
 
-    def to_canonical(self, value: Any) -> CanonicalValue:
+    def to_canonical(self, value: ArrowValue) -> CanonicalValue:
         """A Python value read back from Arrow (``as_py``) -> its canonical JSON value."""
         if value is None:
             return None
@@ -401,11 +402,11 @@ def _format_datetime(codec: ColumnCodec, value: dt.datetime) -> str:
     )
 
 
-def _encode_int(codec: ColumnCodec, value: Any) -> CanonicalValue:
+def _encode_int(codec: ColumnCodec, value: ArrowValue) -> CanonicalValue:
     return int(value)
 
 
-def _encode_decimal(codec: ColumnCodec, value: Any) -> CanonicalValue:
+def _encode_decimal(codec: ColumnCodec, value: ArrowValue) -> CanonicalValue:
     scale = codec.column.numeric_scale or 0
     try:
         return f"{Decimal(value):.{scale}f}"
@@ -413,33 +414,33 @@ def _encode_decimal(codec: ColumnCodec, value: Any) -> CanonicalValue:
         raise SinkTypeError(f"column {codec.column.name!r}: {value!r} is not a decimal") from exc
 
 
-def _encode_float(codec: ColumnCodec, value: Any) -> CanonicalValue:
+def _encode_float(codec: ColumnCodec, value: ArrowValue) -> CanonicalValue:
     return float(value)
 
 
-def _encode_str(codec: ColumnCodec, value: Any) -> CanonicalValue:
+def _encode_str(codec: ColumnCodec, value: ArrowValue) -> CanonicalValue:
     return str(value)
 
 
-def _encode_binary(codec: ColumnCodec, value: Any) -> CanonicalValue:
+def _encode_binary(codec: ColumnCodec, value: ArrowValue) -> CanonicalValue:
     return base64.b64encode(bytes(value)).decode("ascii")
 
 
-def _encode_date(codec: ColumnCodec, value: Any) -> CanonicalValue:
+def _encode_date(codec: ColumnCodec, value: ArrowValue) -> CanonicalValue:
     return _format_date(value)
 
 
-def _encode_datetime(codec: ColumnCodec, value: Any) -> CanonicalValue:
+def _encode_datetime(codec: ColumnCodec, value: ArrowValue) -> CanonicalValue:
     return _format_datetime(codec, value)
 
 
-def _encode_timestamp(codec: ColumnCodec, value: Any) -> CanonicalValue:
+def _encode_timestamp(codec: ColumnCodec, value: ArrowValue) -> CanonicalValue:
     if value.tzinfo is not None:
         value = value.astimezone(dt.UTC)
     return _format_datetime(codec, value) + "Z"
 
 
-_ENCODERS: dict[str, Callable[[ColumnCodec, Any], CanonicalValue]] = {
+_ENCODERS: dict[str, Callable[[ColumnCodec, ArrowValue], CanonicalValue]] = {
     "int": _encode_int,
     "wide_int": _encode_int,
     "decimal": _encode_decimal,

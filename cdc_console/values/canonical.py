@@ -41,7 +41,7 @@ decoder for MySQL-only shapes), and what we do about it:
   text is shortest-round-trip and already exact; it goes through the same expression anyway.
 * BINARY(n): pymysql returns the zero-padded n bytes, the binlog strips trailing ``0x00`` bytes
   (``x'00000000'`` arrives as ``''``). We pad to n.
-* Any empty binary value (BINARY, VARBINARY, BLOB) arrives from the binlog as the *str* ``''``:
+* Every empty binary value (BINARY, VARBINARY, BLOB) arrives from the binlog as the *str* ``''``:
   the decoder "decodes" with the pseudo-codec ``binary``, which fails (and returns the bytes)
   except for empty input.
 * SET: pymysql gives ``'a,c'``, the binlog a Python ``set``, and for the empty set ``None`` — the
@@ -88,10 +88,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 from functools import lru_cache
-from typing import Any
 
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily, UnsupportedColumnType
 from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
+from cdc_console.core.untyped import DriverValue
 from cdc_console.core.values import CanonicalRow, CanonicalValue, RawKey
 
 __all__ = [
@@ -107,10 +107,10 @@ __all__ = [
     "snapshot_converter",
 ]
 
-#: The input of a converter is a driver's value, typed ``Any`` because pymysql and
-#: pymysqlreplication return it so; the output is ``cdc_console.core.values``' types.
-Converter = Callable[[Any], CanonicalValue]
-KeyConverter = Callable[[Any], RawKey]
+#: The input of a converter is a driver's value (``DriverValue``: pymysql and
+#: pymysqlreplication ship no types); the output is ``cdc_console.core.values``' types.
+Converter = Callable[[DriverValue], CanonicalValue]
+KeyConverter = Callable[[DriverValue], RawKey]
 
 #: ``row["none_sources"]`` value pymysqlreplication gives an empty SET (``NONE_SOURCE.EMPTY_SET``).
 EMPTY_SET_SOURCE = "empty set"
@@ -136,7 +136,7 @@ def _unsigned(bits: int) -> Converter:
     return conv
 
 
-def _year(value: Any) -> CanonicalValue:
+def _year(value: DriverValue) -> CanonicalValue:
     # The binlog stores YEAR as (year - 1900) in one byte, with 0 meaning 0000; the decoder adds
     # 1900 unconditionally, so 0000 arrives as 1900 (not a storable YEAR value).
     return 0 if value == 1900 else value
@@ -152,7 +152,7 @@ def _decimal_text(scale: int) -> Converter:
     quantum = Decimal(1).scaleb(-scale)
     zero = format(Decimal(0).quantize(quantum), "f")
 
-    def conv(value: Any) -> CanonicalValue:
+    def conv(value: DriverValue) -> CanonicalValue:
         if type(value) is not Decimal:
             value = Decimal(str(value))
         if not value:
@@ -162,7 +162,7 @@ def _decimal_text(scale: int) -> Converter:
     return conv
 
 
-def _float32(value: Any) -> CanonicalValue:
+def _float32(value: DriverValue) -> CanonicalValue:
     """The exact float32 value as a Python float; ``-0.0`` folds to ``0.0`` (``+ 0.0``)."""
     try:
         exact: float = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
@@ -171,11 +171,11 @@ def _float32(value: Any) -> CanonicalValue:
         return float(value) + 0.0
 
 
-def _double(value: Any) -> CanonicalValue:
+def _double(value: DriverValue) -> CanonicalValue:
     return float(value) + 0.0
 
 
-def _bit(value: Any) -> CanonicalValue:
+def _bit(value: DriverValue) -> CanonicalValue:
     # pymysql: big-endian bytes; binlog: a string of '0'/'1' characters.
     if type(value) is str:
         return int(value, 2) if value else 0
@@ -191,7 +191,7 @@ def _char(value: str) -> CanonicalValue:
 def _set_text(members: tuple[str, ...]) -> Converter:
     """SET as its member list in definition order; pymysql already sends that text."""
 
-    def conv(value: Any) -> CanonicalValue:
+    def conv(value: DriverValue) -> CanonicalValue:
         if type(value) is str:
             return value
         chosen = [m for m in members if m in value]
@@ -202,7 +202,7 @@ def _set_text(members: tuple[str, ...]) -> Converter:
     return conv
 
 
-def _as_bytes(value: Any) -> bytes:
+def _as_bytes(value: DriverValue) -> bytes:
     # The binlog gives '' (a str) for an empty binary value; nothing else arrives as str.
     if type(value) is bytes:
         return value
@@ -211,14 +211,14 @@ def _as_bytes(value: Any) -> bytes:
     return bytes(value)
 
 
-def _base64(value: Any) -> CanonicalValue:
+def _base64(value: DriverValue) -> CanonicalValue:
     return base64.b64encode(_as_bytes(value)).decode("ascii")
 
 
-def _padded_bytes(length: int) -> Callable[[Any], bytes]:
+def _padded_bytes(length: int) -> Callable[[DriverValue], bytes]:
     """BINARY(n) as the server stores it: the binlog strips trailing zero bytes, pymysql does not."""
 
-    def conv(value: Any) -> bytes:
+    def conv(value: DriverValue) -> bytes:
         data = _as_bytes(value)
         if len(data) < length:
             data += bytes(length - len(data))
@@ -230,7 +230,7 @@ def _padded_bytes(length: int) -> Callable[[Any], bytes]:
 def _padded_base64(length: int) -> Converter:
     pad = _padded_bytes(length)
 
-    def conv(value: Any) -> CanonicalValue:
+    def conv(value: DriverValue) -> CanonicalValue:
         return base64.b64encode(pad(value)).decode("ascii")
 
     return conv
@@ -309,7 +309,7 @@ def _repair_time2(micros: int) -> int:
 def _time_text(precision: int, repair: bool) -> Converter:
     digits = max(0, min(precision, 6))
 
-    def conv(value: Any) -> CanonicalValue:
+    def conv(value: DriverValue) -> CanonicalValue:
         micros = _micros(value)
         if repair:
             micros = _repair_time2(micros)
@@ -337,7 +337,7 @@ def _time_value(repair: bool) -> KeyConverter:
     return conv
 
 
-def _plain_json(value: Any) -> object:
+def _plain_json(value: DriverValue) -> object:
     """MySQL binary-JSON decoder output -> what ``json.loads`` of MySQL's JSON text would give."""
     if isinstance(value, dict):
         return {
@@ -364,7 +364,7 @@ def _plain_json(value: Any) -> object:
 def _json_text(null_value: str | None, decoded: bool) -> Converter:
     """Canonical JSON text. ``decoded``: the binlog may hand over already-parsed MySQL JSON."""
 
-    def conv(value: Any) -> CanonicalValue:
+    def conv(value: DriverValue) -> CanonicalValue:
         if type(value) is str or (not decoded and isinstance(value, bytes)):
             parsed = json.loads(value)
         else:
@@ -486,7 +486,7 @@ def _key_plan(column: ColumnInfo, binlog: bool) -> KeyConverter | None:
             return _plan(column).binlog
 
 
-def _decimal_value(value: Any) -> RawKey:
+def _decimal_value(value: DriverValue) -> RawKey:
     return value if type(value) is Decimal else Decimal(str(value))
 
 
@@ -494,7 +494,7 @@ def _decimal_value(value: Any) -> RawKey:
 
 
 def normalize_value(
-    column: ColumnInfo, value: Any, *, binlog: bool = False, none_source: str | None = None
+    column: ColumnInfo, value: DriverValue, *, binlog: bool = False, none_source: str | None = None
 ) -> CanonicalValue:
     """The canonical value of one raw driver value; :class:`RowNormalizer` uses the same plans.
 
@@ -530,13 +530,13 @@ def _identity(value: RawKey) -> RawKey:
 
 
 def _none_safe(conv: KeyConverter) -> KeyConverter:
-    def wrapped(value: Any) -> RawKey:
+    def wrapped(value: DriverValue) -> RawKey:
         return None if value is None else conv(value)
 
     return wrapped
 
 
-def raw_chunk_key(column: ColumnInfo, value: Any, *, binlog: bool = False) -> RawKey:
+def raw_chunk_key(column: ColumnInfo, value: DriverValue, *, binlog: bool = False) -> RawKey:
     """A raw driver value as a Python object comparable with chunk boundaries.
 
     Chunk boundaries come from the server through pymysql; a key decoded from the binlog must be
@@ -602,7 +602,7 @@ class RowNormalizer:
     def column_names(self) -> tuple[str, ...]:
         return self._names
 
-    def snapshot_row(self, values: Sequence[Any]) -> CanonicalRow:
+    def snapshot_row(self, values: Sequence[DriverValue]) -> CanonicalRow:
         """A pymysql row tuple, in schema column order (``SELECT {select_list}``) -> canonical."""
         if len(values) != len(self._names):
             raise ValueError(
@@ -617,7 +617,7 @@ class RowNormalizer:
         return row
 
     def binlog_row(
-        self, values: Mapping[str, Any], none_sources: Mapping[str, str] | None = None
+        self, values: Mapping[str, DriverValue], none_sources: Mapping[str, str] | None = None
     ) -> CanonicalRow:
         """A decoded row image (``row["values"]``, ``row["after_values"]``…) -> canonical.
 
