@@ -20,16 +20,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import psutil
 import pymysql
 
 from cdc_console.config_writer import write_config
+from cdc_console.core.untyped import PassThrough
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.sandbox import MySQLSandbox
 from cdc_console.state.readonly import BatchTimes
@@ -61,6 +62,17 @@ def seed_sql(first: int, last: int) -> str:
         f"CONCAT('note for order ', seq), '2024-01-01 00:00:00' + INTERVAL seq SECOND "
         f"FROM seq_{first}_to_{last}"
     )
+
+
+class WorkerResult(TypedDict, total=False):
+    """What a worker (``bench/workers.py``) prints after ``BENCH-RESULT``: ``rows`` and
+    ``seconds`` always, the rest where the worker has them."""
+
+    rows: int
+    seconds: float
+    startup: float
+    output: str
+    events: int
 
 
 @dataclass(kw_only=True)
@@ -131,7 +143,7 @@ class ChildRun:
     returncode: int
     wall: float
     peak_rss_mb: float
-    result: dict[str, Any]
+    result: WorkerResult
     log_path: Path
     started_at: float
     ended_at: float
@@ -307,7 +319,7 @@ def run_child(
     wall = time.monotonic() - clock
     server_cpu = _process_cpu(server_pid) - server_before
     background = _busy_cpu() - busy_before - server_cpu - sampler.total_cpu()
-    result: dict[str, Any] = {}
+    result: WorkerResult = {}
     text = log_path.read_text(errors="replace")
     for line in text.splitlines():
         if line.startswith(RESULT_PREFIX):
@@ -329,7 +341,7 @@ def run_child(
     return run
 
 
-def worker_command(kind: str, params: dict[str, Any]) -> list[str]:
+def worker_command(kind: str, params: Mapping[str, object]) -> list[str]:
     return [sys.executable, "-m", "cdc_console.bench.workers", kind, json.dumps(params)]
 
 
@@ -356,14 +368,14 @@ class BenchEnv:
     runs: int = 0
     child_env: dict[str, str] = field(default_factory=dict)
 
-    def connect(self, **kwargs: Any) -> pymysql.connections.Connection:
+    def connect(self, **kwargs: PassThrough) -> pymysql.connections.Connection:
         """A root connection to the bench database (for seeding and writing changes)."""
         return self.sandbox.connect(database=BENCH_DB, **kwargs)
 
     def execute(self, *statements: str) -> None:
         self.sandbox.execute(*statements, database=BENCH_DB)
 
-    def source_params(self) -> dict[str, Any]:
+    def source_params(self) -> dict[str, str | int]:
         """Connection parameters for workers; the password travels in the environment only."""
         return {
             "host": self.sandbox.host,
@@ -445,7 +457,7 @@ def write_pipeline_config(
     parallelism: int,
     changelog: bool,
     master: str,
-    extra: dict[str, Any] | None = None,
+    extra: Mapping[str, object] | None = None,
     tables: list[str] | None = None,
 ) -> Path:
     """A pipeline TOML for the bench table, with its state, lake and checkpoint in ``folder``;
@@ -529,10 +541,10 @@ def bar_line(name: str, value: float | None, bar: float, detail: str) -> str:
     return f"bar {name} >= {bar:.1f}x: {value:.2f}x {verdict} ({detail})"
 
 
-def dump_json(path: Path, document: dict[str, Any]) -> None:
+def dump_json(path: Path, document: Mapping[str, object]) -> None:
     """Write results as JSON: dataclasses field by field (measurements with their rows/s)."""
 
-    def default(obj: Any) -> Any:
+    def default(obj: object) -> object:
         if isinstance(obj, Measurement):
             return {**asdict(obj), "rows_per_s": round(obj.rate, 1)}
         if is_dataclass(obj) and not isinstance(obj, type):

@@ -25,7 +25,6 @@ import signal
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from deltalake import DeltaTable
 
@@ -148,7 +147,7 @@ def run_lake_bench(options: LakeOptions) -> LakeResult:
     return result
 
 
-def _lake_section(options: LakeOptions) -> dict[str, Any]:
+def _lake_section(options: LakeOptions) -> dict[str, str | float | None]:
     return {
         "optimize_every": options.optimize_every,
         "vacuum_every": options.optimize_every,
@@ -209,7 +208,7 @@ def _merges(mirror: LakeTable, since: float, result: LakeResult) -> None:
     for commit in DeltaTable(str(mirror.path)).history():
         if commit.get("operation") != "MERGE" or commit.get("timestamp", 0) < since * 1000:
             continue
-        metrics: dict[str, Any] = commit.get("operationMetrics") or {}
+        metrics: dict[str, int | float | str] = commit.get("operationMetrics") or {}
         changed = sum(
             int(metrics.get(f"num_target_rows_{kind}", 0))
             for kind in ("updated", "deleted", "inserted")

@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from cdc_console.bench.common import (
     BENCH_DB,
@@ -99,7 +99,14 @@ class RateResult:
         )
 
 
-def run_latency_bench(options: LatencyOptions) -> dict[str, Any]:
+class LatencyFigures(TypedDict):
+    """What ``bench latency`` saves with ``--json``."""
+
+    results: list[RateResult]
+    notes: list[str]
+
+
+def run_latency_bench(options: LatencyOptions) -> LatencyFigures:
     print(machine_line(), flush=True)
     rates = [int(float(r)) for r in options.rates.split(",") if r.strip()]
     if not rates:

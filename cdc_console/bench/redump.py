@@ -20,7 +20,7 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from cdc_console.bench.common import (
     BENCH_DB,
@@ -67,7 +67,14 @@ class RedumpPass:
         return quantile(self.during, 0.99) if self.during else None
 
 
-def run_redump_bench(options: RedumpOptions) -> dict[str, Any]:
+class RedumpFigures(TypedDict):
+    """What ``bench redump`` saves with ``--json``."""
+
+    passes: list[RedumpPass]
+    notes: list[str]
+
+
+def run_redump_bench(options: RedumpOptions) -> RedumpFigures:
     print(machine_line(), flush=True)
     notes = [load_line("before")]
     budgets = [float(b) for b in options.budgets.split(",") if b.strip()]

@@ -24,9 +24,9 @@ the pipeline's peak stays flat as the table grows (it should: a batch holds at m
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cdc_console.bench.common import (
     BENCH_TABLE,
@@ -93,7 +93,7 @@ def run_snapshot_bench(options: SnapshotOptions) -> list[SizeResult]:
 def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
     result = SizeResult(size)
     result.notes.append(load_line("before"))
-    params: dict[str, Any] = {**env.source_params(), "chunk_size": options.chunk_size}
+    params: dict[str, str | int] = {**env.source_params(), "chunk_size": options.chunk_size}
     if "pymysql" not in options.skip:
         run = env.run(
             worker_command("pymysql-scan", params),
@@ -188,7 +188,7 @@ def snapshot_ours(
     *,
     changelog: bool,
     startup_mode: str = "snapshot-only",
-    extra: dict[str, Any] | None = None,
+    extra: Mapping[str, object] | None = None,
     tables: list[str] | None = None,
 ) -> OursSnapshot:
     """Snapshot the bench table as ``bench snapshot``'s *ours* line does; ``bench verify`` snapshots

@@ -28,7 +28,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from cdc_console.bench.common import (
     BENCH_DB,
@@ -68,7 +68,23 @@ class VerifyOptions(LiveTableOptions):
     rows_per_second: int = 0
 
 
-def run_verify_bench(options: VerifyOptions) -> dict[str, Any]:
+class VerifyFigures(TypedDict):
+    """What ``bench verify`` saves with ``--json``."""
+
+    measurements: list[Measurement]
+    notes: list[str]
+    ratio: float | None
+
+
+class _VerifyDocument(TypedDict):
+    """The keys of ``verify --json``'s document this benchmark reads."""
+
+    rows: int
+    seconds: float
+    verdict: str
+
+
+def run_verify_bench(options: VerifyOptions) -> VerifyFigures:
     print(machine_line(), flush=True)
     notes = [load_line("before")]
     measurements: list[Measurement] = []
@@ -151,11 +167,11 @@ def _get(measurements: list[Measurement], label: str) -> Measurement | None:
     return next((m for m in measurements if m.label == label), None)
 
 
-def _report(log_path: Path) -> dict[str, Any]:
+def _report(log_path: Path) -> _VerifyDocument:
     """``verify --json``'s document from its log (stdout and stderr share the file)."""
     text = log_path.read_text(errors="replace")
     start = text.find("{")
     if start < 0:
         raise BenchError(f"verify printed no report; log {log_path}")
-    document: dict[str, Any] = json.JSONDecoder().raw_decode(text[start:])[0]
+    document: _VerifyDocument = json.JSONDecoder().raw_decode(text[start:])[0]
     return document

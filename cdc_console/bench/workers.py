@@ -17,16 +17,43 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import TypedDict
 
-from cdc_console.bench.common import RESULT_PREFIX
+from cdc_console.bench.common import RESULT_PREFIX, WorkerResult
 
 
-def _password(params: dict[str, Any]) -> str:
+class _Position(TypedDict):
+    """A binlog position as ``BinlogOffset.to_dict`` writes it (the keys read here)."""
+
+    file: str
+    pos: int
+
+
+class WorkerParams(TypedDict, total=False):
+    """The JSON a worker is started with: ``BenchEnv.source_params`` and the worker's own keys."""
+
+    host: str
+    port: int
+    user: str
+    password_env: str
+    database: str
+    table: str
+    chunk_size: int
+    jar: str
+    master: str
+    min_id: int
+    max_id: int
+    out_dir: str
+    server_id: int
+    start: _Position
+    end: _Position
+
+
+def _password(params: WorkerParams) -> str:
     return os.environ[params["password_env"]]
 
 
-def pymysql_scan(params: dict[str, Any]) -> dict[str, Any]:
+def pymysql_scan(params: WorkerParams) -> WorkerResult:
     """Primary-key range chunks of ``chunk_size`` over the whole table, default converters.
 
     Default converters (Decimal, datetime objects) because that is what our snapshot reader
@@ -58,7 +85,7 @@ def pymysql_scan(params: dict[str, Any]) -> dict[str, Any]:
     return {"rows": rows, "seconds": seconds}
 
 
-def spark_jdbc(params: dict[str, Any]) -> dict[str, Any]:
+def spark_jdbc(params: WorkerParams) -> WorkerResult:
     """Spark's built-in JDBC reader, 2 partitions on ``id``, written to Parquet in a temp dir.
 
     Written, not counted: ``count()`` lets Spark prune every column and measures almost nothing
@@ -102,7 +129,7 @@ def spark_jdbc(params: dict[str, Any]) -> dict[str, Any]:
     return {"rows": rows, "seconds": seconds, "startup": startup, "output": out}
 
 
-def binlog_decode(params: dict[str, Any]) -> dict[str, Any]:
+def binlog_decode(params: WorkerParams) -> WorkerResult:
     """Raw ``BinLogStreamReader`` over ``[start, end)``: every row event's rows decoded, counted.
 
     The same settings our reader uses (``is_mariadb=False`` so ``log_file``/``log_pos`` are

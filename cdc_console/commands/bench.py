@@ -9,11 +9,17 @@ a flaky test, not a benchmark.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from cdc_console.commands import Subparsers
 from cdc_console.errors import CdcError
+
+if TYPE_CHECKING:
+    from cdc_console.bench.common import RunOptions
+
+_Options = TypeVar("_Options", bound="RunOptions")
 
 SNAPSHOT_CONTENDERS = ("pymysql", "jdbc", "ours")
 BINLOG_CONTENDERS = ("raw", "ours")
@@ -46,7 +52,7 @@ def _count(text: str) -> int:
     return sizes[0]
 
 
-def _skip(choices: tuple[str, ...]) -> Any:
+def _skip(choices: tuple[str, ...]) -> Callable[[str], frozenset[str]]:
     def parse(text: str) -> frozenset[str]:
         names = frozenset(n.strip() for n in text.split(",") if n.strip())
         unknown = names - set(choices)
@@ -248,12 +254,12 @@ def register(subparsers: Subparsers) -> None:
 def _run(
     args: argparse.Namespace,
     bench: str,
-    options_type: Any,
-    run: Any,
+    options_type: type[_Options],
+    run: Callable[[_Options], object],
     *,
     key: str = "result",
     log: str = "the contender's log",
-    **given: Any,
+    **given: object,
 ) -> int:
     """Build ``options_type`` from the parsed flags of the same names (``given`` wins), run the
     benchmark, and save its figures under ``key`` with ``--json``."""
