@@ -12,11 +12,14 @@ import importlib
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdc_console import __version__
 from cdc_console.errors import CdcError, ExitCode, exit_codes_help, redact
 from cdc_console.logs import setup_logging
+
+if TYPE_CHECKING:
+    from cdc_console.core.untyped import PassThrough
 
 COMMAND_MODULES = (
     "check",
@@ -62,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_parser = subparsers.add_parser
 
-    def add_with_verbose(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    def add_with_verbose(name: str, **kwargs: PassThrough) -> argparse.ArgumentParser:
         """Every subcommand takes ``-v`` too (``cdc-console status -v``); SUPPRESS leaves the
         top-level flag alone when it is given before the subcommand."""
         kwargs.setdefault("description", kwargs.get("help"))

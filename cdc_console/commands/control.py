@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cdc_console.commands import Subparsers, writable_state
 from cdc_console.config import load_config
@@ -19,6 +19,7 @@ from cdc_console.errors import CdcError
 
 if TYPE_CHECKING:
     from cdc_console.config import PipelineConfig
+    from cdc_console.core.values import JSONObject
     from cdc_console.state.store import StateStore
 
 POLL_SECONDS = 0.5
@@ -79,7 +80,7 @@ def handle(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     kind: str = args.command_kind
     target: str | None = getattr(args, "table", None)
-    extra: dict[str, Any] = {}
+    extra: JSONObject = {}
     if getattr(args, "chunk", None) is not None:
         extra["chunk"] = args.chunk
     from cdc_console.launcher import job_alive

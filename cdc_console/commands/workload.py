@@ -13,11 +13,14 @@ import os
 import signal
 import threading
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cdc_console.commands import Subparsers
 from cdc_console.demo import DEFAULT_DATABASE, DEFAULT_MIX, DEFAULT_RATE
 from cdc_console.errors import CdcError
+
+if TYPE_CHECKING:
+    from cdc_console.core.untyped import Connection
 
 log = logging.getLogger("cdc_console.demo")
 
@@ -84,7 +87,7 @@ def handle(args: argparse.Namespace) -> int:
         host=source.host, port=source.port, user=args.user, password_env=args.password_env
     )
 
-    def connect(database: str | None = args.database) -> Any:
+    def connect(database: str | None = args.database) -> Connection:
         try:
             return pymysql.connect(
                 host=source.host,
