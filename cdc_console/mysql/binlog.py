@@ -15,7 +15,6 @@ import logging
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pymysql
 from pymysqlreplication.event import QueryEvent, RotateEvent
@@ -25,6 +24,7 @@ from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.schema import TableId
 from cdc_console.core.schema_change import SchemaChange
+from cdc_console.core.untyped import BinlogLibObject, DriverImage
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError, redact
 from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
 from cdc_console.mysql.retry import TRANSIENT_CODES
@@ -64,15 +64,15 @@ class RowChange:
 
     table_id: TableId
     kind: str  # insert | update | delete
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
+    before: DriverImage | None
+    after: DriverImage | None
     position: BinlogOffset
     timestamp: int
     before_none_sources: dict[str, str] | None = None
     after_none_sources: dict[str, str] | None = None
 
 
-def stream_settings(source: SourceConfig) -> dict[str, Any]:
+def stream_settings(source: SourceConfig) -> dict[str, str | int | float]:
     return {
         "host": source.host,
         "port": source.port,
@@ -121,7 +121,7 @@ class RowEvent:
 
     table_id: TableId
     kind: str  # insert | update | delete
-    rows: list[dict[str, Any]]
+    rows: list[dict[str, DriverImage]]
     file: str
     pos: int
     timestamp: int
@@ -241,7 +241,7 @@ def read_window_events(
     current_index = binlog_file_index(current_file)
     # (schema, table) of an event -> TableId, or None when not captured
     ids: dict[tuple[str, str], TableId | None] = {}
-    checked: dict[TableId, Any] = {}
+    checked: dict[TableId, BinlogLibObject] = {}
     cache = stream.cdc_cache
     try:
         for event in stream:
@@ -340,7 +340,9 @@ def _check_ddl(event: QueryEvent, wanted: set[TableId], position: BinlogOffset) 
         )
 
 
-def _check_columns(event: Any, table_id: TableId, expected: list[str] | None, file: str) -> None:
+def _check_columns(
+    event: BinlogLibObject, table_id: TableId, expected: list[str] | None, file: str
+) -> None:
     if expected is None:
         return
     names = [c.name for c in event.columns]

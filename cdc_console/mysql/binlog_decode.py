@@ -29,7 +29,7 @@ import decimal
 import struct
 import warnings
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
@@ -45,6 +45,14 @@ from pymysqlreplication.row_event import (
     TableMapEvent,
     UpdateRowsEvent,
     WriteRowsEvent,
+)
+
+from cdc_console.core.untyped import (
+    BinlogLibObject,
+    Connection,
+    DriverImage,
+    DriverValue,
+    PassThrough,
 )
 
 __all__ = ["CachingBinLogStreamReader", "DecodeCache"]
@@ -70,23 +78,31 @@ _BASE_EVENT_ATTRS = frozenset(
 )
 _MAX_TABLE_MAPS = 4096
 
-Reader = Callable[[bytes, int, dict[Any, str]], tuple[Any, int]]
+#: The none-sources of one image as mysql-replication keeps them: column name (None for a column
+#: the library could not name) -> why the value is None (``NONE_SOURCE``).
+NoneSources = dict[str | None, str]
+#: A row of a row event as mysql-replication shapes it: ``values``/``before_values``/
+#: ``after_values`` -> the image, ``none_sources``/... -> column -> ``NONE_SOURCE``.
+RowDict = dict[str, DriverImage]
+Reader = Callable[[bytes, int, NoneSources], tuple[DriverValue, int]]
 
 
 class DecodeCache:
     """Per-reader state: parsed TABLE_MAP bodies and the row decoders compiled for their tables."""
 
     def __init__(self) -> None:
-        self.table_maps: dict[bytes, dict[str, Any]] = {}
-        self.plans: dict[tuple[int, bool], tuple[Any, _RowsPlan | None]] = {}
-        self.context: tuple[Any, Any] | None = None
+        self.table_maps: dict[bytes, dict[str, BinlogLibObject]] = {}
+        self.plans: dict[tuple[int, bool], tuple[BinlogLibObject, _RowsPlan | None]] = {}
+        self.context: tuple[BinlogLibObject, BinlogLibObject] | None = None
         self.hits = 0
         self.misses = 0
         self.fast_events = 0
         self.library_events = 0
         self.group_start: int | None = None
 
-    def check_context(self, mysql_version: Any, post_header_lengths: Any) -> None:
+    def check_context(
+        self, mysql_version: BinlogLibObject, post_header_lengths: BinlogLibObject
+    ) -> None:
         """A new format description (server version, post-header lengths) invalidates it all."""
         context = (mysql_version, post_header_lengths)
         if self.context is None or (
@@ -97,13 +113,13 @@ class DecodeCache:
             self.plans.clear()
             self.context = context
 
-    def store(self, body: bytes, attrs: dict[str, Any]) -> None:
+    def store(self, body: bytes, attrs: dict[str, BinlogLibObject]) -> None:
         if len(self.table_maps) >= _MAX_TABLE_MAPS:
             self.table_maps.clear()
             self.plans.clear()
         self.table_maps[body] = attrs
 
-    def plan_for(self, table: Any, ignore_decode_errors: bool) -> _RowsPlan | None:
+    def plan_for(self, table: BinlogLibObject, ignore_decode_errors: bool) -> _RowsPlan | None:
         key = (id(table), ignore_decode_errors)
         entry = self.plans.get(key)
         if entry is None or entry[0] is not table:
@@ -116,7 +132,12 @@ class _CachedTableMapEvent(TableMapEvent):  # type: ignore[misc]
     """``TableMapEvent`` that reuses the parse of an identical body seen earlier by this reader."""
 
     def __init__(
-        self, from_packet: Any, event_size: int, table_map: Any, ctl_connection: Any, **kwargs: Any
+        self,
+        from_packet: BinlogLibObject,
+        event_size: int,
+        table_map: BinlogLibObject,
+        ctl_connection: Connection,
+        **kwargs: PassThrough,
     ) -> None:
         cache: DecodeCache | None = getattr(from_packet, "cdc_cache", None)
         raw = from_packet.packet
@@ -149,7 +170,7 @@ class _FastRowsMixin:
     _images = 1
 
     def _fetch_rows(self) -> None:
-        event: Any = self
+        event: BinlogLibObject = self  # the library's RowsEvent this mixin is part of
         if not event.complete:
             event._RowsEvent__rows = []
             return
@@ -167,7 +188,7 @@ class _FastRowsMixin:
         raw = wrapper.packet
         start = raw._position
         end = start + (event.event_size - wrapper.read_bytes)
-        sources: dict[Any, str] = event._RowsEvent__none_sources
+        sources: NoneSources = event._RowsEvent__none_sources
         event.is_partial_json_update = False
         try:
             if self._images == 1:
@@ -242,7 +263,13 @@ class _DecodingPacketWrapper(BinLogPacketWrapper):  # type: ignore[misc]
         BINLOG.UPDATE_ROWS_EVENT_V2: _FastUpdateRowsEvent,
     }
 
-    def __init__(self, from_packet: Any, *args: Any, cdc_cache: DecodeCache, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        from_packet: BinlogLibObject,
+        *args: PassThrough,
+        cdc_cache: DecodeCache,
+        **kwargs: PassThrough,
+    ) -> None:
         self.cdc_cache = cdc_cache
         super().__init__(from_packet, *args, **kwargs)
         kind = self.event_type
@@ -261,11 +288,11 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
     every reader in the process.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: PassThrough, **kwargs: PassThrough) -> None:
         if kwargs.get("use_column_name_cache"):
             raise ValueError("use_column_name_cache is not supported by the caching reader")
         super().__init__(*args, **kwargs)
-        me: Any = self
+        me: BinlogLibObject = self
         self.cdc_cache = DecodeCache()
         allowed = me._BinLogStreamReader__allowed_events
         me._BinLogStreamReader__allowed_events = frozenset(
@@ -276,10 +303,10 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
             in_packet | {fast for base, fast in _SUBSTITUTES.items() if base in in_packet}
         )
 
-    def fetchone(self) -> Any:  # pragma: no cover - exercised against a server
+    def fetchone(self) -> BinlogLibObject:  # pragma: no cover - exercised against a server
         # A copy of pymysqlreplication 1.0.17's BinLogStreamReader.fetchone; only the wrapper
         # class (and its cdc_cache argument) differ.
-        me: Any = self
+        me: BinlogLibObject = self
         while True:
             if me.end_log_pos and me.is_past_end_log_pos:
                 return None
@@ -397,14 +424,14 @@ def _fixed(st: struct.Struct) -> Reader:
     unpack = st.unpack_from
     size = st.size
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         return unpack(data, pos)[0], pos + size
 
     return read
 
 
 def _int24(unsigned: bool) -> Reader:
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         end = pos + 3
         if len(data) < end:
             raise ValueError("short int24")
@@ -426,13 +453,13 @@ def _uint_le(size: int) -> Callable[[bytes, int], int]:
     return read
 
 
-def _string(length_size: int, column: Any, ignore_decode_errors: bool) -> Reader:
+def _string(length_size: int, column: BinlogLibObject, ignore_decode_errors: bool) -> Reader:
     length_of = _uint_le(length_size)
     errors = "ignore" if ignore_decode_errors else "strict"
     charset = column.character_set_name
     encoding = RowsEvent.charset_to_encoding(charset) if charset is not None else None
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         length = length_of(data, pos)
         pos += length_size
         end = pos + length
@@ -452,7 +479,7 @@ def _string(length_size: int, column: Any, ignore_decode_errors: bool) -> Reader
 def _pascal_bytes(length_size: int) -> Reader:
     length_of = _uint_le(length_size)
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         length = length_of(data, pos)
         pos += length_size
         end = pos + length
@@ -466,7 +493,7 @@ def _pascal_bytes(length_size: int) -> Reader:
 def _json(length_size: int) -> Reader:
     length_of = _uint_le(length_size)
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         length = length_of(data, pos)
         pos += length_size
         if length == 0:
@@ -487,7 +514,7 @@ def _be_signed(data: bytes, pos: int, size: int) -> int:
     return int.from_bytes(data[pos : pos + size], "big", signed=True)
 
 
-def _fsp_reader(fsp: Any) -> Callable[[bytes, int], tuple[int, int]]:
+def _fsp_reader(fsp: int) -> Callable[[bytes, int], tuple[int, int]]:
     """``__read_fsp``: the fractional seconds of a temporal value, in microseconds."""
     size = _FSP_BYTES.get(fsp, 0)
     if size == 0:
@@ -504,7 +531,7 @@ def _fsp_reader(fsp: Any) -> Callable[[bytes, int], tuple[int, int]]:
     return read
 
 
-def _decimal(column: Any) -> Reader:
+def _decimal(column: BinlogLibObject) -> Reader:
     precision, decimals = column.precision, column.decimals
     integral = precision - decimals
     uncomp_integral = int(integral / 9)
@@ -519,7 +546,7 @@ def _decimal(column: Any) -> Reader:
     unpack_be_i = _S_BE_i.unpack_from
     Decimal = decimal.Decimal
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         end = pos + total
         if len(data) < end:
             raise ValueError("short decimal")
@@ -551,11 +578,11 @@ def _decimal(column: Any) -> Reader:
     return read
 
 
-def _datetime2(column: Any, source_key: Any) -> Reader:
+def _datetime2(column: BinlogLibObject, source_key: str | None) -> Reader:
     fsp = _fsp_reader(column.fsp)
     make = datetime.datetime
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         if len(data) < pos + 5:
             raise ValueError("short datetime2")
         value = int.from_bytes(data[pos : pos + 5], "big")
@@ -582,11 +609,11 @@ def _datetime2(column: Any, source_key: Any) -> Reader:
     return read
 
 
-def _timestamp2(column: Any) -> Reader:
+def _timestamp2(column: BinlogLibObject) -> Reader:
     fsp = _fsp_reader(column.fsp)
     from_timestamp = datetime.datetime.utcfromtimestamp
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         t = from_timestamp(_be_signed(data, pos, 4))
         micro, pos = fsp(data, pos + 4)
         if micro > 0:
@@ -596,11 +623,11 @@ def _timestamp2(column: Any) -> Reader:
     return read
 
 
-def _time2(column: Any) -> Reader:
+def _time2(column: BinlogLibObject) -> Reader:
     fsp = _fsp_reader(column.fsp)
     timedelta = datetime.timedelta
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         value = _be_signed(data, pos, 3)
         sign = 1 if (value >> 23) & 1 else -1
         if sign == -1:
@@ -620,10 +647,10 @@ def _time2(column: Any) -> Reader:
     return read
 
 
-def _date(source_key: Any) -> Reader:
+def _date(source_key: str | None) -> Reader:
     make = datetime.date
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         if len(data) < pos + 3:
             raise ValueError("short date")
         value = int.from_bytes(data[pos : pos + 3], "little")
@@ -642,16 +669,16 @@ def _date(source_key: Any) -> Reader:
     return read
 
 
-def _year(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+def _year(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
     return data[pos] + 1900, pos + 1
 
 
-def _enum(column: Any) -> Reader:
+def _enum(column: BinlogLibObject) -> Reader:
     size = column.size
     index_of = _uint_le(size)
     values = column.enum_values
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         index = index_of(data, pos)
         if values:
             return values[index], pos + size
@@ -660,13 +687,13 @@ def _enum(column: Any) -> Reader:
     return read
 
 
-def _set(column: Any) -> Reader:
+def _set(column: BinlogLibObject) -> Reader:
     size = column.size
     mask_of = _uint_le(size)
     members = column.set_values
     name = column.name
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         bit_mask = mask_of(data, pos)
         pos += size
         if members:
@@ -681,12 +708,12 @@ def _set(column: Any) -> Reader:
     return read
 
 
-def _bit(column: Any) -> Reader:
+def _bit(column: BinlogLibObject) -> Reader:
     nbytes = column.bytes
     bits = column.bits
     first_end = bits if nbytes == 1 else (bits % 8 or 8)
 
-    def read(data: bytes, pos: int, sources: dict[Any, str]) -> tuple[Any, int]:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         if len(data) < pos + nbytes:
             raise ValueError("short bit")
         resp = ""
@@ -706,7 +733,7 @@ class _Unsupported(Exception):
     """A column this module leaves to the library's decoder."""
 
 
-def _column_reader(column: Any, index: int, ignore_decode_errors: bool) -> Reader:
+def _column_reader(column: BinlogLibObject, index: int, ignore_decode_errors: bool) -> Reader:
     kind = column.type
     unsigned = column.unsigned
     source_key = column.name
@@ -757,13 +784,13 @@ def _column_reader(column: Any, index: int, ignore_decode_errors: bool) -> Reade
 class _RowsPlan:
     """The compiled decoders of one table's columns: ``(value key, none-source key, reader)``."""
 
-    def __init__(self, columns: list[tuple[str, Any, Reader]]) -> None:
+    def __init__(self, columns: list[tuple[str, str | None, Reader]]) -> None:
         self.columns = columns
         self.count = len(columns)
         self._bitmaps: dict[bytes, tuple[tuple[bool, ...], int, bool]] = {}
 
     @classmethod
-    def compile(cls, columns: Any, ignore_decode_errors: bool) -> _RowsPlan | None:
+    def compile(cls, columns: BinlogLibObject, ignore_decode_errors: bool) -> _RowsPlan | None:
         compiled = []
         try:
             for index, column in enumerate(columns):
@@ -787,14 +814,14 @@ class _RowsPlan:
         data: bytes,
         pos: int,
         bitmap: tuple[tuple[bool, ...], int, bool],
-        sources: dict[Any, str],
-    ) -> tuple[dict[str, Any], int]:
+        sources: NoneSources,
+    ) -> tuple[DriverImage, int]:
         present, null_bytes, full = bitmap
         nulls = data[pos : pos + null_bytes]
         if len(nulls) != null_bytes:
             raise ValueError("short null bitmap")
         pos += null_bytes
-        values: dict[str, Any] = {}
+        values: DriverImage = {}
         null_index = 0
         null_source = NONE_SOURCE.NULL
         for i, (key, source_key, read) in enumerate(self.columns):
@@ -811,12 +838,12 @@ class _RowsPlan:
         return values, pos
 
     @staticmethod
-    def _none_sources(values: dict[str, Any], sources: dict[Any, str]) -> dict[str, str]:
+    def _none_sources(values: DriverImage, sources: NoneSources) -> dict[str, str]:
         return {k: sources.get(k, "null") for k, v in values.items() if v is None}
 
     def single_images(
-        self, data: bytes, pos: int, end: int, bitmap: bytes, sources: dict[Any, str]
-    ) -> tuple[list[dict[str, Any]], int]:
+        self, data: bytes, pos: int, end: int, bitmap: bytes, sources: NoneSources
+    ) -> tuple[list[RowDict], int]:
         info = self._bitmap(bitmap)
         rows = []
         image = self._image
@@ -835,8 +862,8 @@ class _RowsPlan:
         end: int,
         bitmap: bytes,
         bitmap2: bytes,
-        sources: dict[Any, str],
-    ) -> tuple[list[dict[str, Any]], int]:
+        sources: NoneSources,
+    ) -> tuple[list[RowDict], int]:
         info = self._bitmap(bitmap)
         info2 = self._bitmap(bitmap2)
         rows = []

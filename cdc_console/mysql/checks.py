@@ -22,12 +22,13 @@ import re
 import struct
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import pymysql
 
 from cdc_console.config import PipelineConfig, SourceConfig, TablePattern
 from cdc_console.core.schema import TableId, TableSchema, quote_ident
+from cdc_console.core.untyped import Connection
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, ConfigError, SourceError, redact
 from cdc_console.mysql.connection import connect, translate_error
@@ -89,7 +90,7 @@ def _my_cnf(line: str) -> str:
     return f"and add '{line}' under [mysqld] in my.cnf so it survives a restart"
 
 
-def _account(conn: Any, source: SourceConfig) -> str:
+def _account(conn: Connection, source: SourceConfig) -> str:
     """The account the server matched (``'cdc'@'%'``), for GRANT statements that work verbatim."""
     try:
         with conn.cursor() as cur:
@@ -103,7 +104,7 @@ def _account(conn: Any, source: SourceConfig) -> str:
     return f"'{source.user}'@'%'"
 
 
-def _connect_check(config: PipelineConfig) -> tuple[Any, CheckResult]:
+def _connect_check(config: PipelineConfig) -> tuple[Connection | None, CheckResult]:
     source = config.source
     where = f"{source.user}@{source.host}:{source.port}"
     try:
@@ -225,7 +226,7 @@ def _retention_check(server: ServerInfo) -> CheckResult:
     return _ok("binlog_retention", f"binlogs kept {hours:.0f} h")
 
 
-def _global_privileges(conn: Any) -> set[str]:
+def _global_privileges(conn: Connection) -> set[str]:
     """Privilege names granted ``ON *.*`` to the current user, upper case (a fallback only)."""
     names: set[str] = set()
     with conn.cursor() as cur:
@@ -270,7 +271,7 @@ def try_binlog_dump(source: SourceConfig) -> tuple[bool | None, str]:
 
 
 def _replication_slave_check(
-    conn: Any, source: SourceConfig, account: str, binlog_on: bool
+    conn: Connection, source: SourceConfig, account: str, binlog_on: bool
 ) -> CheckResult:
     name = "privilege REPLICATION SLAVE"
     fix = f"GRANT REPLICATION SLAVE ON *.* TO {account};"
@@ -299,7 +300,9 @@ def _replication_slave_check(
     )
 
 
-def _position_check(conn: Any, server: ServerInfo, account: str, binlog_on: bool) -> CheckResult:
+def _position_check(
+    conn: Connection, server: ServerInfo, account: str, binlog_on: bool
+) -> CheckResult:
     privilege = (
         "BINLOG MONITOR"
         if server.is_mariadb and server.version >= (10, 5, 2)
@@ -334,7 +337,7 @@ def _position_check(conn: Any, server: ServerInfo, account: str, binlog_on: bool
     )
 
 
-def _unique_not_null_columns(conn: Any, table_id: TableId) -> set[str]:
+def _unique_not_null_columns(conn: Connection, table_id: TableId) -> set[str]:
     """Columns that alone form a full-length UNIQUE index: each row has a distinct value."""
     with conn.cursor() as cur:
         cur.execute(
@@ -346,7 +349,7 @@ def _unique_not_null_columns(conn: Any, table_id: TableId) -> set[str]:
         return {str(col) for _, col, count, prefix in cur.fetchall() if count == 1 and not prefix}
 
 
-def _key_check(conn: Any, schema: TableSchema, configured: str | None) -> CheckResult:
+def _key_check(conn: Connection, schema: TableSchema, configured: str | None) -> CheckResult:
     table_id = schema.table_id
     name = f"key {table_id}"
     setting = f'snapshot.chunk_key = {{ "{table_id}" = "<column>" }}'
@@ -397,7 +400,7 @@ def _key_check(conn: Any, schema: TableSchema, configured: str | None) -> CheckR
     return _ok(name, f"no primary key; chunks on unique column {configured}", area="config")
 
 
-def _select_check(conn: Any, table_id: TableId, account: str) -> CheckResult:
+def _select_check(conn: Connection, table_id: TableId, account: str) -> CheckResult:
     name = f"select {table_id}"
     try:
         with conn.cursor() as cur:
@@ -432,7 +435,7 @@ def _unused_chunk_keys(config: PipelineConfig, tables: list[TableSchema]) -> lis
 
 
 def _table_checks(
-    conn: Any, config: PipelineConfig, account: str
+    conn: Connection, config: PipelineConfig, account: str
 ) -> tuple[list[TableSchema], list[CheckResult]]:
     results: list[CheckResult] = []
     tables: list[TableSchema] = []
@@ -558,7 +561,7 @@ def preflight(config: PipelineConfig) -> tuple[ServerInfo, list[TableSchema]]:
     )
 
 
-def check_table(conn: Any, config: PipelineConfig, table_id: TableId) -> TableSchema:
+def check_table(conn: Connection, config: PipelineConfig, table_id: TableId) -> TableSchema:
     """The schema of one table to start capturing (``add-table``), or the reason it cannot be.
 
     Runs the same per-table checks as preflight (it exists, SELECT works, it has a key to chunk

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import pymysql
 import pymysql.converters
@@ -19,6 +18,7 @@ from pymysql.constants import FIELD_TYPE
 from cdc_console.config import SourceConfig
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.schema import ColumnInfo
+from cdc_console.core.untyped import Connection, DriverRow, DriverValue, PassThrough
 from cdc_console.errors import SourceError, redact
 from cdc_console.mysql.retry import TRANSIENT_CODES
 
@@ -34,7 +34,11 @@ CR_SERVER_LOST = 2013
 
 
 def connect(
-    source: SourceConfig, *, database: str | None = None, unbuffered: bool = False, **extra: Any
+    source: SourceConfig,
+    *,
+    database: str | None = None,
+    unbuffered: bool = False,
+    **extra: PassThrough,
 ) -> pymysql.connections.Connection:
     """A connection as the configured user, autocommit, utf8mb4, session zone UTC; to the first
     server of ``source.hosts`` that answers, when there is such a list."""
@@ -42,7 +46,11 @@ def connect(
 
 
 def connect_first(
-    source: SourceConfig, *, database: str | None = None, unbuffered: bool = False, **extra: Any
+    source: SourceConfig,
+    *,
+    database: str | None = None,
+    unbuffered: bool = False,
+    **extra: PassThrough,
 ) -> tuple[pymysql.connections.Connection, SourceConfig]:
     """:func:`connect`, and the source pinned to the server that answered.
 
@@ -69,10 +77,10 @@ def connect_first(
 
 
 def _connect_one(
-    source: SourceConfig, database: str | None, unbuffered: bool, extra: dict[str, Any]
+    source: SourceConfig, database: str | None, unbuffered: bool, extra: dict[str, PassThrough]
 ) -> pymysql.connections.Connection:
     password = source.password()
-    kwargs: dict[str, Any] = {
+    kwargs: dict[str, object] = {
         **source.connection_kwargs(),
         "password": password,
         "database": database,
@@ -99,7 +107,7 @@ _TEXT_MODE_FIELD_TYPES = (
     FIELD_TYPE.DATETIME,
     FIELD_TYPE.TIMESTAMP,
 )
-_TEXT_MODE_DECODERS: dict[TypeFamily | None, Callable[[str], Any]] = {
+_TEXT_MODE_DECODERS: dict[TypeFamily | None, Callable[[str], DriverValue]] = {
     TypeFamily.DECIMAL: pymysql.converters.decoders[FIELD_TYPE.NEWDECIMAL],
     TypeFamily.DATE: pymysql.converters.decoders[FIELD_TYPE.DATE],
     TypeFamily.DATETIME: pymysql.converters.decoders[FIELD_TYPE.DATETIME],
@@ -107,7 +115,7 @@ _TEXT_MODE_DECODERS: dict[TypeFamily | None, Callable[[str], Any]] = {
 }
 
 
-def text_mode_conversions() -> dict[Any, Any]:
+def text_mode_conversions() -> dict[int | type, Callable[..., object]]:
     """pymysql's conversions minus the DECIMAL and date/time decoders.
 
     A connection opened with ``conv=text_mode_conversions()`` returns those columns as the
@@ -122,13 +130,13 @@ def text_mode_conversions() -> dict[Any, Any]:
     return conv
 
 
-def text_mode_decoders(columns: Sequence[ColumnInfo]) -> list[Callable[[str], Any] | None]:
+def text_mode_decoders(columns: Sequence[ColumnInfo]) -> list[Callable[[str], DriverValue] | None]:
     """Per column (by its type family): the decoder the default connection would have applied
     to a value a text-mode connection left as text, or None where both return the same."""
     return [_TEXT_MODE_DECODERS.get(c.family) for c in columns]
 
 
-def close_quietly(conn: Any) -> None:
+def close_quietly(conn: Connection | None) -> None:
     """Close a connection that an outage may already have broken (closing is only tidiness)."""
     if conn is None:
         return
@@ -165,9 +173,7 @@ def translate_error(exc: BaseException, source: SourceConfig) -> SourceError:
     )
 
 
-def query(
-    conn: pymysql.connections.Connection, sql: str, args: Any = None
-) -> list[tuple[Any, ...]]:
+def query(conn: pymysql.connections.Connection, sql: str, args: object = None) -> list[DriverRow]:
     with conn.cursor() as cur:
         cur.execute(sql, args)
         return list(cur.fetchall())

@@ -7,7 +7,8 @@ same headroom (``figures.purge_headroom``) from the same answer.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+from cdc_console.core.untyped import Connection
 
 EXPIRY_VARIABLES = (
     "binlog_expire_logs_seconds",
@@ -38,7 +39,7 @@ def expiry(variables: Mapping[str, str]) -> tuple[float | None, str]:
     return None, f"{present[0]}=0 (never expires)"
 
 
-def binlog_expiry(conn: Any) -> tuple[float | None, str]:
+def binlog_expiry(conn: Connection) -> tuple[float | None, str]:
     """``expiry`` of the server behind ``conn`` (a pymysql connection)."""
     names = ", ".join(f"'{name}'" for name in EXPIRY_VARIABLES)
     with conn.cursor() as cur:

@@ -14,7 +14,6 @@ the stream, and that refusal becomes the error an operator reads.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
@@ -22,6 +21,7 @@ from pymysqlreplication.event import GtidEvent, MariadbGtidEvent
 
 from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.untyped import DriverRow
 from cdc_console.errors import SourceError, redact
 from cdc_console.mysql.binlog import stream_settings
 from cdc_console.mysql.position import current_position
@@ -49,12 +49,12 @@ def gtid_enabled(conn: pymysql.connections.Connection) -> bool:
     """MariaDB always logs GTIDs; MySQL only with ``gtid_mode=ON``."""
     with conn.cursor() as cur:
         cur.execute("SELECT @@version")
-        row: Any = cur.fetchone()
+        row: DriverRow | None = cur.fetchone()
         if row and "mariadb" in str(row[0]).lower():
             return True
         try:
             cur.execute("SELECT @@gtid_mode")
-            mode: Any = cur.fetchone()
+            mode: DriverRow = cur.fetchone()  # SELECT @@gtid_mode: always one row
         except pymysql.err.MySQLError:
             return False
     return bool(mode) and str(mode[0]).upper() == "ON"
@@ -110,7 +110,7 @@ def _server_gtid(conn: pymysql.connections.Connection, mariadb: bool) -> str | N
     try:
         with conn.cursor() as cur:
             cur.execute(f"SELECT {variable}")
-            row: Any = cur.fetchone()
+            row: DriverRow | None = cur.fetchone()
     except pymysql.err.MySQLError:
         return None
     return str(row[0]).replace("\n", "") if row and row[0] else None

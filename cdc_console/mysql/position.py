@@ -8,11 +8,11 @@ forms first and remember the first that works per connection.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import pymysql
 
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.untyped import DriverRow
 from cdc_console.errors import SourceError
 
 _STATEMENTS = ("SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS", "SHOW MASTER STATUS")
@@ -37,7 +37,7 @@ def current_position(
         try:
             with conn.cursor() as cur:
                 cur.execute(statement)
-                row: Any = cur.fetchone()
+                row: DriverRow | None = cur.fetchone()
         except pymysql.err.ProgrammingError as exc:
             if exc.args and exc.args[0] == _ER_PARSE:
                 last_error = exc
@@ -64,7 +64,9 @@ def current_position(
     raise SourceError(f"cannot read the binlog position: {last_error}", "")
 
 
-def _gtid_at(conn: pymysql.connections.Connection, offset: BinlogOffset, row: Any) -> str | None:
+def _gtid_at(
+    conn: pymysql.connections.Connection, offset: BinlogOffset, row: DriverRow
+) -> str | None:
     if len(row) >= 5 and row[4]:
         return str(row[4]).replace("\n", "")
     try:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from cdc_console.config import TablePattern
 from cdc_console.core.schema import TableId, quote_ident
+from cdc_console.core.untyped import Connection
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import ConfigError
 from cdc_console.mysql.expiry import expiry
@@ -121,7 +121,7 @@ def parse_version(text: str) -> tuple[int, int, int]:
     return (int(match.group(1)), int(match.group(2)), int(match.group(3)))
 
 
-def probe_server(conn: Any) -> ServerInfo:
+def probe_server(conn: Connection) -> ServerInfo:
     """Flavour, version and binlog variables of the server behind ``conn`` (any privilege level).
 
     The flavour comes from the version text or the version comment ("mariadb.org binary
@@ -163,7 +163,7 @@ def chunk_key_for(table_id: TableId, overrides: Mapping[str, str]) -> str | None
 
 
 def expand_pattern(
-    conn: Any, pattern: TablePattern, account: str = "the source user"
+    conn: Connection, pattern: TablePattern, account: str = "the source user"
 ) -> list[TableId]:
     """The tables one ``source.tables`` entry names, sorted; ``ConfigError`` if it names none.
 

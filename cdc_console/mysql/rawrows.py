@@ -19,17 +19,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from pymysql import converters, err
 from pymysql.connections import TEXT_TYPES, FieldDescriptorPacket, MysqlPacket
 from pymysql.constants import COMMAND, FIELD_TYPE
 
+from cdc_console.core.untyped import Connection, DriverRow, DriverValue
+
 MAX_PACKET_LEN = 0xFFFFFF
 _READ_SIZE = 1 << 20
 
 RawValue = bytes | None
-Decoder = Callable[[bytes], Any]
+
+
+class _Reader(Protocol):
+    """The connection's buffered socket file (``conn._rfile``)."""
+
+    def read1(self, size: int = -1, /) -> bytes: ...
+
+
+Decoder = Callable[[bytes], DriverValue]
 
 
 @dataclass
@@ -43,10 +53,10 @@ class RawResult:
     def row_count(self) -> int:
         return len(self.columns[0]) if self.columns else 0
 
-    def driver_value(self, index: int, value: RawValue) -> Any:
+    def driver_value(self, index: int, value: RawValue) -> DriverValue:
         return None if value is None else self.decoders[index](value)
 
-    def driver_rows(self) -> list[tuple[Any, ...]]:
+    def driver_rows(self) -> list[DriverRow]:
         """Every row as the connection's cursor would have returned it."""
         decoded = [
             [None if v is None else decode(v) for v in column]
@@ -55,7 +65,7 @@ class RawResult:
         return list(zip(*decoded, strict=True))
 
 
-def select_raw(conn: Any, sql: str, args: Any = None) -> RawResult:
+def select_raw(conn: Connection, sql: str, args: object = None) -> RawResult:
     """Run one SELECT on a pymysql connection and read its result as raw columns."""
     query = conn.cursor().mogrify(sql, args)
     conn._execute_command(COMMAND.COM_QUERY, query)
@@ -73,7 +83,7 @@ def select_raw(conn: Any, sql: str, args: Any = None) -> RawResult:
     return RawResult(columns, decoders)
 
 
-def _decoder(conn: Any, field: Any) -> Decoder:
+def _decoder(conn: Connection, field: FieldDescriptorPacket) -> Decoder:
     """pymysql's own choice for one column (``MySQLResult._get_descriptions``)."""
     field_type = field.type_code
     encoding: str | None
@@ -93,7 +103,7 @@ def _decoder(conn: Any, field: Any) -> Decoder:
     text_encoding = encoding
     convert = converter
 
-    def decode(data: bytes) -> Any:
+    def decode(data: bytes) -> DriverValue:
         text = data.decode(text_encoding)
         return text if convert is None else convert(text)
 
@@ -104,7 +114,7 @@ def _identity(data: bytes) -> bytes:
     return data
 
 
-def _read_rows(conn: Any, columns: list[list[RawValue]]) -> None:
+def _read_rows(conn: Connection, columns: list[list[RawValue]]) -> None:
     if conn._current_timeout != conn._read_timeout:
         conn._sock.settimeout(conn._read_timeout)
         conn._current_timeout = conn._read_timeout
@@ -181,7 +191,7 @@ def _read_rows(conn: Any, columns: list[list[RawValue]]) -> None:
             )
 
 
-def _more(rfile: Any, buf: bytes, pos: int, conn: Any) -> tuple[bytes, int]:
+def _more(rfile: _Reader, buf: bytes, pos: int, conn: Connection) -> tuple[bytes, int]:
     data = rfile.read1(_READ_SIZE)
     if not data:
         conn._force_close()

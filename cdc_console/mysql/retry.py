@@ -23,7 +23,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypedDict, TypeVar, Unpack
 
 import pymysql
 
@@ -215,13 +215,24 @@ class Retrier:
         self.attempts = 0
 
 
+class RetryOptions(TypedDict, total=False):
+    """The keyword options of :class:`Retrier`, passed through by the ``*_with_retry`` helpers."""
+
+    observer: OutageObserver | None
+    abandon: Callable[[], bool] | None
+    backoff: Backoff
+    rng: random.Random | None
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+
+
 def call_with_retry(
     work: Callable[[], T],
     *,
     what: str,
     outage_seconds: float,
     on_failure: Callable[[BaseException], None] | None = None,
-    **options: Any,
+    **options: Unpack[RetryOptions],
 ) -> T:
     """``work()``, retried on transient errors for up to ``outage_seconds`` (see
     :class:`Retrier` for ``options``); ``on_failure`` runs after each transient failure, to
@@ -240,7 +251,11 @@ def call_with_retry(
 
 
 def iterate_with_retry(
-    open_items: Callable[[], Iterator[T]], *, what: str, outage_seconds: float, **options: Any
+    open_items: Callable[[], Iterator[T]],
+    *,
+    what: str,
+    outage_seconds: float,
+    **options: Unpack[RetryOptions],
 ) -> Iterator[T]:
     """The items of ``open_items()``, re-opened after a transient failure, each yielded once.
 

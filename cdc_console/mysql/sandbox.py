@@ -20,9 +20,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pymysql
+
+from cdc_console.core.untyped import PassThrough
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +219,9 @@ class MySQLSandbox:
         self.password_file.write_text(self.root_password)
         self.password_file.chmod(0o600)
 
-    def connect(self, database: str | None = None, **kwargs: Any) -> pymysql.connections.Connection:
+    def connect(
+        self, database: str | None = None, **kwargs: PassThrough
+    ) -> pymysql.connections.Connection:
         """A root connection over TCP, autocommit on: for fixtures and the workload generator."""
         return pymysql.connect(
             host=self.host,

@@ -6,8 +6,6 @@ values through the same column metadata, so it is probed once per table and shar
 
 from __future__ import annotations
 
-from typing import Any
-
 import pymysql
 
 from cdc_console.core.schema import (
@@ -17,13 +15,14 @@ from cdc_console.core.schema import (
     enum_values_of,
     mark_json_columns,
 )
+from cdc_console.core.untyped import Connection, Cursor, DriverRow
 
 # Servers whose information_schema has no CHECK_CONSTRAINTS (MySQL 5.7: unknown table) or no
 # TABLE_NAME column in it (MySQL 8.0): neither has a LONGTEXT-based JSON, so nothing to find.
 _NO_CHECK_CONSTRAINTS = frozenset({1054, 1109, 1146})
 
 
-def _check_clauses(cur: Any, table_id: TableId) -> list[str]:
+def _check_clauses(cur: Cursor, table_id: TableId) -> list[str]:
     """The table's CHECK clauses; empty on servers without ``CHECK_CONSTRAINTS.TABLE_NAME``."""
     try:
         cur.execute(
@@ -38,7 +37,7 @@ def _check_clauses(cur: Any, table_id: TableId) -> list[str]:
     return [str(r[0]) for r in cur.fetchall() if r[0] is not None]
 
 
-def list_tables(conn: Any, database: str) -> list[str]:
+def list_tables(conn: Connection, database: str) -> list[str]:
     """Base tables of one database (views are not captured: they have no binlog events)."""
     with conn.cursor() as cur:
         cur.execute(
@@ -49,7 +48,9 @@ def list_tables(conn: Any, database: str) -> list[str]:
         return [str(r[0]) for r in cur.fetchall()]
 
 
-def load_table_schema(conn: Any, table_id: TableId, chunk_key: str | None = None) -> TableSchema:
+def load_table_schema(
+    conn: Connection, table_id: TableId, chunk_key: str | None = None
+) -> TableSchema:
     """Columns and key of one table. Raises ``LookupError`` when the table does not exist.
 
     ``chunk_key`` overrides the first primary-key column (a table without a primary key needs one;
@@ -98,7 +99,7 @@ def load_table_schema(conn: Any, table_id: TableId, chunk_key: str | None = None
     return TableSchema(table_id, tuple(columns), primary_key, key)
 
 
-def null_default_columns(conn: Any, table_id: TableId) -> set[str]:
+def null_default_columns(conn: Connection, table_id: TableId) -> set[str]:
     """The nullable columns of a table whose default is NULL.
 
     ``information_schema.COLUMNS.COLUMN_DEFAULT`` says it differently per flavour: MySQL gives
@@ -107,7 +108,7 @@ def null_default_columns(conn: Any, table_id: TableId) -> set[str]:
     """
     with conn.cursor() as cur:
         cur.execute("SELECT @@version")
-        row: Any = cur.fetchone()
+        row: DriverRow = cur.fetchone()  # SELECT @@version: always one row
         mariadb = bool(row) and "mariadb" in str(row[0]).lower()
         cur.execute(
             "SELECT COLUMN_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS "

@@ -23,13 +23,14 @@ every supported type). Per column:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_console.core.mysqltypes import TEMPORAL, TypeFamily
 from cdc_console.core.schema import ColumnInfo, TableSchema
+from cdc_console.core.untyped import DriverValue
+from cdc_console.core.values import CanonicalValue
 from cdc_console.mysql.connection import text_mode_decoders
 from cdc_console.mysql.rawrows import RawResult
 from cdc_console.values.arrow import ColumnCodec, arrow_schema, codec_for
@@ -86,7 +87,7 @@ class SnapshotArrowBuilder:
 
 class _ColumnPlan:
     def __init__(
-        self, column: ColumnInfo, codec: ColumnCodec, decode: Callable[[str], Any] | None
+        self, column: ColumnInfo, codec: ColumnCodec, decode: Callable[[str], DriverValue] | None
     ) -> None:
         self.column = column
         self.codec = codec
@@ -108,7 +109,7 @@ class _ColumnPlan:
             or (codec.kind == "string" and family is TypeFamily.STRING)
         )
 
-    def canonical(self, values: list[Any]) -> list[Any]:
+    def canonical(self, values: list[DriverValue]) -> list[CanonicalValue]:
         decode, convert = self.decode, self.convert
         if decode is not None:
             values = [None if v is None else decode(v) for v in values]
