@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from cdc_console.core.lifecycle import (
     DRIVER_KINDS,
@@ -41,6 +41,7 @@ from cdc_console.core.lifecycle import (
     readmitted_state,
 )
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
+from cdc_console.core.values import JSONValue
 from cdc_console.errors import CdcError, SourceError
 from cdc_console.source.redump import start_redump
 from cdc_console.state.store import Command, StateStore, TableState
@@ -73,7 +74,7 @@ def _find(tables: Sequence[TableState], target: str) -> TableState | None:
 
 
 def duplicate_of(
-    kind: str, target: str | None, args: dict[str, Any], pending: Sequence[Command]
+    kind: str, target: str | None, args: Mapping[str, JSONValue], pending: Sequence[Command]
 ) -> Command | None:
     """A pending command that already asks for ``kind target args``: a second one would only
     be refused (or, for add-table, add nothing) when the job reaches it."""
@@ -86,7 +87,7 @@ def duplicate_of(
 def refusal(
     kind: str,
     target: str | None,
-    args: dict[str, Any],
+    args: Mapping[str, JSONValue],
     tables: Sequence[TableState],
     pipeline_paused: bool,
 ) -> str | None:
@@ -157,7 +158,7 @@ def refusal(
                 f"{target} is {effective}: its chunks are still being read, so chunk {chunk} "
                 f"cannot be re-read on its own; re-dump the whole table, or wait until it streams"
             )
-        if table.splits_total is not None and not 0 <= int(chunk) < table.splits_total:
+        if table.splits_total is not None and not 0 <= int(cast(int, chunk)) < table.splits_total:
             return f"{target} has chunks 0 to {table.splits_total - 1}, not {chunk}"
         return None
     if kind == CommandKind.REMOVE_TABLE:
@@ -273,7 +274,7 @@ class CommandProcessor:
             chunk = command.args.get("chunk")
             if chunk is None:
                 return start_redump(self.store, table, conn, schema)
-            return self._redump_chunk(table, int(chunk), conn)
+            return self._redump_chunk(table, int(cast(int, chunk)), conn)  # queued as an int
         if kind == CommandKind.REMOVE_TABLE:
             return self._remove(table, conn)
         raise _Refused(f"unknown command {kind!r}")

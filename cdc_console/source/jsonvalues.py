@@ -7,8 +7,7 @@ serves keys (compared as text by the sinks) and row images.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 
-def dump_json(value: Any) -> str:
+def dump_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

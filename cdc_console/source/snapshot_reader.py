@@ -26,7 +26,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import pymysql
 
@@ -37,6 +36,7 @@ from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema, quote_ident
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
+from cdc_console.core.untyped import Connection, DriverImage, DriverRow, DriverValue
 from cdc_console.core.values import RawKey
 from cdc_console.mysql.binlog import read_window
 from cdc_console.mysql.connection import connect, text_mode_conversions, text_mode_decoders
@@ -96,7 +96,7 @@ class SnapshotSplitResult:
 _ER_BAD_FIELD_ERROR = 1054
 
 
-def _name(value: Any) -> str:
+def _name(value: DriverValue) -> str:
     """An information_schema name, which text-mode connections return as bytes."""
     return value.decode() if isinstance(value, bytes | bytearray) else str(value)
 
@@ -124,7 +124,7 @@ def chunk_query(
     return sql, args
 
 
-def open_text_mode(source: SourceConfig) -> Any:
+def open_text_mode(source: SourceConfig) -> Connection:
     """A source connection for text-mode snapshot readers (see ``text_mode_conversions``)."""
     return connect(source, conv=text_mode_conversions())
 
@@ -144,7 +144,7 @@ class SnapshotSplitReader:
         server_id: int,
         hooks: SnapshotPhaseHooks | None = None,
         *,
-        connection: Any = None,
+        connection: Connection | None = None,
         text_mode: bool = False,
         park_on_schema_change: bool = False,
     ) -> None:
@@ -236,8 +236,8 @@ class SnapshotSplitReader:
         return SnapshotSplitResult(split, low, high, rows, events, started, duration_ms, records)
 
     def _select(
-        self, conn: Any, sql: str, args: list[Any]
-    ) -> tuple[RawResult | None, list[tuple[Any, ...]]]:
+        self, conn: Connection, sql: str, args: list[RawKey]
+    ) -> tuple[RawResult | None, list[DriverRow]]:
         """The chunk's rows: raw text (text mode) or the driver's tuples."""
         if self.text_mode:
             return select_raw(conn, sql, args), []
@@ -245,7 +245,7 @@ class SnapshotSplitReader:
             cur.execute(sql, args)
             return None, list(cur.fetchall())
 
-    def _shape_changed(self, conn: Any) -> str:
+    def _shape_changed(self, conn: Connection) -> str:
         """How the table's columns (names, types, nullability, in order) differ from the ones
         this snapshot reads, or "" when they do not."""
         table = self.schema.table_id
@@ -264,7 +264,7 @@ class SnapshotSplitReader:
         differ = [f"{n} {t}" for (n, t, y), old in zip(now, was, strict=True) if (n, t, y) != old]
         return f"redefined {', '.join(differ)}"
 
-    def _driver_values(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+    def _driver_values(self, values: DriverRow) -> DriverRow:
         """A text-mode row as the default connection would have returned it."""
         if not self.text_mode:
             return values
@@ -275,7 +275,7 @@ class SnapshotSplitReader:
                 converted[index] = decode(value)
         return tuple(converted)
 
-    def _in_chunk(self, split: SnapshotSplit, image: dict[str, Any] | None) -> bool:
+    def _in_chunk(self, split: SnapshotSplit, image: DriverImage | None) -> bool:
         if image is None:
             return False
         key = raw_chunk_key(self.key_column, image.get(split.chunk_key), binlog=True)

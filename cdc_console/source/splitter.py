@@ -27,12 +27,12 @@ import logging
 import math
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
 
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.mysqltypes import TypeFamily, is_enum
 from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
 from cdc_console.core.splits import SnapshotSplit
+from cdc_console.core.untyped import Connection, DriverRow
 from cdc_console.core.values import RawKey
 from cdc_console.errors import ConfigError
 
@@ -118,7 +118,7 @@ class ChunkSplitter:
 
     def __init__(
         self,
-        conn: Any,
+        conn: Connection,
         chunk_size: int,
         distribution_factor_upper: float = 1000.0,
         distribution_factor_lower: float = 0.05,
@@ -312,7 +312,8 @@ class ChunkSplitter:
         )
         return boundaries
 
-    def _query_one(self, sql: str, args: Any = None) -> Any:
+    def _query_one(self, sql: str, args: object = None) -> DriverRow:
         with self.conn.cursor() as cur:
             cur.execute(sql, args)
-            return cur.fetchone()
+            row: DriverRow = cur.fetchone()  # MIN/MAX/COUNT: always one row
+            return row

@@ -6,7 +6,6 @@ import json
 import sqlite3
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from cdc_console.core.lifecycle import (
     BatchStatus,
@@ -15,6 +14,8 @@ from cdc_console.core.lifecycle import (
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, BatchTiming
 from cdc_console.core.splits import SnapshotSplit
+from cdc_console.core.untyped import SqliteRow
+from cdc_console.core.values import JSONObject
 from cdc_console.state.rows import (
     BatchRow,
     offset_json,
@@ -30,7 +31,7 @@ class BatchesRepo(SplitsRepo):
     _BATCH_COLUMNS = "SELECT batch_no, status, plan, staged_path FROM batches"
 
     @staticmethod
-    def _batch(r: Sequence[Any]) -> BatchRow:
+    def _batch(r: SqliteRow) -> BatchRow:
         return BatchRow(int(r[0]), BatchStatus(r[1]), BatchPlan.from_dict(json.loads(r[2])), r[3])
 
     def last_batch(self) -> BatchRow | None:
@@ -64,7 +65,7 @@ class BatchesRepo(SplitsRepo):
         return [BatchTiming(len(json.loads(r[0])["snapshot"]), float(r[1])) for r in rows]
 
     def create_batch(
-        self, batch_no: int, plan: dict[str, Any], splits: Sequence[SnapshotSplit]
+        self, batch_no: int, plan: JSONObject, splits: Sequence[SnapshotSplit]
     ) -> None:
         with self.transaction() as conn:
             conn.execute(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from cdc_console.core.lifecycle import (
     CommandKind,
     CommandStatus,
 )
+from cdc_console.core.untyped import SqliteRow
+from cdc_console.core.values import JSONValue
 from cdc_console.state.database import StateDatabase
 from cdc_console.state.rows import (
     Command,
@@ -28,7 +29,7 @@ class CommandsRepo(StateDatabase):
         self,
         kind: str,
         target: str | None = None,
-        args: dict[str, Any] | None = None,
+        args: Mapping[str, JSONValue] | None = None,
         issued_by: str | None = None,
     ) -> int:
         """Queue a command for the job; return its id. Validation happens when it is applied."""
@@ -55,7 +56,7 @@ class CommandsRepo(StateDatabase):
     )
 
     @staticmethod
-    def _command(r: Sequence[Any]) -> Command:
+    def _command(r: SqliteRow) -> Command:
         return Command(
             int(r[0]), r[1], r[2], json.loads(r[3] or "{}"), r[4], r[5], r[6], r[7], r[8]
         )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle, SplitStatus, Verdict
 from cdc_console.core.offset import BinlogOffset
@@ -66,7 +65,7 @@ class Command:
     id: int
     kind: str
     target: str | None
-    args: dict[str, Any]
+    args: JSONObject
     issued_by: str | None
     issued_at: float
     status: str

@@ -7,7 +7,6 @@ import json
 import sqlite3
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keycodec import decode_key, encode_key
@@ -17,6 +16,7 @@ from cdc_console.core.lifecycle import (
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import FinishedSnapshotSplitInfo, SnapshotSplit
+from cdc_console.core.untyped import SqliteRow
 from cdc_console.state.database import StateDatabase
 from cdc_console.state.rows import (
     SplitResult,
@@ -112,7 +112,7 @@ class SplitsRepo(StateDatabase):
         "duration_ms",
     )
 
-    def split_rows(self, table_id: TableId | str) -> list[tuple[Any, ...]]:
+    def split_rows(self, table_id: TableId | str) -> list[SqliteRow]:
         """A table's splits as stored (``SPLIT_ROW_COLUMNS``), undecoded: the console compares
         them with the last poll's and decodes only the rows that changed."""
         rows = self.db.execute(
@@ -160,7 +160,7 @@ class SplitsRepo(StateDatabase):
         ).fetchone()
         return row is not None
 
-    def _split_from_row(self, r: Sequence[Any]) -> SnapshotSplit:
+    def _split_from_row(self, r: SqliteRow) -> SnapshotSplit:
         return SnapshotSplit(
             TableId.parse(r[0]),
             int(r[1]),
@@ -175,7 +175,7 @@ class SplitsRepo(StateDatabase):
             "SELECT table_id, split_no, chunk_key, range_start, range_end FROM splits "
             "WHERE status=?"
         )
-        args: list[Any] = [SplitStatus.PENDING]
+        args: list[str | int] = [SplitStatus.PENDING]
         if tables is not None:
             if not tables:
                 return []

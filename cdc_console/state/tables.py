@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
-from typing import Any
 
 from cdc_console.core.lifecycle import (
     Lifecycle,
@@ -15,6 +13,7 @@ from cdc_console.core.lifecycle import (
 )
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
+from cdc_console.core.untyped import Loaded, SqliteRow
 from cdc_console.core.values import JSONObject
 from cdc_console.state.database import StateDatabase
 from cdc_console.state.rows import (
@@ -71,7 +70,7 @@ class TablesRepo(StateDatabase):
         with self.transaction() as c:
             c.execute(sql, (json.dumps(schema), str(table_id)))
 
-    def schemas(self) -> dict[TableId, dict[str, Any]]:
+    def schemas(self) -> dict[TableId, dict[str, Loaded]]:
         return {
             TableId.parse(r[0]): json.loads(r[1])
             for r in self.db.execute(
@@ -86,7 +85,7 @@ class TablesRepo(StateDatabase):
     )
 
     @staticmethod
-    def _table(r: Sequence[Any]) -> TableState:
+    def _table(r: SqliteRow) -> TableState:
         return TableState(
             TableId.parse(r[0]),
             Lifecycle(r[1]),

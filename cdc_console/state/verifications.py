@@ -9,11 +9,10 @@ the Events screen tells what was found and repaired.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
 
 from cdc_console.core.lifecycle import Verdict
 from cdc_console.core.schema import TableId
+from cdc_console.core.untyped import SqliteRow
 from cdc_console.state.database import StateDatabase
 from cdc_console.state.rows import VerificationRow, offset_json, offset_of
 
@@ -62,7 +61,7 @@ class VerificationsRepo(StateDatabase):
         return float(row[0]) if row and row[0] is not None else None
 
 
-def _verification(r: Sequence[Any]) -> VerificationRow:
+def _verification(r: SqliteRow) -> VerificationRow:
     return VerificationRow(
         table_id=TableId.parse(r[0]),
         split_no=int(r[1]),
