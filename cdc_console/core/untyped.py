@@ -2,8 +2,9 @@
 
 mypy runs strict over the whole package, so an ``Any`` hides a hole in the type checking. The
 only holes allowed are the ones a library leaves: pymysql, mysql-replication and pyarrow ship
-no type information, ``tomllib``, ``json`` and ``sqlite3`` return ``Any`` by design, and Spark's Python
-data source API is typed loosely. Each such boundary has a name here that says where the value
+no type information, ``tomllib``, ``json`` and ``sqlite3`` return ``Any`` by design, deltalake
+types a MERGE's metrics ``dict[str, Any]``, and Spark's Python data source API is typed loosely.
+Each such boundary has a name here that says where the value
 came from; code past the boundary works on the value types of ``core`` (``CanonicalValue``,
 ``RawKey``, ``JSONObject``...). ``tests/unit/test_untyped_boundaries.py`` keeps ``Any`` out of
 every other module.
@@ -30,6 +31,9 @@ BinlogLibObject: TypeAlias = Any
 #: A Python value pyarrow hands back (``Array.to_pylist``, ``Scalar.as_py``): pyarrow ships no
 #: types, so what the Arrow type decoded to is known to the column codec, not to mypy.
 ArrowValue: TypeAlias = Any
+#: The metrics dict of a delta-rs MERGE (``TableMerger.execute``; deltalake types it
+#: ``dict[str, Any]``): counters such as ``num_target_rows_inserted``.
+DeltaMetrics: TypeAlias = dict[str, Any]
 #: A row as ``sqlite3`` returns it.
 SqliteRow: TypeAlias = Sequence[Any]
 #: A parsed TOML document or table (``tomllib`` returns ``dict[str, Any]``).

@@ -56,7 +56,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
@@ -65,6 +64,7 @@ from deltalake.transaction import CommitProperties, Transaction
 from cdc_console.config import LakeConfig
 from cdc_console.core.records import OP_DELETE, UPSERT_OPS, ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.core.untyped import DeltaMetrics
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.sinks.base import (
     InRange,
@@ -499,7 +499,7 @@ def _merge(
     commit_properties: CommitProperties | None,
     *,
     merge_schema: bool = False,
-) -> dict[str, Any]:
+) -> DeltaMetrics:
     """One MERGE of the net changes into the mirror; returns delta-rs' metrics. With
     ``merge_schema`` the source's columns the mirror lacks are added in the same commit."""
     key_columns = list(schema.key_columns)

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,7 +32,7 @@ from cdc_console.core.plan import BatchPlan
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
 from cdc_console.sinks import Sink
-from cdc_console.sinks.base import InRange, ReplaceRange, SinkStats, TypedChunk
+from cdc_console.sinks.base import InRange, KeyRow, ReplaceRange, SinkStats, TypedChunk
 from cdc_console.source.committer import commit_batch
 from cdc_console.spark.protocol import CONTROL_OP, ROWS_OP, read_controls, rows_payload
 from cdc_console.state.store import SplitResult, StateStore
@@ -246,7 +246,7 @@ def replace_ranges(plan: BatchPlan, schemas: Mapping[TableId, TableSchema]) -> l
 def _range_test(chunk: ChunkRange, column: ColumnInfo, name: str) -> InRange:
     order = KeyOrder.for_column(column)
 
-    def in_range(key_row: Mapping[str, Any]) -> bool:
+    def in_range(key_row: KeyRow) -> bool:
         return chunk.contains(canonical_chunk_key(column, key_row[name]), order)
 
     return in_range

@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.untyped import Connection
 from cdc_console.errors import redact
 from cdc_console.figures import last_event_ms
 from cdc_console.mysql.connection import close_quietly, connect
@@ -33,7 +33,7 @@ class LagMonitor:
     def __init__(self, config: PipelineConfig, store: StateStore) -> None:
         self.config = config
         self.store = store
-        self.conn: Any = None
+        self.conn: Connection | None = None
         self.last_sample = 0.0
         self.next_probe = 0.0
         # It never gives up (the readers and the planner enforce source_outage_seconds); it

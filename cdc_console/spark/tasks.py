@@ -10,11 +10,11 @@ import functools
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
 
 from cdc_console.core.offset import binlog_file_index
 from cdc_console.core.records import RecordDict
 from cdc_console.core.schema import TableId
+from cdc_console.core.untyped import Connection
 from cdc_console.logs import from_environment
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.retry import call_with_retry, iterate_with_retry
@@ -73,7 +73,7 @@ class _ReaderSlot:
         self.partition = partition
         self.server_id = task.server_id
         self.park_on_schema_change = task.park_on_schema_change
-        self.connections: dict[bool, Any] = {}
+        self.connections: dict[bool, Connection] = {}
         self.readers: dict[tuple[TableId, bool], SnapshotSplitReader] = {}
 
     def reader(self, chunk: ChunkTask) -> SnapshotSplitReader:
