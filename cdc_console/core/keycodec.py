@@ -38,7 +38,7 @@ def encode_key(value: RawKey) -> JSONValue:
 
 
 def decode_key(value: Loaded) -> RawKey:
-    """``value``: a parsed JSON value (``json.loads`` returns ``Any``)."""
+    """``value``: a parsed JSON value, not yet checked (``json.loads`` output: ``Loaded``)."""
     if not isinstance(value, dict):
         plain: RawKey = value
         return plain
