@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from cdc_console import figures
 from cdc_console.config import ConsoleConfig
@@ -26,6 +26,42 @@ from cdc_console.tui.model import JobStatus, JobView, Lag, Level, PurgeRisk
 #: A job's run row is written after preflight; a run that started this long before a launch is
 #: an older one, not the launched job's.
 LAUNCH_SLACK_SECONDS = 2.0
+
+
+class _RunFields(TypedDict):
+    """The ``JobView`` fields every job state takes from the latest run row."""
+
+    host: str | None
+    master: str | None
+    restarts: int
+    spark_ui: str | None
+    heartbeat_age: float | None
+    heartbeat_level: Level
+    last_error: str | None
+    runs: tuple[RunRow, ...]
+
+
+class _ProcessFields(TypedDict):
+    """The ``JobView`` fields a live process sample gives."""
+
+    pid: int
+    uptime: float | None
+    cpu_percent: float
+    rss_bytes: int
+    processes: int
+
+
+class _PurgeFields(TypedDict):
+    """The ``PurgeRisk`` fields every purge verdict shares (``margin`` once the needed file is
+    known to be on the server)."""
+
+    oldest_on_server: str | None
+    oldest_needed: BinlogOffset | None
+    needed_by: str | None
+    expire_seconds: float | None
+    expire_setting: str | None
+    time_left: float | None
+    margin: NotRequired[str]
 
 
 def level(value: float | None, warn: float, alert: float) -> Level:
@@ -105,7 +141,7 @@ def job_view(
     run = history[0] if history else None
     heartbeat = run.heartbeat_at if run is not None and run.status == "running" else None
     heartbeat_age = max(0.0, now - float(heartbeat)) if heartbeat is not None else None
-    common: dict[str, Any] = {
+    common: _RunFields = {
         "host": run.host if run else None,
         "master": run.master if run else None,
         "restarts": max(0, total_runs - 1),
@@ -136,7 +172,7 @@ def job_view(
             **common,
         )
     if sample is not None:
-        measured: dict[str, Any] = {
+        measured: _ProcessFields = {
             "pid": sample.pid,
             "uptime": now - run.started_at if run else None,
             "cpu_percent": sample.cpu_percent,
@@ -222,7 +258,7 @@ def purge_risk(
             bound="",
         )
     room = figures.purge_headroom(needs, server.head, server.logs, expire, history, now)
-    empty: dict[str, Any] = {
+    empty: _PurgeFields = {
         "oldest_on_server": room.oldest_on_server,
         "oldest_needed": room.needed,
         "needed_by": room.needed_by,

@@ -13,16 +13,16 @@ import getpass
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.head_history import HeadHistory
 from cdc_console.core.lifecycle import CommandKind, CommandStatus, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
+from cdc_console.core.values import JSONValue
 from cdc_console.errors import CdcError
 from cdc_console.figures import binlog_needs, table_position
 from cdc_console.mysql.lag import binlog_distance
@@ -400,13 +400,13 @@ class PipelineMonitor:
     # -- acting ---------------------------------------------------------------------------------
 
     def queue(
-        self, kind: str, target: str | None = None, args: dict[str, Any] | None = None
+        self, kind: str, target: str | None = None, args: Mapping[str, JSONValue] | None = None
     ) -> int:
         """Queue a command as the CLI does; raise ``CdcError`` with the reason it cannot apply."""
         with self._io:
             return self._queue(kind, target, args)
 
-    def _queue(self, kind: str, target: str | None, args: dict[str, Any] | None) -> int:
+    def _queue(self, kind: str, target: str | None, args: Mapping[str, JSONValue] | None) -> int:
         store = self.store()
         if store is None:
             raise CdcError(

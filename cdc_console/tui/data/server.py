@@ -11,10 +11,11 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.untyped import Connection
 from cdc_console.errors import CdcError, redact
 from cdc_console.mysql.expiry import binlog_expiry
 
@@ -57,7 +58,7 @@ class MySQLServerProbe:
     source: SourceConfig
     timeout: float = 3.0
     clock: Callable[[], float] = time.time
-    _conn: Any = None
+    _conn: Connection | None = None
     _expiry: tuple[float | None, str] | None = None
     _expiry_at: float = 0.0
     _version: str | None = None
@@ -87,7 +88,7 @@ class MySQLServerProbe:
             version=self._version,
         )
 
-    def _connection(self) -> Any:
+    def _connection(self) -> Connection:
         if self._conn is not None and self._conn.open:
             return self._conn
         from cdc_console.mysql.connection import connect

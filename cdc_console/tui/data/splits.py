@@ -8,23 +8,23 @@ state's ``StateStore.split_rows``, decoded the way ``StateStore.splits`` decodes
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keycodec import decode_key
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.untyped import SqliteRow
 from cdc_console.state.store import StateStore
 from cdc_console.tui.model import SplitView
 
 
 class SplitReader:
     def __init__(self) -> None:
-        self._memo: dict[str, tuple[tuple[Any, ...], SplitView]] = {}
+        self._memo: dict[str, tuple[SqliteRow, SplitView]] = {}
         self.decoded = 0
 
     def read(self, store: StateStore, table: str) -> tuple[SplitView, ...]:
         rows = store.split_rows(table)
-        memo: dict[str, tuple[tuple[Any, ...], SplitView]] = {}
+        memo: dict[str, tuple[SqliteRow, SplitView]] = {}
         views = []
         for row in rows:
             raw = tuple(row)
@@ -40,7 +40,7 @@ class SplitReader:
         return tuple(views)
 
 
-def _decode(row: tuple[Any, ...]) -> SplitView:
+def _decode(row: SqliteRow) -> SplitView:
     split_id, split_no, start, end, status, low, high, rows, duration = row
     key_range = ChunkRange(decode_key(json.loads(start)), decode_key(json.loads(end)))
     return SplitView(
