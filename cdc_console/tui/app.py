@@ -33,6 +33,7 @@ from cdc_console.tui.screens.base import ConsoleScreen
 from cdc_console.tui.screens.binlog import BinlogScreen
 from cdc_console.tui.screens.confirm import ConfirmScreen, redump_body, stop_body
 from cdc_console.tui.screens.events import EventsScreen
+from cdc_console.tui.screens.help import HelpScreen
 from cdc_console.tui.screens.jobs import JobsScreen
 from cdc_console.tui.screens.tables import TablesScreen
 
@@ -57,6 +58,7 @@ class ConsoleApp(ConsoleActions):
         Binding("s", "start_job", "Start job"),
         Binding("x", "stop_job", "Stop job"),
         Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
     ]
 
     def __init__(
@@ -163,6 +165,11 @@ class ConsoleApp(ConsoleActions):
 
     def action_show_screen(self, name: str) -> None:
         self.show_screen(name)
+
+    def action_help(self) -> None:
+        """`?`: every key of the app and of the screen in view (built from their bindings)."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
 
     def action_pause_table(self) -> None:
         if self.selected_table:
