@@ -46,4 +46,12 @@ SCENARIOS = (
         server_error="cannot reach the source server at 127.0.0.1:3306: Connection refused",
     ),
     Scenario("tables-never-ran", "tables", with_state=False),
+    Scenario("help", "tables", press=("question_mark",)),
+    # up up: shop.customers (12 splits, so each key is quick); "/ing" keeps the tables whose
+    # state or note says so; o x7 then O: by lag, longest first, tables without one last
+    Scenario(
+        "tables-filtered-sorted",
+        "tables",
+        press=("up", "up", "slash", *"ing", "enter", *"o" * 7, "O"),
+    ),
 )
