@@ -26,18 +26,19 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 from cdc_console import launcher
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.config_writer import write_config
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.values import JSONObject, JSONValue
 from cdc_console.demo import (
     ADMIN_PASSWORD_ENV,
     DEFAULT_DATABASE,
@@ -51,6 +52,9 @@ from cdc_console.demo.workload import Workload, WorkloadCounts, WorkloadMix
 from cdc_console.errors import CdcError, UsageError, redact, register_secret
 from cdc_console.logs import logging_to
 from cdc_console.state.store import StateStore, TableState
+
+if TYPE_CHECKING:
+    from cdc_console.demo.verify import VerifyReport
 
 log = logging.getLogger("cdc_console.demo")
 
@@ -110,7 +114,17 @@ def _sigterm_unwinds() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def load_console() -> Any:
+class _Console(Protocol):
+    def run(self) -> object: ...
+
+
+class ConsoleFactory(Protocol):
+    """What the demo needs of the console class: built on config files, then run."""
+
+    def __call__(self, *, config_paths: Sequence[Path]) -> _Console: ...
+
+
+def load_console() -> ConsoleFactory:
     """The console class, imported only when a screen is wanted (it pulls in Textual)."""
     try:
         from cdc_console.tui.app import ConsoleApp
@@ -130,7 +144,7 @@ class DemoResult:
     counts: WorkloadCounts | None = None
     catch_up_seconds: float | None = None
     chunks: tuple[int, int] = (0, 0)
-    report: Any = None  # a VerifyReport once compared
+    report: VerifyReport | None = None  # once compared
     failure: str | None = None
 
 
@@ -174,7 +188,7 @@ class Demo:
             return self._interactive(console, config, workload)
         raise AssertionError("unreachable")
 
-    def _console_or_fail(self) -> Any:
+    def _console_or_fail(self) -> ConsoleFactory:
         console = load_console()
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise UsageError(
@@ -212,10 +226,10 @@ class Demo:
         record.pop("seed", None)
         self._save_record(record)
 
-    def _record(self) -> dict[str, Any]:
+    def _record(self) -> JSONObject:
         return read_record(self.record_path)
 
-    def _save_record(self, record: dict[str, Any]) -> None:
+    def _save_record(self, record: JSONObject) -> None:
         self.record_path.write_text(json.dumps(record, indent=2) + "\n")
 
     def _prepare_database(self, server: DemoServer) -> bool:
@@ -225,7 +239,7 @@ class Demo:
         """
         database = self.options.database
         record = self._record()
-        seeded = record.get("seed") or {}
+        seeded = cast(JSONObject, record.get("seed") or {})  # the demo writes it as an object
         conn = server.connect()
         try:
             exists = shop.database_exists(conn, database)
@@ -275,7 +289,7 @@ class Demo:
                 "server": server.identity,
                 "database": database,
                 "complete": True,
-                "rows": self.result.seeded.rows,
+                "rows": cast(JSONValue, self.result.seeded.rows),  # dict[str, int]
                 "seconds": round(self.result.seeded.seconds, 2),
             }
             self._save_record(record)
@@ -550,7 +564,9 @@ class Demo:
 
     # -- with the console -----------------------------------------------------------------------
 
-    def _interactive(self, console: Any, config: PipelineConfig, workload: Workload) -> int:
+    def _interactive(
+        self, console: ConsoleFactory, config: PipelineConfig, workload: Workload
+    ) -> int:
         workload.start()
         timer = None
         if self.options.duration:

@@ -21,12 +21,13 @@ import signal
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pymysql
 
 from cdc_console.config import SourceConfig
+from cdc_console.core.untyped import Connection
+from cdc_console.core.values import JSONObject
 from cdc_console.demo import ADMIN_PASSWORD_ENV
 from cdc_console.errors import CdcError, UsageError, register_secret
 from cdc_console.mysql.connection import translate_error
@@ -78,7 +79,7 @@ class DemoServer:
         kind = "sandbox" if self.owned else "server"
         return f"{name} {version} {kind} on {self.address}"
 
-    def connect(self, database: str | None = None) -> Any:
+    def connect(self, database: str | None = None) -> Connection:
         """An admin connection, autocommit, utf8mb4 (seeding, the workload, creating users)."""
         try:
             return pymysql.connect(
@@ -185,7 +186,7 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def read_record(path: Path) -> dict[str, Any]:
+def read_record(path: Path) -> JSONObject:
     """A JSON object the demo left in ``path`` (``sandbox.json``, ``demo.json``); empty when the
     file is missing, unreadable or not an object, so a damaged record only forgets, never fails."""
     try:
@@ -205,7 +206,7 @@ class DemoSandbox:
         self.sandbox: MySQLSandbox | None = None
         self.pid: int | None = None
 
-    def _record(self) -> dict[str, Any]:
+    def _record(self) -> JSONObject:
         return read_record(self.record_path)
 
     def _kept_process(self) -> tuple[int, int] | None:

@@ -22,11 +22,20 @@ import string
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from cdc_console.core.schema import quote_ident
+from cdc_console.core.untyped import Connection
+from cdc_console.core.values import JSONObject
 
 log = logging.getLogger("cdc_console.demo")
+
+#: A value the demo writes: what a generated row or a workload statement hands pymysql (DECIMAL
+#: money travels as a string, JSON as its text).
+DemoValue = int | float | str | dt.date | dt.datetime | None
+#: A generated row, in its table's ``columns`` order; also a statement's arguments.
+DemoRow = tuple[DemoValue, ...]
+#: A demo table's key: an integer id, or a coupon's code.
+DemoKey = int | str
 
 #: Rows per INSERT statement and per transaction while seeding.
 INSERT_ROWS = 2_000
@@ -60,7 +69,7 @@ class DemoTable:
     columns: tuple[str, ...]
     #: ``make_row(rng, n, sizes)`` -> the n-th seeded row's values in ``columns`` order; ``sizes``
     #: holds every table's seeded row count, so references stay within the seeded keys.
-    make_row: Callable[[random.Random, int, Mapping[str, int]], tuple[Any, ...]]
+    make_row: Callable[[random.Random, int, Mapping[str, int]], DemoRow]
 
     def rows_for(self, total: int) -> int:
         return max(10, round(total * self.share))
@@ -76,7 +85,7 @@ FIRST_CUSTOMER_ID = 1
 FIRST_PRODUCT_ID = 500
 
 
-def order_row(rng: random.Random, n: int, sizes: Mapping[str, int]) -> tuple[Any, ...]:
+def order_row(rng: random.Random, n: int, sizes: Mapping[str, int]) -> DemoRow:
     moment = EPOCH + dt.timedelta(
         seconds=rng.randrange(0, 366 * 86400), milliseconds=rng.randrange(1000)
     )
@@ -90,7 +99,7 @@ def order_row(rng: random.Random, n: int, sizes: Mapping[str, int]) -> tuple[Any
     )
 
 
-def customer_row(rng: random.Random, n: int, sizes: Mapping[str, int]) -> tuple[Any, ...]:
+def customer_row(rng: random.Random, n: int, sizes: Mapping[str, int]) -> DemoRow:
     customer_id = FIRST_CUSTOMER_ID + n
     first = rng.choice(PURCHASERS)
     created = EPOCH - dt.timedelta(
@@ -107,10 +116,10 @@ def customer_row(rng: random.Random, n: int, sizes: Mapping[str, int]) -> tuple[
     )
 
 
-def product_row(rng: random.Random, n: int, sizes: Mapping[str, int]) -> tuple[Any, ...]:
+def product_row(rng: random.Random, n: int, sizes: Mapping[str, int]) -> DemoRow:
     product_id = FIRST_PRODUCT_ID + n
     word = rng.choice(PRODUCT_WORDS)
-    attributes: dict[str, Any] = {"colour": rng.choice(COLOURS), "tags": rng.sample(COLOURS, 2)}
+    attributes: JSONObject = {"colour": rng.choice(COLOURS), "tags": rng.sample(COLOURS, 2)}
     if rng.random() < 0.3:
         attributes["dimensions_cm"] = [rng.randint(5, 200) for _ in range(3)]
     return (
@@ -124,7 +133,7 @@ def product_row(rng: random.Random, n: int, sizes: Mapping[str, int]) -> tuple[A
     )
 
 
-def coupon_row(rng: random.Random, n: int, sizes: Mapping[str, int]) -> tuple[Any, ...]:
+def coupon_row(rng: random.Random, n: int, sizes: Mapping[str, int]) -> DemoRow:
     valid = EPOCH.date() + dt.timedelta(days=rng.randrange(0, 730))
     return (
         random_code(rng),
@@ -222,9 +231,9 @@ class SeedReport:
 
 def _batches(
     spec: DemoTable, count: int, rng: random.Random, sizes: dict[str, int]
-) -> Iterator[list[tuple[Any, ...]]]:
-    batch: list[tuple[Any, ...]] = []
-    keys: set[Any] = set()
+) -> Iterator[list[DemoRow]]:
+    batch: list[DemoRow] = []
+    keys: set[DemoValue] = set()
     for n in range(count):
         row = spec.make_row(rng, n, sizes)
         while row[0] in keys:  # a random string key drawn twice
@@ -238,7 +247,7 @@ def _batches(
         yield batch
 
 
-def seed(conn: Any, database: str, total_rows: int, *, seed: int = 42) -> SeedReport:
+def seed(conn: Connection, database: str, total_rows: int, *, seed: int = 42) -> SeedReport:
     """Create ``database`` with the demo tables and fill them with ``total_rows`` rows in all.
 
     Multi-row INSERTs (``executemany`` packs up to 2,000 rows per statement) inside transactions
@@ -283,7 +292,7 @@ def seed(conn: Any, database: str, total_rows: int, *, seed: int = 42) -> SeedRe
     return report
 
 
-def existing_tables(conn: Any, database: str) -> dict[str, int]:
+def existing_tables(conn: Connection, database: str) -> dict[str, int]:
     """Demo tables present in ``database`` with their approximate row counts (exact if small)."""
     with conn.cursor() as cur:
         cur.execute(
@@ -300,7 +309,7 @@ def existing_tables(conn: Any, database: str) -> dict[str, int]:
     return counts
 
 
-def database_exists(conn: Any, database: str) -> bool:
+def database_exists(conn: Connection, database: str) -> bool:
     with conn.cursor() as cur:
         cur.execute(
             "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (database,)

@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.schema import TableSchema, schema_from_dict
-from cdc_console.core.values import CanonicalRow
+from cdc_console.core.untyped import Cursor
+from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.mysql.connection import connect
 from cdc_console.sinks.delta_tables import from_lake
 from cdc_console.state.store import StateStore
@@ -43,9 +43,9 @@ class TableComparison:
     key_columns: tuple[str, ...]
     source_rows: int = 0
     mirror_rows: int = 0
-    missing: list[Any] = field(default_factory=list)
-    extra: list[Any] = field(default_factory=list)
-    changed: list[tuple[Any, list[str]]] = field(default_factory=list)
+    missing: list[Hashable] = field(default_factory=list)
+    extra: list[Hashable] = field(default_factory=list)
+    changed: list[tuple[Hashable, list[str]]] = field(default_factory=list)
     missing_count: int = 0
     extra_count: int = 0
     changed_count: int = 0
@@ -84,13 +84,13 @@ class TableComparison:
             + "; ".join(parts)
         )
 
-    def _key(self, key: Any) -> str:
+    def _key(self, key: Hashable) -> str:
         values = key if isinstance(key, tuple) else (key,)
         return ", ".join(
             f"{name}={value!r}" for name, value in zip(self.key_columns, values, strict=False)
         )
 
-    def _keys(self, keys: list[Any], total: int) -> str:
+    def _keys(self, keys: list[Hashable], total: int) -> str:
         more = max(0, total - len(keys))
         return "; ".join(self._key(k) for k in keys) + (f"; and {more:,} more" if more else "")
 
@@ -111,7 +111,7 @@ class VerifyReport:
         return "\n".join(t.describe() for t in self.tables) or "no captured tables to compare"
 
 
-def _hashable(key: tuple[Any, ...]) -> Hashable:
+def _hashable(key: tuple[CanonicalValue, ...]) -> Hashable:
     try:
         hash(key)
     except TypeError:
@@ -119,7 +119,7 @@ def _hashable(key: tuple[Any, ...]) -> Hashable:
     return key
 
 
-def _source_rows(cur: Any, normalizer: RowNormalizer) -> Iterator[CanonicalRow]:
+def _source_rows(cur: Cursor, normalizer: RowNormalizer) -> Iterator[CanonicalRow]:
     schema = normalizer.schema
     cur.execute(f"SELECT {normalizer.select_list} FROM {schema.table_id.quoted()}")
     while True:
@@ -132,14 +132,14 @@ def _source_rows(cur: Any, normalizer: RowNormalizer) -> Iterator[CanonicalRow]:
 
 def compare_table(
     schema: TableSchema,
-    source: Iterator[dict[str, Any]],
-    mirror: list[dict[str, Any]],
+    source: Iterator[CanonicalRow],
+    mirror: list[CanonicalRow],
     sample: int = SAMPLE_KEYS,
 ) -> TableComparison:
     """Compare canonical rows of one table, keyed by its key columns."""
     normalizer = RowNormalizer(schema)
     result = TableComparison(str(schema.table_id), tuple(schema.key_columns))
-    expected: dict[Hashable, dict[str, Any]] = {}
+    expected: dict[Hashable, CanonicalRow] = {}
     for row in source:
         expected[_hashable(normalizer.key_of(row))] = row
     result.source_rows = len(expected)
@@ -161,7 +161,7 @@ def compare_table(
     return result
 
 
-def read_mirror(config: PipelineConfig, schema: TableSchema) -> list[dict[str, Any]]:
+def read_mirror(config: PipelineConfig, schema: TableSchema) -> list[CanonicalRow]:
     """The mirror of ``schema``'s table as canonical rows (raises if the mirror does not exist)."""
     path = config.sink.path / schema.table_id.database / schema.table_id.table
     # [lake] datetime = "timestamp" stores DATETIME as UTC: back to the pipeline's types first

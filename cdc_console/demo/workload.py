@@ -23,11 +23,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import pymysql
 
 from cdc_console.core.schema import quote_ident
+from cdc_console.core.untyped import Connection, Cursor
 from cdc_console.demo import DEFAULT_DATABASE, DEFAULT_RATE, shop
 from cdc_console.errors import CdcError, UsageError, redact
 
@@ -176,7 +176,7 @@ class Workload:
 
     def __init__(
         self,
-        connect: Callable[[], Any],
+        connect: Callable[[], Connection],
         database: str = DEFAULT_DATABASE,
         *,
         rate: float = DEFAULT_RATE,
@@ -270,7 +270,7 @@ class Workload:
     def _run(self, index: int) -> None:
         rng = random.Random(self.seed * 1000 + index)
         pacer = Pacer(self.rate / self.threads)
-        conn: Any = None
+        conn: Connection | None = None
         consecutive_errors = 0
         warned: set[str] = set()
         try:
@@ -320,7 +320,9 @@ class Workload:
     def _table(self, name: str) -> str:
         return f"{quote_ident(self.database)}.{quote_ident(name)}"
 
-    def _existing(self, cur: Any, table: str, key: str, probe: Any) -> Any:
+    def _existing(
+        self, cur: Cursor, table: str, key: str, probe: shop.DemoKey
+    ) -> shop.DemoKey | None:
         """A key present in ``table`` at or after ``probe`` (wrapping around), or None if empty."""
         name = self._table(table)
         cur.execute(f"SELECT {key} FROM {name} WHERE {key} >= %s ORDER BY {key} LIMIT 1", (probe,))
@@ -330,17 +332,17 @@ class Workload:
             row = cur.fetchone()
         return row[0] if row else None
 
-    def _probe(self, table: str, rng: random.Random) -> Any:
+    def _probe(self, table: str, rng: random.Random) -> shop.DemoKey:
         if table == "coupons":
             return shop.random_code(rng)
         return self.keys[table].probe(rng)
 
-    def _new_key(self, table: str, rng: random.Random) -> Any:
+    def _new_key(self, table: str, rng: random.Random) -> shop.DemoKey:
         if table == "coupons":
             return shop.random_code(rng)
         return self.keys[table].new_key()
 
-    def step(self, conn: Any, rng: random.Random, table: str) -> str:
+    def step(self, conn: Connection, rng: random.Random, table: str) -> str:
         """Run one statement on ``table``; return its outcome (insert, update, ..., missed)."""
         op = self.mix.choose(rng)
         spec = shop.table(table)
@@ -372,7 +374,7 @@ class Workload:
             cur.execute(f"UPDATE {name} SET {sql} WHERE {spec.key} = %s", (*args, target))
             return "update" if cur.rowcount else "missed"
 
-    def _insert(self, table: str, rng: random.Random) -> tuple[str, tuple[Any, ...]]:
+    def _insert(self, table: str, rng: random.Random) -> tuple[str, shop.DemoRow]:
         name = self._table(table)
         key = self._new_key(table, rng)
         if table == "orders":
@@ -420,7 +422,7 @@ class Workload:
             ),
         )
 
-    def _update(self, table: str, rng: random.Random) -> tuple[str, tuple[Any, ...]]:
+    def _update(self, table: str, rng: random.Random) -> tuple[str, shop.DemoRow]:
         """The SET clause of a plain update of one row, and its arguments."""
         if table == "orders":
             return "quantity = %s, order_time = NOW(3)", (rng.randint(1, 99),)
@@ -443,7 +445,7 @@ class Workload:
         return "redeemed = redeemed + 1, note = %s", (f"redeemed at {time.strftime('%H:%M:%S')}",)
 
 
-def _close(conn: Any) -> None:
+def _close(conn: Connection | None) -> None:
     """Close a connection that may already be broken."""
     if conn is not None:
         with contextlib.suppress(Exception):
