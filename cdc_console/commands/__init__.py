@@ -6,7 +6,6 @@ Keeping commands apart keeps ``cli.py`` a thin dispatcher rather than a god obje
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
@@ -15,29 +14,6 @@ if TYPE_CHECKING:
 
 #: What ``ArgumentParser.add_subparsers`` returns, which each command's ``register`` adds to.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
-
-
-def pipeline_command(
-    subparsers: Subparsers,
-    name: str,
-    *,
-    help: str,
-    description: str,
-    examples: Sequence[str] = (),
-    notes: str = "",
-    config_help: str = "pipeline TOML file",
-    config_type: Callable[[str], object] = str,
-) -> argparse.ArgumentParser:
-    """A sub-command over one pipeline: its ``--config``, its description, and an epilog of
-    ``notes`` and ``examples`` (one command line each, shown as written)."""
-    epilog = notes + ("\n\n" if notes and examples else "")
-    if examples:
-        epilog += "examples:\n" + "\n".join(f"  cdc-console {line}" for line in examples)
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        name, help=help, description=description, epilog=epilog or None
-    )
-    parser.add_argument("--config", required=True, type=config_type, help=config_help)
-    return parser
 
 
 def writable_state(config: PipelineConfig) -> StateStore:

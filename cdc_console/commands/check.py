@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cdc_console.commands import Subparsers, pipeline_command
+from cdc_console.commands import Subparsers
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.core.schema import TableSchema
 from cdc_console.errors import ConfigError, redact
@@ -24,15 +24,13 @@ MARKS = {"ok": "✓", "error": "✗", "warning": "⚠"}
 
 
 def register(subparsers: Subparsers) -> None:
-    parser = pipeline_command(
-        subparsers,
+    parser = subparsers.add_parser(
         "check",
         help="verify the source server, privileges and tables (read-only)",
         description="Check that the source server, the user's privileges and the configured "
         "tables meet the pipeline's needs; print each result with the statement that fixes it.",
-        examples=("check --config jobs/example.toml", "check --config pipeline.toml --json"),
-        config_type=Path,
     )
+    parser.add_argument("--config", required=True, type=Path, help="pipeline TOML file")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(handler=handle)
 

@@ -13,7 +13,7 @@ import getpass
 import time
 from typing import TYPE_CHECKING
 
-from cdc_console.commands import Subparsers, pipeline_command, writable_state
+from cdc_console.commands import Subparsers, writable_state
 from cdc_console.config import load_config
 from cdc_console.errors import CdcError
 
@@ -25,19 +25,15 @@ if TYPE_CHECKING:
 POLL_SECONDS = 0.5
 
 
-EXAMPLES: dict[str, tuple[str, ...]] = {
-    "pause": (
-        "pause --config pipeline.toml --table shop.orders --wait",
-        "pause --config pipeline.toml                  # every table",
-    ),
-    "resume": ("resume --config pipeline.toml --table shop.orders",),
-    "redump": (
-        "redump --config pipeline.toml --table shop.orders",
-        "redump --config pipeline.toml --table shop.orders --chunk 3   # one chunk",
-    ),
-    "add-table": ("add-table --config pipeline.toml shop.refunds --wait",),
-    "remove-table": ("remove-table --config pipeline.toml shop.refunds",),
-    "stop": ("stop --config pipeline.toml --wait",),
+EXAMPLES = {
+    "pause": "  cdc-console pause --config pipeline.toml --table shop.orders --wait\n"
+    "  cdc-console pause --config pipeline.toml                  # every table",
+    "resume": "  cdc-console resume --config pipeline.toml --table shop.orders",
+    "redump": "  cdc-console redump --config pipeline.toml --table shop.orders\n"
+    "  cdc-console redump --config pipeline.toml --table shop.orders --chunk 3   # one chunk",
+    "add-table": "  cdc-console add-table --config pipeline.toml shop.refunds --wait",
+    "remove-table": "  cdc-console remove-table --config pipeline.toml shop.refunds",
+    "stop": "  cdc-console stop --config pipeline.toml --wait",
 }
 
 
@@ -52,15 +48,15 @@ def register(subparsers: Subparsers) -> None:
         ("stop", "stop", "none", "stop the running job after its current batch"),
     ]
     for name, kind, table_arg, help_text in specs:
-        parser = pipeline_command(
-            subparsers,
+        parser: argparse.ArgumentParser = subparsers.add_parser(
             name,
             help=help_text,
             description=f"{help_text[0].upper()}{help_text[1:]}. The command is queued in the "
             "state database; the running job applies it between batches (--wait waits for its "
             "answer). Without a running job it applies when the job next starts.",
-            examples=EXAMPLES[name],
+            epilog=f"examples:\n{EXAMPLES[name]}",
         )
+        parser.add_argument("--config", required=True, help="pipeline TOML file")
         if table_arg == "optional":
             parser.add_argument("--table", help="db.table; without it, the whole pipeline")
         elif table_arg == "required":

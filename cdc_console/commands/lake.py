@@ -13,7 +13,7 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from cdc_console.commands import Subparsers, pipeline_command, writable_state
+from cdc_console.commands import Subparsers, writable_state
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.errors import CdcError, UsageError
 
@@ -21,21 +21,24 @@ if TYPE_CHECKING:
     from cdc_console.sinks.maintenance import LakeTable
     from cdc_console.state.lake import LakeTableState
 
+_EXAMPLES = """examples:
+  cdc-console lake status   --config pipeline.toml
+  cdc-console lake optimize --config pipeline.toml --table shop.orders --dry-run
+  cdc-console lake vacuum   --config pipeline.toml --wait
+"""
+
 
 def register(subparsers: Subparsers) -> None:
-    parser = pipeline_command(
-        subparsers,
+    parser: argparse.ArgumentParser = subparsers.add_parser(
         "lake",
         help="the Delta lake's files and sizes; compact or vacuum it",
         description="Measure, compact (optimize) or vacuum the pipeline's Delta tables. "
         "Retention and target file size come from the config's [lake] section.",
-        examples=(
-            "lake status   --config pipeline.toml",
-            "lake optimize --config pipeline.toml --table shop.orders --dry-run",
-            "lake vacuum   --config pipeline.toml --wait",
-        ),
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("action", choices=("status", "optimize", "vacuum"))
+    parser.add_argument("--config", required=True, help="pipeline TOML file")
     parser.add_argument("--table", help="db.table: only this mirror and its changelog")
     parser.add_argument(
         "--dry-run", action="store_true", help="report what would be done; write nothing"

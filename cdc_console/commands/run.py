@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import argparse
 
-from cdc_console.commands import Subparsers, pipeline_command
+from cdc_console.commands import Subparsers
 from cdc_console.config import load_config
 from cdc_console.logs import setup_logging
 
 
 def register(subparsers: Subparsers) -> None:
-    parser = pipeline_command(
-        subparsers,
+    parser: argparse.ArgumentParser = subparsers.add_parser(
         "run",
         help="run the pipeline (preflight, snapshot, stream) until SIGINT/SIGTERM",
         description="Check the source, then snapshot each table chunk by chunk without locks and "
         "stream its binlog into the Delta mirrors, until SIGINT/SIGTERM (the batch in flight "
         "finishes) or a 'stop' command. A restart resumes from the last committed batch.",
-        examples=(
-            "run --config jobs/example.toml",
-            "run --config pipeline.toml --until-caught-up      # a one-off sync",
-            "run --config pipeline.toml --master spark://host:7077 --log-format json",
-        ),
+        epilog="examples:\n"
+        "  cdc-console run --config jobs/example.toml\n"
+        "  cdc-console run --config pipeline.toml --until-caught-up      # a one-off sync\n"
+        "  cdc-console run --config pipeline.toml --master spark://host:7077 --log-format json",
     )
+    parser.add_argument("--config", required=True, help="pipeline TOML file")
     parser.add_argument(
         "--until-caught-up",
         action="store_true",

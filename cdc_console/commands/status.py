@@ -5,26 +5,25 @@ from __future__ import annotations
 import argparse
 import json
 
-from cdc_console.commands import Subparsers, existing_state, pipeline_command
+from cdc_console.commands import Subparsers, existing_state
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, redact
 
 
 def register(subparsers: Subparsers) -> None:
-    parser = pipeline_command(
-        subparsers,
+    parser: argparse.ArgumentParser = subparsers.add_parser(
         "status",
         help="per-table state, chunk progress, binlog position and lag",
         description="What the pipeline's state database says (opened read-only, never "
         "migrated), with the source's binlog head for lag and purge headroom. --json always "
         "prints one document, also when the pipeline never ran (then with error and fix).",
-        examples=(
-            "status --config pipeline.toml",
-            "status --config pipeline.toml --json | jq '.tables[] | {table, lag_seconds}'",
-            "status --config pipeline.toml --no-probe    # the source is down",
-        ),
+        epilog="examples:\n"
+        "  cdc-console status --config pipeline.toml\n"
+        "  cdc-console status --config pipeline.toml --json | jq '.tables[] | {table, lag_seconds}'\n"
+        "  cdc-console status --config pipeline.toml --no-probe    # the source is down",
     )
+    parser.add_argument("--config", required=True, help="pipeline TOML file")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument(
         "--no-probe",

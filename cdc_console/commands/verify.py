@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from cdc_console.commands import Subparsers, existing_state, pipeline_command
+from cdc_console.commands import Subparsers, existing_state
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.errors import CdcError, UsageError
 
@@ -14,28 +14,30 @@ if TYPE_CHECKING:
     from cdc_console.core.schema import TableId
     from cdc_console.state.store import StateStore
 
-NOTES = """\
+EPILOG = """\
 Each chunk of each streaming table is read from the source the way a snapshot reads it (low
 watermark, SELECT, high watermark) and compared with the mirror's rows in its key range, both
 brought to one binlog position; nothing is locked or paused, and the job may run meanwhile.
 
 exit codes: 0 every verified mirror equals its source; 1 some chunk differs; 5 a table could
-not be verified (the reason is printed); 2, 3, 4, 70 as for every command (cdc-console --help)."""
+not be verified (the reason is printed); 2, 3, 4, 70 as for every command (cdc-console --help).
+
+examples:
+  cdc-console verify --config pipeline.toml
+  cdc-console verify --config pipeline.toml --table shop.orders --chunk 3 --json
+  cdc-console verify --config pipeline.toml --repair --rows-per-second 50000
+"""
 
 
 def register(subparsers: Subparsers) -> None:
-    parser = pipeline_command(
-        subparsers,
+    parser: argparse.ArgumentParser = subparsers.add_parser(
         "verify",
         help="compare every mirror with its source online, and repair what differs",
         description="Compare every mirror with its source online; repair what differs.",
-        notes=NOTES,
-        examples=(
-            "verify --config pipeline.toml",
-            "verify --config pipeline.toml --table shop.orders --chunk 3 --json",
-            "verify --config pipeline.toml --repair --rows-per-second 50000",
-        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--config", required=True, help="pipeline TOML file")
     parser.add_argument("--table", help="db.table; without it, every captured table")
     parser.add_argument("--chunk", type=int, help="only this chunk number (needs --table)")
     parser.add_argument(

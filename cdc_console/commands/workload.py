@@ -15,7 +15,7 @@ import threading
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from cdc_console.commands import Subparsers, pipeline_command
+from cdc_console.commands import Subparsers
 from cdc_console.demo import DEFAULT_DATABASE, DEFAULT_MIX, DEFAULT_RATE
 from cdc_console.errors import CdcError
 
@@ -28,17 +28,15 @@ WRITER_PASSWORD_ENV = "CDC_WORKLOAD_PASSWORD"
 
 
 def register(subparsers: Subparsers) -> None:
-    parser = pipeline_command(
-        subparsers,
+    parser: argparse.ArgumentParser = subparsers.add_parser(
         "workload",
         help="insert/update/delete load on the demo's shop tables at a set rate and mix",
         description="Write to the demo tables of the config's source server at --rate "
         "statements/s with an insert/update/delete --mix, touching every table and "
         "occasionally changing primary keys, until --duration passes or Ctrl-C; then print "
         "what was done.",
-        examples=("workload --config .demo/pipeline.toml --rate 200 --mix 60/30/10",),
-        config_help="pipeline TOML file (its [source])",
     )
+    parser.add_argument("--config", required=True, help="pipeline TOML file (its [source])")
     parser.add_argument("--user", default="root", help="account that may write (default root)")
     parser.add_argument(
         "--password-env",
