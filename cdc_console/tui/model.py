@@ -189,16 +189,17 @@ class PipelineView:
     state_path: str
     log_path: str
     refreshed_at: float
-    has_state: bool
-    pipeline_paused: bool
     job: JobView
-    tables: tuple[TableView, ...]
-    selected_table: str | None
-    splits: tuple[SplitView, ...]
     binlog: BinlogView
-    events: tuple[EventView, ...]
-    commands: tuple[Command, ...]
     log_tail: tuple[str, ...]
+    #: the rest is what the state database says; a pipeline that never ran has none of it
+    has_state: bool = False
+    pipeline_paused: bool = False
+    tables: tuple[TableView, ...] = ()
+    selected_table: str | None = None
+    splits: tuple[SplitView, ...] = ()
+    events: tuple[EventView, ...] = ()
+    commands: tuple[Command, ...] = ()
     notices: tuple[Notice, ...] = field(default=())
 
     def table(self, name: str | None) -> TableView | None:

@@ -189,23 +189,33 @@ class PipelineMonitor:
         needs = self._needs(store, now)
         if committed is not None:
             needs.append(("the stream", committed))
+        return replace(
+            self._view(
+                now, log_tail, job, self._binlog(store, committed, behind, tables, needs, now)
+            ),
+            has_state=True,
+            pipeline_paused=paused,
+            tables=table_views,
+            selected_table=selected,
+            splits=splits,
+            events=tuple(events),
+            commands=tuple(store.commands(COMMANDS_SHOWN)),
+            notices=self._collect_notices(store),
+        )
+
+    def _view(
+        self, now: float, log_tail: tuple[str, ...], job: JobView, binlog: BinlogView
+    ) -> PipelineView:
+        """The view every poll has, state database or not."""
         return PipelineView(
             name=self.name,
             config_path=self.config_label,
             state_path=shown_path(self.config.state_path),
             log_path=shown_path(self.log_path),
             refreshed_at=now,
-            has_state=True,
-            pipeline_paused=paused,
             job=job,
-            tables=table_views,
-            selected_table=selected,
-            splits=splits,
-            binlog=self._binlog(store, committed, behind, tables, needs, now),
-            events=tuple(events),
-            commands=tuple(store.commands(COMMANDS_SHOWN)),
+            binlog=binlog,
             log_tail=log_tail,
-            notices=self._collect_notices(store),
         )
 
     def _needs(self, store: StateStore, now: float) -> list[tuple[str, BinlogOffset]]:
@@ -358,24 +368,8 @@ class PipelineMonitor:
             now=now,
             config=self.config.console,
         )
-        return PipelineView(
-            name=self.name,
-            config_path=self.config_label,
-            state_path=shown_path(self.config.state_path),
-            log_path=shown_path(self.log_path),
-            refreshed_at=now,
-            has_state=False,
-            pipeline_paused=False,
-            job=job,
-            tables=(),
-            selected_table=None,
-            splits=(),
-            binlog=self._binlog(None, None, (None, None), [], [], now),
-            events=(),
-            commands=(),
-            log_tail=log_tail,
-            notices=tuple(self._drain()),
-        )
+        binlog = self._binlog(None, None, (None, None), [], [], now)
+        return replace(self._view(now, log_tail, job, binlog), notices=tuple(self._drain()))
 
     def _collect_notices(self, store: StateStore) -> tuple[Notice, ...]:
         for command_id, what in list(self._awaiting.items()):
