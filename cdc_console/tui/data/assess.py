@@ -7,8 +7,8 @@ the pipeline's ``[console]`` section.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NotRequired, TypedDict
+from dataclasses import dataclass, replace
+from typing import TypedDict
 
 from cdc_console import figures
 from cdc_console.config import ConsoleConfig
@@ -49,19 +49,6 @@ class _ProcessFields(TypedDict):
     cpu_percent: float
     rss_bytes: int
     processes: int
-
-
-class _PurgeFields(TypedDict):
-    """The ``PurgeRisk`` fields every purge verdict shares (``margin`` once the needed file is
-    known to be on the server)."""
-
-    oldest_on_server: str | None
-    oldest_needed: BinlogOffset | None
-    needed_by: str | None
-    expire_seconds: float | None
-    expire_setting: str | None
-    time_left: float | None
-    margin: NotRequired[str]
 
 
 def level(value: float | None, warn: float, alert: float) -> Level:
@@ -258,49 +245,52 @@ def purge_risk(
             bound="",
         )
     room = figures.purge_headroom(needs, server.head, server.logs, expire, history, now)
-    empty: _PurgeFields = {
-        "oldest_on_server": room.oldest_on_server,
-        "oldest_needed": room.needed,
-        "needed_by": room.needed_by,
-        "expire_seconds": expire,
-        "expire_setting": setting,
-        "time_left": None,
-    }
+    base = PurgeRisk(
+        Level.OK,
+        "",
+        oldest_on_server=room.oldest_on_server,
+        oldest_needed=room.needed,
+        needed_by=room.needed_by,
+        expire_seconds=expire,
+        expire_setting=setting,
+        time_left=None,
+        bound="",
+    )
     needed = room.needed
     state = room.state
     if state == PurgeState.NOTHING_NEEDED or needed is None:
-        return PurgeRisk(Level.OK, "no binlog needed yet", **empty, bound="")
+        return replace(base, summary="no binlog needed yet")
     if state == PurgeState.UNLISTED:
-        return PurgeRisk(Level.IDLE, "unknown: the server lists no binlogs", **empty, bound="")
+        return replace(base, level=Level.IDLE, summary="unknown: the server lists no binlogs")
     if state == PurgeState.PURGED:
-        return PurgeRisk(
-            Level.ALERT,
-            f"PURGED: {needed.file} (needed by {room.needed_by}) is gone; "
+        return replace(
+            base,
+            level=Level.ALERT,
+            summary=f"PURGED: {needed.file} (needed by {room.needed_by}) is gone; "
             f"the oldest left is {room.oldest_on_server}",
-            **empty,
-            bound="",
         )
     if state == PurgeState.MISSING:
-        return PurgeRisk(
-            Level.ALERT,
-            f"{needed.file} (needed by {room.needed_by}) is not on the server: binlog reset?",
-            **empty,
-            bound="",
+        return replace(
+            base,
+            level=Level.ALERT,
+            summary=f"{needed.file} (needed by {room.needed_by}) is not on the server: binlog "
+            "reset?",
         )
     spare = room.spare_files
-    empty["margin"] = f"{spare} older file(s) go first" if spare else "it is the oldest file left"
+    base = replace(
+        base, margin=f"{spare} older file(s) go first" if spare else "it is the oldest file left"
+    )
     if state == PurgeState.NEVER:
-        return PurgeRisk(Level.OK, "binlogs never expire", **empty, bound="never")
+        return replace(base, summary="binlogs never expire", bound="never")
     if state == PurgeState.OPEN:
-        return PurgeRisk(
-            Level.OK,
-            f"{needed.file} is still being written; its expiry starts when it is closed",
-            **empty,
+        return replace(
+            base,
+            summary=f"{needed.file} is still being written; its expiry starts when it is closed",
             bound="open",
         )
     left = room.seconds_left
     if left is None:
-        return PurgeRisk(Level.IDLE, f"unknown when {needed.file} closed", **empty, bound="")
+        return replace(base, level=Level.IDLE, summary=f"unknown when {needed.file} closed")
     hours = left / 3600.0
     risk = (
         Level.ALERT
@@ -314,5 +304,4 @@ def purge_risk(
         if left <= 0
         else f"{needed.file} may be purged in {span(left)}"
     )
-    empty["time_left"] = left
-    return PurgeRisk(risk, summary, **empty, bound=room.bound)
+    return replace(base, level=risk, summary=summary, time_left=left, bound=room.bound)
