@@ -191,7 +191,6 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
         config = write_pipeline_config(
             folder,
             env,
-            startup_mode="initial",
             chunk_size=options.chunk_size,
             parallelism=options.parallelism,
             changelog=options.changelog,

@@ -452,16 +452,17 @@ def write_pipeline_config(
     folder: Path,
     env: BenchEnv,
     *,
-    startup_mode: str,
-    chunk_size: int,
-    parallelism: int,
-    changelog: bool,
     master: str,
+    startup_mode: str = "initial",
+    chunk_size: int = 8096,
+    parallelism: int = 2,
+    changelog: bool = False,
     extra: Mapping[str, object] | None = None,
     tables: list[str] | None = None,
 ) -> Path:
     """A pipeline TOML for the bench table, with its state, lake and checkpoint in ``folder``;
-    ``extra`` adds sections (``{"lake": {...}}``)."""
+    ``extra`` adds sections (``{"lake": {...}}``). The defaults are the job's own (a snapshot,
+    then the stream, into a mirror without changelog, as the peers write one copy)."""
     return write_config(
         folder / "pipeline.toml",
         {

@@ -109,10 +109,6 @@ def run_lake_bench(options: LakeOptions) -> LakeResult:
         config_path = write_pipeline_config(
             folder,
             env,
-            startup_mode="initial",
-            chunk_size=8096,
-            parallelism=2,
-            changelog=False,
             master=options.master,
             extra={"lake": _lake_section(options)},
         )

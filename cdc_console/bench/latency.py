@@ -122,10 +122,6 @@ def run_latency_bench(options: LatencyOptions) -> LatencyFigures:
         config = write_pipeline_config(
             folder,
             env,
-            startup_mode="initial",
-            chunk_size=8096,
-            parallelism=2,
-            changelog=False,
             master=options.master,
             tables=[f"{BENCH_DB}.{TABLE}"],
             extra={"pipeline": {"heartbeat_seconds": 1}},
