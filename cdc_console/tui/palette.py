@@ -55,33 +55,33 @@ def console_commands(host: Host) -> list[PaletteCommand]:
     for table in view.tables if view else ():
         highlighted = table.table == host.selected_table
         key = " (key {})" if highlighted else ""
-        if table.can_pause:
-            found.append(
-                PaletteCommand(
-                    f"Pause {table.table}",
-                    f"stop emitting its changes{key.format('p')}",
-                    partial(host.control, CommandKind.PAUSE, table.table),
-                    highlighted,
-                )
-            )
-        if table.can_resume:
-            found.append(
-                PaletteCommand(
-                    f"Resume {table.table}",
-                    f"catch up from its pause position{key.format('r')}",
-                    partial(host.control, CommandKind.RESUME, table.table),
-                    highlighted,
-                )
-            )
-        if table.can_redump:
-            found.append(
-                PaletteCommand(
-                    f"Re-dump {table.table}",
-                    f"re-snapshot it while the others stream{key.format('d')}",
-                    partial(host.confirm_redump, table.table),
-                    highlighted,
-                )
-            )
+        controls: tuple[tuple[bool, str, str, str, Callable[[], None]], ...] = (
+            (
+                table.can_pause,
+                "Pause",
+                "stop emitting its changes",
+                "p",
+                partial(host.control, CommandKind.PAUSE, table.table),
+            ),
+            (
+                table.can_resume,
+                "Resume",
+                "catch up from its pause position",
+                "r",
+                partial(host.control, CommandKind.RESUME, table.table),
+            ),
+            (
+                table.can_redump,
+                "Re-dump",
+                "re-snapshot it while the others stream",
+                "d",
+                partial(host.confirm_redump, table.table),
+            ),
+        )
+        for allowed, verb, what, letter, action in controls:
+            if allowed:
+                title = f"{verb} {table.table}"
+                found.append(PaletteCommand(title, what + key.format(letter), action, highlighted))
         found.append(
             PaletteCommand(
                 f"Show splits of {table.table}",
