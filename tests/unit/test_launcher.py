@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from cdc_console import launcher
+from cdc_console.errors import ExitCode
 from cdc_console.state.store import StateStore
 
 SLEEPER = "import time\nwhile True: time.sleep(0.05)"
@@ -90,7 +91,7 @@ def test_launch_job_is_detached_and_logs_and_reports_its_exit(tmp_path: Path) ->
     missing = tmp_path / "missing.toml"
     pid = launcher.launch_job(missing, log)
     assert _wait(lambda: not launcher.is_alive(pid), 60)
-    assert launcher.exit_code(pid) == 2
+    assert launcher.exit_code(pid) == ExitCode.CONFIG  # the config file is missing
     text = log.read_text()
     assert "run --config" in text and str(missing) in text
     assert "does not exist" in text
