@@ -263,3 +263,49 @@ def test_a_snapshot_only_mirror_is_verified_chunk_by_chunk_at_its_watermarks(
             1500,
         )
     }
+
+
+def test_a_table_without_a_primary_key_is_verified_and_repaired_on_its_chunk_key(
+    source_db: SourceDb, tmp_path: Path
+) -> None:
+    """No primary key, chunked on a configured unique column: verify names the row by that
+    column, ``--chunk`` verifies that chunk alone, and the repair re-dumps it."""
+    source_db.execute(
+        "CREATE TABLE events (code VARCHAR(20) NOT NULL, note VARCHAR(40), UNIQUE KEY (code))",
+        "INSERT INTO events SELECT CONCAT('ev-', LPAD(seq, 5, '0')), CONCAT('n', seq) "
+        "FROM seq_1_to_600",
+    )
+    db = source_db.name
+    config_path = write_config(
+        source_db, tmp_path, chunk_size=100, snapshot=f'chunk_key = {{ "{db}.events" = "code" }}'
+    )
+    config = load(config_path)
+    events = TableId(db, "events")
+    with running(JobProcess(config_path)) as job:
+        wait_for(lambda: streaming(config, 1), 240, "the keyless table to stream", job)
+        path = str(config.sink.path / db / "events")
+        mirror = DeltaTable(path).to_pyarrow_table()
+        kept = mirror.filter(pa.compute.not_equal(mirror["code"], "ev-00321"))
+        write_deltalake(path, kept, mode="overwrite")
+
+        code, before = verify(config_path)
+        assert code == 1
+        store = StateStore(config.state_path)
+        try:
+            chunk = next(
+                s.split.split_no for s in store.splits(events) if s.split.range.contains("ev-00321")
+            )
+        finally:
+            store.close()
+        assert found(before) == {(str(events), chunk, "missing", "ev-00321")}
+
+        code, alone = verify(config_path, "--table", str(events), "--chunk", str(chunk))
+        assert code == 1 and [c["chunk"] for c in alone["tables"][0]["chunks"]] == [chunk]
+
+        repaired = run_cli(
+            "verify", "--config", str(config_path), "--repair", "--json", timeout=600
+        )
+        assert repaired.returncode == 0, repaired.stdout + repaired.stderr + job.output()
+        assert json.loads(repaired.stdout)["repaired"] == [f"{events} chunk {chunk}"]
+        code, after = verify(config_path)
+        assert code == 0, after
