@@ -147,6 +147,10 @@ class LakeConfig:
     #: how DATETIME is stored: "timestamp_ntz" (exact; reader 3 / writer 7) or "timestamp"
     #: (the wall clock as UTC, for readers that only open protocol 1)
     datetime: str = "timestamp_ntz"
+    #: who writes a first snapshot's data files: "executors" (where each chunk is read; the
+    #: driver commits only their add actions) or "driver" (rows travel through Spark to it).
+    #: Executors need the lake path too: on a cluster, shared storage.
+    snapshot_writes: str = "executors"
 
 
 @dataclass(frozen=True)
@@ -284,6 +288,7 @@ _KNOWN = {
         "checkpoint_interval",
         "change_data_feed",
         "datetime",
+        "snapshot_writes",
     },
     "state": {"path"},
     "verify": {"every", "rows_per_second", "hide_values"},
@@ -448,6 +453,11 @@ _CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
         ("evolve", "park", "stop"),
         'set schema_changes = "evolve" (changes that keep the mirror exact are applied; '
         "a table with any other waits for its re-dump)",
+    ),
+    "lake.snapshot_writes": (
+        ("executors", "driver"),
+        'set snapshot_writes = "executors" (each reader writes its chunks\' files; the lake '
+        'path must be reachable from every executor) or "driver"',
     ),
     "source.position": (
         ("auto", "gtid", "file"),
@@ -892,8 +902,13 @@ def _lake(section: TomlTable) -> LakeConfig:
                 'set datetime = "timestamp_ntz" (exact) or "timestamp" (for older Delta readers)',
             )
         )
+    writes = _one_of(
+        _typed(section, "lake", "snapshot_writes", str, defaults.snapshot_writes),
+        "lake.snapshot_writes",
+    )
     return LakeConfig(
         datetime=datetime,
+        snapshot_writes=writes,
         target_file_size=size,
         optimize_every=every["optimize_every"],
         vacuum_every=every["vacuum_every"],

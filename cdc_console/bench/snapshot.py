@@ -56,6 +56,11 @@ JDBC_WALL = "spark jdbc -> parquet (process wall)"
 OURS_WINDOW = "ours snapshot -> delta (window)"
 OURS_WALL = "ours snapshot -> delta (process wall)"
 SNAPSHOT_BAR = 0.5
+#: issue 14's bars: the window at 3M rows vs the JDBC job, process wall vs process wall, and
+#: the peak RSS of the pipeline's process tree
+ROUND2_WINDOW_BAR = 1.5
+ROUND2_WALL_BAR = 1.0
+ROUND2_PEAK_MB = 1.2 * 1024
 
 
 @dataclass(kw_only=True)
@@ -64,6 +69,8 @@ class SnapshotOptions(SnapshotRunOptions):
     jdbc_jar: Path | None = None
     skip: frozenset[str] = frozenset()
     changelog: bool = False
+    #: ``[lake] snapshot_writes`` of ours, one run each (the first is the one the bars judge)
+    snapshot_writes: tuple[str, ...] = ("executors",)
 
 
 @dataclass
@@ -139,7 +146,8 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
             result.measurements.append(Measurement.of(run, JDBC_WALL, rows, run.wall))
             result.notes.append(f"spark jdbc CPU: {run.cpu_line()}")
     if "ours" not in options.skip:
-        _ours(env, size, options, result)
+        for mode in options.snapshot_writes:
+            _ours(env, size, options, result, mode, label=mode != options.snapshot_writes[0])
     result.notes.append(load_line("after"))
     reference = JDBC_JOB if result.get(JDBC_JOB) else PYMYSQL
     print(
@@ -165,7 +173,35 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
         ),
         flush=True,
     )
+    for line in round2_lines(result):
+        print(line, flush=True)
     return result
+
+
+def round2_lines(result: SizeResult) -> list[str]:
+    """Issue 14's snapshot bars, MET or NOT MET, on this size's first ``ours`` run."""
+    window = ratio(result.get(OURS_WINDOW), result.get(JDBC_JOB))
+    wall = ratio(result.get(OURS_WALL), result.get(JDBC_WALL))
+    ours = result.get(OURS_WALL)
+    peak = ours.peak_rss_mb if ours is not None else None
+    size = f"at {result.rows:,} rows (the bar is set at 3M)"
+    lines = [
+        met_line("window vs spark jdbc job", window, ROUND2_WINDOW_BAR, "x", size),
+        met_line("process wall vs spark jdbc process wall", wall, ROUND2_WALL_BAR, "x", size),
+    ]
+    if peak is None:
+        lines.append("issue 14 peak RSS <= 1229 MB: not measured")
+    else:
+        verdict = "MET" if peak <= ROUND2_PEAK_MB else "NOT MET"
+        lines.append(f"issue 14 peak RSS <= {ROUND2_PEAK_MB:.0f} MB: {peak:,.0f} MB {verdict}")
+    return lines
+
+
+def met_line(name: str, value: float | None, bar: float, unit: str, detail: str) -> str:
+    if value is None:
+        return f"issue 14 {name} >= {bar:g}{unit}: not measured ({detail})"
+    verdict = "MET" if value >= bar else "NOT MET"
+    return f"issue 14 {name} >= {bar:g}{unit}: {value:.2f}{unit} {verdict} ({detail})"
 
 
 @dataclass
@@ -216,23 +252,41 @@ def snapshot_ours(
     return OursSnapshot(job, config, state, batches, split_totals(state).rows, last - first)
 
 
-def _ours(env: BenchEnv, size: int, options: SnapshotOptions, result: SizeResult) -> None:
-    ours = snapshot_ours(env, "ours-snapshot", options, changelog=options.changelog)
+def _ours(
+    env: BenchEnv,
+    size: int,
+    options: SnapshotOptions,
+    result: SizeResult,
+    mode: str,
+    *,
+    label: bool,
+) -> None:
+    """One run of ours with ``[lake] snapshot_writes = mode``; ``label`` tags its lines."""
+    ours = snapshot_ours(
+        env,
+        f"ours-snapshot-{mode}",
+        options,
+        changelog=options.changelog,
+        extra={"lake": {"snapshot_writes": mode}},
+    )
     job, rows, state = ours.job, ours.rows, ours.state
+    tag = f" [{mode}]" if label else ""
     if rows != size:
         result.notes.append(f"WARNING: the pipeline snapshotted {rows:,} rows, expected {size:,}")
     result.measurements.append(
-        Measurement.of(job, OURS_WINDOW, rows, ours.window, note="first plan to last commit")
+        Measurement.of(
+            job, OURS_WINDOW + tag, rows, ours.window, note=f"first plan to last commit, {mode}"
+        )
     )
-    result.measurements.append(Measurement.of(job, OURS_WALL, rows, job.wall))
-    result.notes.append(breakdown_line(ours.batches, job))
+    result.measurements.append(Measurement.of(job, OURS_WALL + tag, rows, job.wall))
+    result.notes.append(breakdown_line(ours.batches, job).replace("ours", f"ours{tag}", 1))
     totals = split_totals(state)
-    result.notes.append(f"ours CPU: {job.cpu_line()}")
+    result.notes.append(f"ours{tag} CPU: {job.cpu_line()}")
     if totals.timed_splits:
         seconds = totals.timed_ms / 1000
         per_task = totals.timed_rows / seconds if seconds else 0.0
         result.notes.append(
-            f"ours chunk reads: {totals.timed_splits} chunks, {seconds:.1f} task-seconds in "
+            f"ours{tag} chunk reads: {totals.timed_splits} chunks, {seconds:.1f} task-seconds in "
             f"SnapshotSplitReader.read (LW, SELECT, HW, normalise, records): {per_task:,.0f} "
             "rows/s per task"
         )

@@ -65,6 +65,17 @@ def _skip(choices: tuple[str, ...]) -> Callable[[str], frozenset[str]]:
     return parse
 
 
+def _writers(text: str) -> tuple[str, ...]:
+    """``executors,driver`` -> the ``[lake] snapshot_writes`` modes to run, in that order."""
+    modes = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = set(modes) - {"executors", "driver"}
+    if not modes or unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown writer(s) {sorted(unknown)}; choose from executors, driver"
+        )
+    return modes
+
+
 def _common(parser: argparse.ArgumentParser, contenders: tuple[str, ...]) -> None:
     parser.add_argument("--chunk-size", type=int, default=8096, help="snapshot chunk rows")
     parser.add_argument("--parallelism", type=int, default=2, help="chunks read at once")
@@ -120,6 +131,13 @@ def register(subparsers: Subparsers) -> None:
         type=Path,
         default=None,
         help="MySQL/MariaDB JDBC jar (default: /usr/share/java/mariadb-java-client.jar)",
+    )
+    snap.add_argument(
+        "--snapshot-writes",
+        type=_writers,
+        default=("executors",),
+        help="who writes ours' Delta files, one run each: executors, driver or both "
+        "(executors,driver) for the two side by side",
     )
     _common(snap, SNAPSHOT_CONTENDERS)
     snap.set_defaults(handler=handle_snapshot)

@@ -14,7 +14,9 @@ in ``ChangeRecord.sort_key`` order.
   ``maintenance.py``: compaction, vacuum and size reports of the lake.
 - The MySQL -> Delta/Arrow type table and the canonical-value codecs are
   ``cdc_console.values.arrow``; typed chunks for the first snapshot's appends (``TypedChunk``,
-  which only ``DeltaSink`` takes) are built on the read side, ``mysql/snapshot_arrow.py``.
+  which only ``DeltaSink`` takes) are built on the read side, ``mysql/snapshot_arrow.py``;
+  ``delta_files.py`` writes such a chunk's Delta data files where it was read
+  (``WrittenChunk``), so that only their add actions travel to the driver.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from cdc_console.sinks.base import (
     SinkError,
     SinkSchemaError,
     SinkStats,
+    SnapshotChunk,
     TableBatchSink,
     TypedChunk,
 )
@@ -46,7 +49,7 @@ class Sink(Protocol):
         schemas: Mapping[TableId, TableSchema],
         records: Sequence[ChangeRecord],
         replace_ranges: Sequence[ReplaceRange] = (),
-        appends: Mapping[TableId, Sequence[TypedChunk]] | None = None,
+        appends: Mapping[TableId, Sequence[SnapshotChunk]] | None = None,
         commit_info: Mapping[str, str] | None = None,
     ) -> dict[TableId, SinkStats]: ...
 
@@ -60,6 +63,7 @@ __all__ = [
     "SinkSchemaError",
     "SinkStats",
     "SinkTypeError",
+    "SnapshotChunk",
     "TableBatchSink",
     "TypedChunk",
     "arrow_schema",

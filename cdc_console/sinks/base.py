@@ -71,6 +71,37 @@ class TypedChunk:
     rows: pa.Table
 
 
+@dataclass(frozen=True)
+class DataFile:
+    """A data file already written into a Delta table's folder, not yet committed: what its
+    add action needs (``path`` relative to the table, ``stats`` Delta's JSON statistics)."""
+
+    path: str
+    size: int
+    modification_time: int
+    stats: str
+
+
+@dataclass(frozen=True)
+class WrittenChunk:
+    """A first-snapshot chunk whose files the reader wrote itself (``[lake] snapshot_writes =
+    "executors"``): the sink commits them as they are, in the batch's commit. ``changelog`` is
+    empty when the changelog is off."""
+
+    split_id: str
+    position: Position
+    ts_ms: int
+    rows: int
+    mirror: tuple[DataFile, ...]
+    changelog: tuple[DataFile, ...]
+    #: the written rows' columns, ``(name, Arrow type)``: the sink refuses files of another shape
+    columns: tuple[tuple[str, str], ...]
+
+
+#: a first-snapshot chunk as the sink receives it: rows to write, or files already written
+SnapshotChunk = TypedChunk | WrittenChunk
+
+
 def group_by_table(records: Sequence[ChangeRecord]) -> dict[TableId, list[ChangeRecord]]:
     """The batch's records per table, in batch order."""
     groups: dict[tuple[str, str], list[ChangeRecord]] = defaultdict(list)
@@ -91,7 +122,7 @@ class TableBatchSink(ABC):
         schemas: Mapping[TableId, TableSchema],
         records: Sequence[ChangeRecord],
         replace_ranges: Sequence[ReplaceRange] = (),
-        appends: Mapping[TableId, Sequence[TypedChunk]] | None = None,
+        appends: Mapping[TableId, Sequence[SnapshotChunk]] | None = None,
         commit_info: Mapping[str, str] | None = None,
     ) -> dict[TableId, SinkStats]:
         """Apply one micro-batch to every table it touches; idempotent per ``batch_id``.
@@ -134,7 +165,7 @@ class TableBatchSink(ABC):
         return stats
 
     def _append_table(
-        self, batch_id: int, schema: TableSchema, chunks: Sequence[TypedChunk]
+        self, batch_id: int, schema: TableSchema, chunks: Sequence[SnapshotChunk]
     ) -> SinkStats:
         """Append typed first-snapshot chunks; sinks that cannot take them refuse."""
         raise SinkError(f"{type(self).__name__} does not take typed snapshot chunks")

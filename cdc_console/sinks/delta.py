@@ -53,13 +53,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
-from deltalake.transaction import CommitProperties, Transaction
+from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
 from cdc_console.config import LakeConfig
 from cdc_console.core.records import OP_DELETE, UPSERT_OPS, ChangeRecord
@@ -67,6 +67,7 @@ from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.untyped import DeltaMetrics
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.sinks.base import (
+    DataFile,
     InRange,
     Key,
     Position,
@@ -74,13 +75,21 @@ from cdc_console.sinks.base import (
     SinkError,
     SinkSchemaError,
     SinkStats,
+    SnapshotChunk,
     TableBatchSink,
     TypedChunk,
+    WrittenChunk,
 )
+from cdc_console.sinks.delta_files import LakeTarget, check_rows, check_written, write_chunk
 from cdc_console.sinks.delta_tables import (
+    CHANGELOG_DIR,
+    CHANGELOG_FIELDS,
+    changelog_path,
+    changelog_schema,
     check_schema,
     from_lake,
     lake_schema,
+    mirror_path,
     open_or_create,
     open_table,
     same_schema,
@@ -88,25 +97,12 @@ from cdc_console.sinks.delta_tables import (
     to_lake,
 )
 from cdc_console.values.arrow import (
-    arrow_schema,
     codec_for,
     columns_to_table,
     mirror_schema,
     table_to_rows,
 )
 
-CHANGELOG_DIR = "_changelog"
-# Appended to the typed row columns in the changelog table, in this order.
-CHANGELOG_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("_op", pa.string()),
-    pa.field("_file_index", pa.int64()),
-    pa.field("_pos", pa.int64()),
-    pa.field("_event_index", pa.int64()),
-    pa.field("_row_index", pa.int64()),
-    pa.field("_seq", pa.int64()),
-    pa.field("_ts_ms", pa.int64()),
-    pa.field("_batch_id", pa.int64()),
-)
 _MERGE_OP = "__cdc_console_merge_op"  # extra source column of the MERGE: 'U' upsert, 'D' delete
 _RESERVED = {_MERGE_OP} | {f.name for f in CHANGELOG_FIELDS}
 
@@ -159,10 +155,10 @@ class DeltaSink(TableBatchSink):
     # --- paths and reads ------------------------------------------------------------------
 
     def mirror_path(self, table_id: TableId) -> Path:
-        return self.root / table_id.database / table_id.table
+        return mirror_path(self.root, table_id)
 
     def changelog_path(self, table_id: TableId) -> Path:
-        return self.root / CHANGELOG_DIR / table_id.database / table_id.table
+        return changelog_path(self.root, table_id)
 
     def read_mirror(self, table_id: TableId) -> pa.Table:
         """The mirror's current rows (for tests and tools). Raises ``FileNotFoundError``."""
@@ -216,7 +212,7 @@ class DeltaSink(TableBatchSink):
 
     # --- internals ------------------------------------------------------------------------
 
-    def _migrate(self, table_id: TableId, typed: pa.Schema, changelog_schema: pa.Schema) -> None:
+    def _migrate(self, table_id: TableId, typed: pa.Schema, log_schema: pa.Schema) -> None:
         """Bring a mirror to the table's new shape before a re-dump writes into it.
 
         A re-dump is the fix for a table whose columns changed (a DDL stop). The mirror keeps
@@ -243,7 +239,7 @@ class DeltaSink(TableBatchSink):
                 _log.warning("%s: mirror migrated to the new columns %s", table_id, typed.names)
         log_path = self.changelog_path(table_id)
         if DeltaTable.is_deltatable(str(log_path)) and not same_schema(
-            DeltaTable(str(log_path)), changelog_schema
+            DeltaTable(str(log_path)), log_schema
         ):
             version = DeltaTable(str(log_path)).version()
             aside = log_path.with_name(f"{log_path.name}.before-v{version}")
@@ -272,66 +268,81 @@ class DeltaSink(TableBatchSink):
         )
 
     def _changelog(
-        self, table_id: TableId, changelog_schema: pa.Schema, in_write: bool = False
+        self, table_id: TableId, log_schema: pa.Schema, in_write: bool = False
     ) -> DeltaTable:
-        properties = table_properties(changelog_schema, self.lake, change_data_feed=False)
+        properties = table_properties(log_schema, self.lake, change_data_feed=False)
         return open_or_create(
             self.changelog_path(table_id),
-            changelog_schema,
+            log_schema,
             properties,
             new_columns_in_write=in_write,
         )
 
     def _append_table(
-        self, batch_id: int, schema: TableSchema, chunks: Sequence[TypedChunk]
+        self, batch_id: int, schema: TableSchema, chunks: Sequence[SnapshotChunk]
     ) -> SinkStats:
+        """Commit a batch's first-snapshot chunks of one table: their files, written by the
+        readers (``WrittenChunk``) or here (``TypedChunk``), in key order, in one commit per
+        table (changelog first) that carries the batch's app transaction."""
         _check_table(schema)
         table_id = schema.table_id
-        typed = arrow_schema(schema)
         lake = lake_schema(mirror_schema(schema), self.lake)
-        changelog_schema = pa.schema([*lake, *CHANGELOG_FIELDS])
-        stats = _empty_stats()
         for chunk in chunks:
-            if chunk.rows.schema != typed:
-                raise SinkSchemaError(
-                    f"typed rows of {chunk.split_id} have columns {chunk.rows.schema} but "
-                    f"{table_id} maps to {typed}"
-                )
-        # In key order (the chunks' order), cut at the target size: files with narrow,
-        # disjoint key ranges, which later MERGEs prune by their statistics. One record batch:
-        # delta-rs deals several batches round robin to parallel writers, interleaving keys.
-        ordered = [replace(c, rows=to_lake(c.rows, lake)) for c in sorted(chunks, key=_chunk_order)]
-        data = (
-            pa.concat_tables([c.rows for c in ordered]).combine_chunks()
-            if chunks
-            else lake.empty_table()
-        )
+            if isinstance(chunk, TypedChunk):
+                check_rows(schema, chunk)
+            else:
+                check_written(schema, lake, chunk)
+        log_schema = changelog_schema(lake)
+        stats = _empty_stats()
         mirror = self._mirror(table_id, lake)
-        if self.changelog:
-            log = self._changelog(table_id, changelog_schema)
-            if not _already(log, self.app_id, batch_id):
-                rows = _snapshot_changelog(changelog_schema, batch_id, ordered)
-                self._append_chunks(log, rows, batch_id, table_id, "log append")
-                stats["changelog_rows"] = rows.num_rows
-                stats["changelog_skipped"] = False
+        log = self._changelog(table_id, log_schema) if self.changelog else None
+        log_due = log is not None and not _already(log, self.app_id, batch_id)
+        if not log_due and _already(mirror, self.app_id, batch_id):
+            stats["mirror_skipped"] = True
+            return stats
+        target = LakeTarget(self.root, self.changelog, self.lake)
+        written = [
+            chunk
+            if isinstance(chunk, WrittenChunk)
+            else write_chunk(target, schema, batch_id, chunk)
+            for chunk in sorted(chunks, key=_chunk_order)
+        ]
+        rows = sum(chunk.rows for chunk in written)
+        if log is not None and log_due:
+            files = [f for chunk in written for f in chunk.changelog]
+            self._commit_files(log, files, batch_id, table_id, "log append")
+            stats["changelog_rows"] = rows
+            stats["changelog_skipped"] = False
         if _already(mirror, self.app_id, batch_id):
             stats["mirror_skipped"] = True
             return stats
-        self._append_chunks(mirror, data, batch_id, table_id, "append")
-        stats["inserted"] = stats["upserted"] = data.num_rows
+        files = [f for chunk in written for f in chunk.mirror]
+        self._commit_files(mirror, files, batch_id, table_id, "append")
+        stats["inserted"] = stats["upserted"] = rows
+        stats["files_added"] = len(files)
         return stats
 
-    def _append_chunks(
-        self, table: DeltaTable, data: pa.Table, batch_id: int, table_id: TableId, what: str
+    def _commit_files(
+        self,
+        table: DeltaTable,
+        files: Sequence[DataFile],
+        batch_id: int,
+        table_id: TableId,
+        what: str,
     ) -> None:
-        """Append snapshot chunks as one batch's commit, cut at the lake's target file size."""
-        write_deltalake(
-            table,
-            data,
+        """One append commit of files already in the table's folder (none: the batch is still
+        recorded, so that a retry sees it as applied). The table's own schema is passed, so the
+        commit changes no metadata."""
+        actions: list[AddAction | RemoveAction] = [
+            AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files
+        ]
+        table.create_write_transaction(
+            actions,
             mode="append",
-            target_file_size=self.lake.target_file_size,
+            schema=table.schema(),
             commit_properties=self._commit(batch_id, table_id, what),
         )
+        table.update_incremental()
 
     def _apply_table(
         self,
@@ -344,15 +355,15 @@ class DeltaSink(TableBatchSink):
         table_id = schema.table_id
         lake = lake_schema(mirror_schema(schema), self.lake)
         stats = _empty_stats()
-        changelog_schema = pa.schema([*lake, *CHANGELOG_FIELDS])
+        log_schema = changelog_schema(lake)
         if replaces:
-            self._migrate(table_id, lake, changelog_schema)
+            self._migrate(table_id, lake, log_schema)
         # Columns added online join the mirror and the changelog in the batch's own commits.
         mirror = self._mirror(table_id, lake, in_write=True)
         mirror_done = _already(mirror, self.app_id, batch_id)
         log: DeltaTable | None = None
         if self.changelog:
-            log = self._changelog(table_id, changelog_schema, in_write=True)
+            log = self._changelog(table_id, log_schema, in_write=True)
             if _already(log, self.app_id, batch_id):
                 log = None
         if mirror_done and log is None:
@@ -369,7 +380,7 @@ class DeltaSink(TableBatchSink):
         plan = plan_table_batch(schema, records, replaces, absent, want_changes=log is not None)
 
         if log is not None:
-            data = _changelog_table(schema, changelog_schema, batch_id, plan.changes)
+            data = _changelog_table(schema, log_schema, batch_id, plan.changes)
             write_deltalake(
                 log,
                 data,
@@ -475,7 +486,7 @@ def _check_table(schema: TableSchema) -> None:
         schema.column(name)  # KeyError names a key column the table lacks
 
 
-def _chunk_order(chunk: TypedChunk) -> tuple[int, str]:
+def _chunk_order(chunk: SnapshotChunk) -> tuple[int, str]:
     """Chunks of one table by split number (``db.t:N``), i.e. by key range."""
     _, _, number = chunk.split_id.rpartition(":")
     return (int(number), chunk.split_id) if number.isdigit() else (-1, chunk.split_id)
@@ -750,37 +761,15 @@ def _replace(
     plan.range_deleted += len(doomed)
 
 
-def _snapshot_changelog(
-    changelog_schema: pa.Schema, batch_id: int, chunks: Sequence[TypedChunk]
-) -> pa.Table:
-    """Changelog rows of appended chunks: ``+I`` at each chunk's HW, seq = row in the chunk."""
-    parts = []
-    for chunk in chunks:
-        count = chunk.rows.num_rows
-        file_index, pos, event_index, row_index = chunk.position
-        meta = [
-            pa.array(["+I"] * count, type=pa.string()),
-            pa.array([file_index] * count, type=pa.int64()),
-            pa.array([pos] * count, type=pa.int64()),
-            pa.array([event_index] * count, type=pa.int64()),
-            pa.array([row_index] * count, type=pa.int64()),
-            pa.array(range(count), type=pa.int64()),
-            pa.array([chunk.ts_ms] * count, type=pa.int64()),
-            pa.array([batch_id] * count, type=pa.int64()),
-        ]
-        parts.append(pa.Table.from_arrays([*chunk.rows.columns, *meta], schema=changelog_schema))
-    return pa.concat_tables(parts) if parts else changelog_schema.empty_table()
-
-
 def _changelog_table(
     schema: TableSchema,
-    changelog_schema: pa.Schema,
+    log_schema: pa.Schema,
     batch_id: int,
     changes: Sequence[PlannedChange],
 ) -> pa.Table:
     """Typed changelog rows: the row image plus op, position, seq, event time and batch id."""
     names = schema.column_names
-    lake = pa.schema(list(changelog_schema)[: len(changelog_schema) - len(CHANGELOG_FIELDS)])
+    lake = pa.schema(list(log_schema)[: len(log_schema) - len(CHANGELOG_FIELDS)])
     typed = to_lake(
         columns_to_table(schema, {n: [c.row.get(n) for c in changes] for n in names}), lake
     )
@@ -791,4 +780,4 @@ def _changelog_table(
         pa.array([c.ts_ms for c in changes], type=pa.int64()),
         pa.array([batch_id] * len(changes), type=pa.int64()),
     ]
-    return pa.Table.from_arrays([*typed.columns, *meta], schema=changelog_schema)
+    return pa.Table.from_arrays([*typed.columns, *meta], schema=log_schema)

@@ -31,6 +31,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, Schema
 
 from cdc_console.config import LakeConfig
+from cdc_console.core.schema import TableId
 from cdc_console.sinks.base import SinkSchemaError
 
 _log = logging.getLogger(__name__)
@@ -41,6 +42,36 @@ _DEFAULT_INDEXED_COLUMNS = 32  # Delta's default delta.dataSkippingNumIndexedCol
 
 _WALL_CLOCK = pa.timestamp("us")
 _WALL_CLOCK_AS_UTC = pa.timestamp("us", tz="UTC")
+
+
+#: the changelog tables' folder under the lake's root (a source database of this name is refused)
+CHANGELOG_DIR = "_changelog"
+
+
+def mirror_path(root: Path, table_id: TableId) -> Path:
+    return root / table_id.database / table_id.table
+
+
+def changelog_path(root: Path, table_id: TableId) -> Path:
+    return root / CHANGELOG_DIR / table_id.database / table_id.table
+
+
+#: appended to the typed row columns in the changelog table, in this order
+CHANGELOG_FIELDS: tuple[pa.Field, ...] = (
+    pa.field("_op", pa.string()),
+    pa.field("_file_index", pa.int64()),
+    pa.field("_pos", pa.int64()),
+    pa.field("_event_index", pa.int64()),
+    pa.field("_row_index", pa.int64()),
+    pa.field("_seq", pa.int64()),
+    pa.field("_ts_ms", pa.int64()),
+    pa.field("_batch_id", pa.int64()),
+)
+
+
+def changelog_schema(lake: pa.Schema) -> pa.Schema:
+    """The changelog table's schema for a mirror whose lake schema is ``lake``."""
+    return pa.schema([*lake, *CHANGELOG_FIELDS])
 
 
 def lake_schema(typed: pa.Schema, lake: LakeConfig) -> pa.Schema:
@@ -147,15 +178,25 @@ def stats_properties(schema: pa.Schema) -> dict[str, str | None]:
     int64 range get none from delta-rs anyway); the first 32 other columns, Delta's default
     count, keep theirs.
     """
-    unsafe = [
-        f.name for f in schema if pa.types.is_decimal(f.type) and f.type.precision > _SAFE_DECIMAL
-    ]
-    if not unsafe:
+    if not _unsafe_decimals(schema):
         return {}
-    indexed = [f.name for f in schema if f.name not in unsafe][:_DEFAULT_INDEXED_COLUMNS]
+    indexed = stats_columns(schema)
     if not indexed:
         return {"delta.dataSkippingNumIndexedCols": "0"}
     return {"delta.dataSkippingStatsColumns": ",".join(f"`{n}`" for n in indexed)}
+
+
+def _unsafe_decimals(schema: pa.Schema) -> list[str]:
+    return [
+        f.name for f in schema if pa.types.is_decimal(f.type) and f.type.precision > _SAFE_DECIMAL
+    ]
+
+
+def stats_columns(schema: pa.Schema) -> list[str]:
+    """The columns whose file statistics a table created by ``table_properties`` keeps: the
+    first 32, the decimals delta-rs gets wrong left out (``stats_properties``)."""
+    unsafe = set(_unsafe_decimals(schema))
+    return [f.name for f in schema if f.name not in unsafe][:_DEFAULT_INDEXED_COLUMNS]
 
 
 def _columns(table: DeltaTable) -> list[tuple[str, str]]:

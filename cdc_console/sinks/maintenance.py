@@ -38,7 +38,8 @@ from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties
 
 from cdc_console.config import LakeConfig
-from cdc_console.sinks.delta import CHANGELOG_DIR
+from cdc_console.sinks.delta_files import FILE_PREFIX, IN_FLIGHT_SECONDS
+from cdc_console.sinks.delta_tables import CHANGELOG_DIR
 from cdc_console.units import size
 
 OPTIMIZE = "optimize"
@@ -203,6 +204,17 @@ def optimize(table: LakeTable, lake: LakeConfig, dry_run: bool = False) -> Maint
     )
 
 
+def _in_flight(path: Path, name: str) -> bool:
+    """A file a reader wrote for a batch that may not be committed yet (``delta_files``)."""
+    if not Path(name).name.startswith(FILE_PREFIX):
+        return False
+    try:
+        age = time.time() - os.stat(path / name).st_mtime
+    except FileNotFoundError:
+        return False
+    return age < IN_FLIGHT_SECONDS
+
+
 def _size_stat(text: object) -> int:
     """``totalSize`` out of delta-rs' JSON-in-a-string file statistics."""
     try:
@@ -212,31 +224,44 @@ def _size_stat(text: object) -> int:
 
 
 def vacuum(table: LakeTable, lake: LakeConfig, dry_run: bool = False) -> MaintenanceResult:
-    """Delete files no version inside the retention needs, then the expired log entries."""
+    """Delete files no version inside the retention needs, then the expired log entries.
+
+    Files a version once held and none inside the retention does (tombstones) go through
+    delta-rs' own vacuum. Files no version ever held are orphans (left by a crashed attempt of
+    a batch) -- or a batch's files that readers wrote and its commit has yet to name
+    (``delta_files``): those are spared while younger than ``IN_FLIGHT_SECONDS``, whatever the
+    retention, since deleting one would leave that commit naming a missing file.
+    """
     clock = time.monotonic()
     delta = DeltaTable(str(table.path))
     retention = math.ceil(lake.vacuum_retention_hours)
     # The pipeline's setting is the authority (tables it creates carry the same value as
     # delta.deletedFileRetentionDuration, older ones Delta's default of a week, which delta-rs
     # would enforce), hence no enforce_retention_duration.
-    doomed = delta.vacuum(
+    every = delta.vacuum(
         retention_hours=retention, dry_run=True, enforce_retention_duration=False, full=True
     )
+    retired = set(
+        delta.vacuum(retention_hours=retention, dry_run=True, enforce_retention_duration=False)
+    )
+    orphans = [name for name in every if name not in retired and not _in_flight(table.path, name)]
+    doomed = [*retired, *orphans]
     sizes = 0
     for name in doomed:
         try:
             sizes += os.stat(table.path / name).st_size
         except FileNotFoundError:
             continue
-    if doomed and not dry_run:
-        doomed = delta.vacuum(
-            retention_hours=retention,
-            dry_run=False,
-            enforce_retention_duration=False,
-            full=True,
-            commit_properties=_commit(VACUUM),
-        )
     if not dry_run:
+        if retired:
+            delta.vacuum(
+                retention_hours=retention,
+                dry_run=False,
+                enforce_retention_duration=False,
+                commit_properties=_commit(VACUUM),
+            )
+        for name in orphans:
+            (table.path / name).unlink(missing_ok=True)
         delta.cleanup_metadata()
     return MaintenanceResult(
         table, VACUUM, dry_run, len(doomed), 0, sizes, time.monotonic() - clock

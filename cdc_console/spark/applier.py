@@ -32,9 +32,23 @@ from cdc_console.core.plan import BatchPlan
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
 from cdc_console.sinks import Sink
-from cdc_console.sinks.base import InRange, KeyRow, ReplaceRange, SinkStats, TypedChunk
+from cdc_console.sinks.base import (
+    InRange,
+    KeyRow,
+    ReplaceRange,
+    SinkStats,
+    SnapshotChunk,
+    TypedChunk,
+)
+from cdc_console.sinks.delta_files import chunk_from_json
 from cdc_console.source.committer import commit_batch
-from cdc_console.spark.protocol import CONTROL_OP, ROWS_OP, read_controls, rows_payload
+from cdc_console.spark.protocol import (
+    CHUNK_OPS,
+    CONTROL_OP,
+    FILES_OP,
+    read_controls,
+    rows_payload,
+)
 from cdc_console.state.store import SplitResult, StateStore
 from cdc_console.values.canonical import canonical_chunk_key
 
@@ -135,9 +149,10 @@ class BatchApplier:
         plan = found.plan
         table = pq.read_table(found.staged_path)
         ops = table["op"]
-        appends = typed_chunks(table.filter(pc.equal(ops, ROWS_OP)))
+        carried = pc.is_in(ops, pa.array(CHUNK_OPS))
+        appends = snapshot_chunks(table.filter(carried))
         rows = _without_payload(
-            table.filter(pc.and_(pc.not_equal(ops, ROWS_OP), pc.not_equal(ops, CONTROL_OP)))
+            table.filter(pc.and_(pc.invert(carried), pc.not_equal(ops, CONTROL_OP)))
         ).to_pylist()
         controls = _without_payload(table.filter(pc.equal(ops, CONTROL_OP))).to_pylist()
         records = [ChangeRecord.from_dict(r) for r in rows]
@@ -178,7 +193,7 @@ class BatchApplier:
         Path(found.staged_path).unlink(missing_ok=True)
         self.applied_batches += 1
         self.last_applied_at = time.time()
-        appended = sum(c.rows.num_rows for chunks in appends.values() for c in chunks)
+        appended = sum(chunk_rows(c) for chunks in appends.values() for c in chunks)
         if self.on_applied is not None:
             self.on_applied(time.monotonic() - clock, len(records) + appended, stats)
         log.info(
@@ -204,22 +219,29 @@ def _without_payload(table: pa.Table) -> pa.Table:
     return table.drop_columns(["payload"]) if "payload" in table.column_names else table
 
 
-def typed_chunks(rows: pa.Table) -> dict[TableId, list[TypedChunk]]:
-    """The batch's ``ROWS`` records per table, in batch order, their payloads decoded."""
-    chunks: dict[TableId, list[TypedChunk]] = {}
+def snapshot_chunks(rows: pa.Table) -> dict[TableId, list[SnapshotChunk]]:
+    """The batch's ``ROWS`` and ``FILES`` records per table, in batch order, decoded."""
+    chunks: dict[TableId, list[SnapshotChunk]] = {}
     if rows.num_rows == 0:
         return chunks
     meta = _without_payload(rows).to_pylist()
     for record, payload in zip(meta, rows.column("payload").to_pylist(), strict=True):
-        chunks.setdefault(TableId(record["database"], record["table"]), []).append(
-            TypedChunk(
+        chunk: SnapshotChunk
+        if record["op"] == FILES_OP:
+            chunk = chunk_from_json(payload)
+        else:
+            chunk = TypedChunk(
                 split_id=record["split_id"],
                 position=(record["file_index"], record["pos"], record["event_index"], 0),
                 ts_ms=record["ts_ms"],
                 rows=rows_payload(payload),
             )
-        )
+        chunks.setdefault(TableId(record["database"], record["table"]), []).append(chunk)
     return chunks
+
+
+def chunk_rows(chunk: SnapshotChunk) -> int:
+    return chunk.rows.num_rows if isinstance(chunk, TypedChunk) else chunk.rows
 
 
 def replace_ranges(plan: BatchPlan, schemas: Mapping[TableId, TableSchema]) -> list[ReplaceRange]:

@@ -24,6 +24,7 @@ from cdc_console.mysql.connection import close_quietly
 from cdc_console.mysql.position import binary_logs, current_position, gtid_of
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.mysql.schema import null_default_columns
+from cdc_console.sinks.delta_files import LakeTarget
 from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.batch_budget import BatchBudget
@@ -202,6 +203,14 @@ class Planner:
         close_quietly(self._conn)
         self._conn = None
 
+    @property
+    def _lake_target(self) -> LakeTarget | None:
+        """Where reader tasks write typed chunks' files (``[lake] snapshot_writes``), if they do."""
+        sink, lake = self.config.sink, self.config.lake
+        if sink.kind != "delta" or lake.snapshot_writes != "executors":
+            return None
+        return LakeTarget(sink.path, sink.changelog, lake)
+
     def _appendable_tables(self, schemas: dict[TableId, TableSchema]) -> frozenset[TableId]:
         """Tables whose plain (non-``replace``) chunks may travel as typed rows that the sink
         appends without a MERGE.
@@ -253,7 +262,8 @@ class Planner:
                     for planned in group
                 )
                 park = self.config.schema_changes != "stop"
-                task = SnapshotTask(server_id, chunks, park_on_schema_change=park)
+                lake = self._lake_target if any(c.typed for c in chunks) else None
+                task = SnapshotTask(server_id, chunks, park_on_schema_change=park, lake=lake)
                 parts.append(PlanPartition(batch_no, task, source))
             if plan.binlog is not None:
                 window = BinlogTask(

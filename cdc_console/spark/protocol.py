@@ -7,7 +7,9 @@ records in one schema for all tables, which is generated here from ``core.record
 ``payload`` column; among them one *control* record per task that reports what the task did (a
 split's watermarks as a ``SplitResult``, a window's counts as a ``WindowResult``), so progress is
 recorded exactly when the data is; and, for a first-snapshot chunk, one ``ROWS`` record whose
-payload is the chunk as typed Arrow (IPC stream bytes).
+payload is the chunk as typed Arrow (IPC stream bytes), or, when the task wrote the chunk's
+Delta files itself (``SnapshotTask.lake``), one ``FILES`` record whose payload is the
+``WrittenChunk`` as JSON.
 
 Both ends import this module and nothing else of each other: ``datasource.py`` (the Spark
 callbacks) -> ``planner.py`` (driver) and ``tasks.py`` (executors) -> here.
@@ -30,11 +32,16 @@ from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit
 from cdc_console.core.values import JSONObject
+from cdc_console.sinks.base import WrittenChunk
+from cdc_console.sinks.delta_files import LakeTarget, chunk_to_json
 from cdc_console.source.committer import WindowResult
 from cdc_console.state.store import SplitResult
 
 CONTROL_OP: Final = "CTRL"
 ROWS_OP: Final = "ROWS"
+FILES_OP: Final = "FILES"
+#: the records that carry a first-snapshot chunk whole: as typed rows, or as written files
+CHUNK_OPS: Final = (ROWS_OP, FILES_OP)
 
 WIRE_FIELDS: Final = (*FIELDS, ("payload", "binary"))
 _ARROW_TYPES: Final = {
@@ -75,6 +82,8 @@ class SnapshotTask:
     chunks: tuple[ChunkTask, ...]
     #: ``[pipeline] schema_changes = "park"``: a DDL inside a chunk's window ends the chunk there
     park_on_schema_change: bool = False
+    #: set: the task writes its typed chunks' Delta files itself (``[lake] snapshot_writes``)
+    lake: LakeTarget | None = None
 
 
 @dataclass(frozen=True)
@@ -229,6 +238,23 @@ def rows_record(
         "ts_ms": ts_ms,
         "split_id": split_id,
         "payload": sink.getvalue().to_pybytes(),
+    }
+
+
+def files_record(table_id: TableId, chunk: WrittenChunk) -> RecordDict:
+    """A chunk whose files the task wrote: only what their add actions need travels."""
+    return {
+        **_EMPTY_RECORD,
+        "database": table_id.database,
+        "table": table_id.table,
+        "op": FILES_OP,
+        "row": str(chunk.rows),
+        "file_index": chunk.position[0],
+        "pos": chunk.position[1],
+        "event_index": chunk.position[2],
+        "ts_ms": chunk.ts_ms,
+        "split_id": chunk.split_id,
+        "payload": chunk_to_json(chunk),
     }
 
 

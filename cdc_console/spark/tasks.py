@@ -19,6 +19,8 @@ from cdc_console.logs import from_environment
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.retry import call_with_retry, iterate_with_retry
 from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
+from cdc_console.sinks.base import TypedChunk
+from cdc_console.sinks.delta_files import write_chunk
 from cdc_console.source.binlog_reader import BinlogSplitReader
 from cdc_console.source.committer import WindowResult
 from cdc_console.source.snapshot_reader import (
@@ -31,6 +33,7 @@ from cdc_console.spark.protocol import (
     ChunkTask,
     PlanPartition,
     SnapshotTask,
+    files_record,
     noop_control,
     rows_record,
     split_control,
@@ -110,8 +113,9 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[RecordDi
 
     The splits share the slot's server id (their backfills must not overlap) and its
     connection (one connect, one TLS handshake per task instead of per chunk). A split planned
-    ``typed`` is read in text mode and leaves as one ``ROWS`` record holding its typed rows.
-    A chunk is read whole before anything of it is yielded, so a source outage mid-chunk is
+    ``typed`` is read in text mode and leaves as one ``ROWS`` record holding its typed rows,
+    or, when the task has a ``lake``, as Delta data files written here and one ``FILES`` record
+    naming them. A chunk is read whole before anything of it is yielded, so a source outage mid-chunk is
     waited out and the chunk read again from its low watermark.
     """
     slot = _ReaderSlot(partition, task)
@@ -137,9 +141,13 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[RecordDi
                     rows = rows_to_table(reader.schema, result.rows)
                 high = result.high_watermark
                 position = (binlog_file_index(high.file), high.pos)
-                yield rows_record(
-                    split.table_id, split.split_id, position, int(time.time() * 1000), rows
-                )
+                ts_ms = int(time.time() * 1000)
+                if task.lake is None:
+                    yield rows_record(split.table_id, split.split_id, position, ts_ms, rows)
+                else:
+                    chunk_rows = TypedChunk(split.split_id, (*position, -1, 0), ts_ms, rows)
+                    written = write_chunk(task.lake, reader.schema, partition.batch_no, chunk_rows)
+                    yield files_record(split.table_id, written)
             else:
                 for record in result.records:
                     yield record.to_dict()

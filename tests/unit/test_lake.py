@@ -119,7 +119,10 @@ def test_lake_config_sizes_durations_and_errors() -> None:
     )
     assert lake(optimize_every=90).optimize_every == 90.0
     assert lake(vacuum_every="6h").vacuum_every == 6 * 3600
+    assert lake().snapshot_writes == "executors"
+    assert lake(snapshot_writes="driver").snapshot_writes == "driver"
     for bad, text in (
+        ({"snapshot_writes": "workers"}, "lake.snapshot_writes 'workers' is not one of"),
         ({"target_file_size": "1 parsec"}, "not a size"),
         ({"target_file_size": 10}, "outside 64KiB..1GiB"),
         ({"optimize_every": "soon"}, "not a duration"),
