@@ -37,6 +37,21 @@ class SinkSchemaError(SinkError):
 
 
 @dataclass(frozen=True)
+class KeyBounds:
+    """An integer key column's values in ``[start, end)`` (None: unbounded).
+
+    A hint beside ``ReplaceRange.in_range``: it lets a sink read only that part of a table
+    (Delta prunes files by their key statistics) instead of testing every key in Python; the
+    rows it lets through are still tested with ``in_range``, which stays the authority. Only
+    for integer keys, whose server order is their numeric order.
+    """
+
+    column: str
+    start: int | None
+    end: int | None
+
+
+@dataclass(frozen=True)
 class ReplaceRange:
     """Replace a key range of a mirror with one snapshot split's rows (REDUMP, chunk repair).
 
@@ -56,6 +71,7 @@ class ReplaceRange:
     in_range: InRange
     position: Position | None = None
     ts_ms: int = 0
+    bounds: KeyBounds | None = None
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from operator import attrgetter
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
@@ -70,6 +71,7 @@ from cdc_console.sinks.base import (
     DataFile,
     InRange,
     Key,
+    KeyBounds,
     Position,
     ReplaceRange,
     SinkError,
@@ -376,7 +378,13 @@ class DeltaSink(TableBatchSink):
         if replaces and not mirror_done:
             presents = split_keys(records, replaces)
             checks = [(r.in_range, presents[r.split_id]) for r in replaces]
-            absent = _mirror_absent(mirror, schema, checks, full_rows=log is not None)
+            absent = _mirror_absent(
+                mirror,
+                schema,
+                checks,
+                full_rows=log is not None,
+                where=_bounds_filter(lake, [r.bounds for r in replaces]),
+            )
         plan = plan_table_batch(schema, records, replaces, absent, want_changes=log is not None)
 
         if log is not None:
@@ -556,18 +564,44 @@ def _merge(
     )
 
 
+def _bounds_filter(lake: pa.Schema, bounds: Sequence[KeyBounds | None]) -> pc.Expression | None:
+    """The rows of the mirror any of ``bounds`` can hold, as a filter Delta prunes files by;
+    None (read everything) unless every range has integer bounds on one integer column."""
+    if not bounds or any(b is None for b in bounds):
+        return None
+    names = {b.column for b in bounds if b is not None}
+    if len(names) != 1:
+        return None
+    (name,) = names
+    if lake.get_field_index(name) < 0 or not pa.types.is_integer(lake.field(name).type):
+        return None
+    column = pc.field(name)
+    where: pc.Expression | None = None
+    for b in bounds:
+        assert b is not None
+        part = column.is_valid()
+        if b.start is not None:
+            part = part & (column >= b.start)
+        if b.end is not None:
+            part = part & (column < b.end)
+        where = part if where is None else where | part
+    return where
+
+
 def _mirror_absent(
     table: DeltaTable,
     schema: TableSchema,
     checks: Sequence[tuple[InRange, set[Key]]],
     full_rows: bool,
+    where: pc.Expression | None = None,
 ) -> list[dict[Key, CanonicalRow | None]]:
     """Per check: mirror keys in its range and not in its present set, with the canonical row
-    when ``full_rows`` (the changelog's before image), else None. One scan for all checks."""
+    when ``full_rows`` (the changelog's before image), else None. One scan for all checks,
+    of the rows ``where`` lets through (a superset of every check's range: ``_bounds_filter``)."""
     key_columns = list(schema.key_columns)
-    data = from_lake(
-        table.to_pyarrow_table(columns=None if full_rows else key_columns), mirror_schema(schema)
-    )
+    columns = None if full_rows else key_columns
+    read = table.to_pyarrow_dataset().to_table(columns=columns, filter=where)
+    data = from_lake(read, mirror_schema(schema))
     result: list[dict[Key, CanonicalRow | None]] = [{} for _ in checks]
     if data.num_rows == 0:
         return result

@@ -27,6 +27,7 @@ from cdc_console.config import PipelineConfig
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keys import KeyOrder
 from cdc_console.core.lifecycle import BatchStatus
+from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.records import ChangeRecord
@@ -34,6 +35,7 @@ from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_fro
 from cdc_console.sinks import Sink
 from cdc_console.sinks.base import (
     InRange,
+    KeyBounds,
     KeyRow,
     ReplaceRange,
     SinkStats,
@@ -260,9 +262,22 @@ def replace_ranges(plan: BatchPlan, schemas: Mapping[TableId, TableSchema]) -> l
                 split.split_id,
                 _range_test(split.range, column, split.chunk_key),
                 ts_ms=int(time.time() * 1000),
+                bounds=_integer_bounds(split.range, column, split.chunk_key),
             )
         )
     return replaces
+
+
+def _integer_bounds(chunk: ChunkRange, column: ColumnInfo, name: str) -> KeyBounds | None:
+    """The chunk's range as ``KeyBounds`` when its key is an integer column, else None."""
+    if column.family != TypeFamily.INTEGER:
+        return None
+    ends: list[int | None] = []
+    for end in (chunk.start, chunk.end):
+        if end is not None and (not isinstance(end, int) or isinstance(end, bool)):
+            return None
+        ends.append(end)
+    return KeyBounds(name, ends[0], ends[1])
 
 
 def _range_test(chunk: ChunkRange, column: ColumnInfo, name: str) -> InRange:

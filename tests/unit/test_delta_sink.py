@@ -15,10 +15,11 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from cdc_console.config import LakeConfig
 from cdc_console.core.records import FIELD_NAMES, ChangeRecord
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks import delta as delta_module
-from cdc_console.sinks.base import TypedChunk
+from cdc_console.sinks.base import KeyBounds, TypedChunk
 from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
 from cdc_console.values.arrow import rows_to_table, table_to_rows
 
@@ -763,3 +764,36 @@ def test_a_column_added_online_joins_mirror_and_changelog_in_the_batch_commit(
     # a retry of the batch changes nothing
     sink.apply_batch(1, {ORDERS: wider}, batch)
     assert DeltaTable(str(mirror_path)).version() == before[0] + 1
+
+
+@pytest.mark.parametrize("bounds", [(20, 40), (None, 15), (90, None)])
+def test_integer_bounds_read_less_of_the_mirror_and_change_nothing(
+    tmp_path: Path, bounds: tuple[int | None, int | None]
+) -> None:
+    """A re-dump range with ``KeyBounds`` reads only the files that may hold its keys, and its
+    result (mirror, deletes, changelog) is the one a full scan gives: across files written by
+    MERGE, by the snapshot writer and holding NULL-free integer keys at both ends."""
+    start, end = bounds
+
+    def in_range(key_row: dict[str, Any]) -> bool:
+        key = key_row["id"]
+        return (start is None or key >= start) and (end is None or key < end)
+
+    def run(root: Path, hint: KeyBounds | None) -> tuple[dict[tuple[Any, ...], Any], list[Any]]:
+        sink = DeltaSink(root, lake=LakeConfig(target_file_size=64 * 1024))
+        chunks = [typed_chunk(f"shop.orders:{n}", range(n * 25, (n + 1) * 25), 100) for n in (0, 2)]
+        sink.apply_batch(0, SCHEMAS, [], appends={ORDERS: chunks})
+        feed = Feed()
+        sink.apply_batch(1, SCHEMAS, [feed.rec("+I", order(k)) for k in range(25, 50)])
+        sink.apply_batch(2, SCHEMAS, [feed.rec("+I", order(k)) for k in range(75, 100)])
+        kept = [k for k in range(100) if in_range({"id": k}) and k % 3 == 0]
+        rows = [feed.rec("+I", order(k, "dump"), split_id="shop.orders:9", pos=9000) for k in kept]
+        replace = ReplaceRange(ORDERS, "shop.orders:9", in_range, ts_ms=1, bounds=hint)
+        sink.apply_batch(3, SCHEMAS, rows, [replace])
+        log = sink.read_changelog(ORDERS)
+        return mirror(sink), sorted(zip(log["_op"].to_pylist(), log["id"].to_pylist(), strict=True))
+
+    hinted = run(tmp_path / "hinted", KeyBounds("id", start, end))
+    scanned = run(tmp_path / "scanned", None)
+    assert hinted == scanned
+    assert 0 < sum(1 for op, _ in hinted[1] if op == "-D") < 100
