@@ -233,6 +233,10 @@ class PipelineConfig:
     #: ``[pipeline] log_format``: "text" (for people) or "json" (one object per line, for a log
     #: pipeline); ``run --log-format`` overrides it
     log_format: str = "text"
+    #: ``[pipeline] binlog_readers``: tasks that read one binlog window in parts, when it holds
+    #: at least ``binlog_part_bytes`` per part (a catch-up); each needs a server id of its own
+    binlog_readers: int = 2
+    binlog_part_bytes: int = 4 << 20
     console: ConsoleConfig = field(default_factory=ConsoleConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
@@ -294,7 +298,14 @@ _KNOWN = {
     "verify": {"every", "rows_per_second", "hide_values"},
     "metrics": {"listen"},
     "spark": {"master", "trigger_seconds", "checkpoint", "ui_port", "conf"},
-    "pipeline": {"heartbeat_seconds", "source_outage_seconds", "schema_changes", "log_format"},
+    "pipeline": {
+        "heartbeat_seconds",
+        "source_outage_seconds",
+        "schema_changes",
+        "log_format",
+        "binlog_readers",
+        "binlog_part_bytes",
+    },
     "console": {
         "refresh_seconds",
         "lag_warn_seconds",
@@ -808,6 +819,8 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
         log_format=_one_of(
             _typed(pipe, "pipeline", "log_format", str, "text"), "pipeline.log_format"
         ),
+        binlog_readers=_binlog_readers(pipe),
+        binlog_part_bytes=_binlog_part_bytes(pipe),
         console=_console(_section(doc, "console"), base),
         lake=_lake(_section(doc, "lake")),
         verify=verify,
@@ -854,6 +867,33 @@ def parse_duration(text: str | int | float, where: str) -> float:
         )
         return 0.0  # stands in while the rest of the document is checked
     return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+def _binlog_readers(pipe: TomlTable) -> int:
+    readers = _typed(pipe, "pipeline", "binlog_readers", int, PipelineConfig.binlog_readers)
+    if readers < 1:
+        _problem(
+            ConfigError(
+                "pipeline.binlog_readers must be at least 1",
+                "set binlog_readers = 2 (1: one task reads every window whole)",
+            )
+        )
+    return readers
+
+
+def _binlog_part_bytes(pipe: TomlTable) -> int:
+    size = parse_size(
+        _typed(pipe, "pipeline", "binlog_part_bytes", (int, str), PipelineConfig.binlog_part_bytes),
+        "pipeline.binlog_part_bytes",
+    )
+    if size < 1024:
+        _problem(
+            ConfigError(
+                f"pipeline.binlog_part_bytes {size} bytes is below 1KiB",
+                'set binlog_part_bytes = "4MiB"',
+            )
+        )
+    return size
 
 
 def _lake(section: TomlTable) -> LakeConfig:

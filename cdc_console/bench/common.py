@@ -542,6 +542,14 @@ def bar_line(name: str, value: float | None, bar: float, detail: str) -> str:
     return f"bar {name} >= {bar:.1f}x: {value:.2f}x {verdict} ({detail})"
 
 
+def met_line(name: str, value: float | None, bar: float, unit: str, detail: str) -> str:
+    """An issue 14 bar: MET or NOT MET (``unit`` after each figure)."""
+    if value is None:
+        return f"issue 14 {name} >= {bar:g}{unit}: not measured ({detail})"
+    verdict = "MET" if value >= bar else "NOT MET"
+    return f"issue 14 {name} >= {bar:g}{unit}: {value:.2f}{unit} {verdict} ({detail})"
+
+
 def dump_json(path: Path, document: Mapping[str, object]) -> None:
     """Write results as JSON: dataclasses field by field (measurements with their rows/s)."""
 

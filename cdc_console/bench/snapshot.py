@@ -42,6 +42,7 @@ from cdc_console.bench.common import (
     format_table,
     load_line,
     machine_line,
+    met_line,
     pipeline_command,
     ratio,
     seed_rows,
@@ -195,13 +196,6 @@ def round2_lines(result: SizeResult) -> list[str]:
         verdict = "MET" if peak <= ROUND2_PEAK_MB else "NOT MET"
         lines.append(f"issue 14 peak RSS <= {ROUND2_PEAK_MB:.0f} MB: {peak:,.0f} MB {verdict}")
     return lines
-
-
-def met_line(name: str, value: float | None, bar: float, unit: str, detail: str) -> str:
-    if value is None:
-        return f"issue 14 {name} >= {bar:g}{unit}: not measured ({detail})"
-    verdict = "MET" if value >= bar else "NOT MET"
-    return f"issue 14 {name} >= {bar:g}{unit}: {value:.2f}{unit} {verdict} ({detail})"
 
 
 @dataclass

@@ -76,6 +76,17 @@ def _writers(text: str) -> tuple[str, ...]:
     return modes
 
 
+def _counts(text: str) -> tuple[int, ...]:
+    """``1,2`` -> (1, 2): positive counts, in the order given."""
+    try:
+        counts = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of counts like 1,2")
+    return counts
+
+
 def _common(parser: argparse.ArgumentParser, contenders: tuple[str, ...]) -> None:
     parser.add_argument("--chunk-size", type=int, default=8096, help="snapshot chunk rows")
     parser.add_argument("--parallelism", type=int, default=2, help="chunks read at once")
@@ -149,6 +160,13 @@ def register(subparsers: Subparsers) -> None:
     )
     binlog.add_argument(
         "--changes", type=_count, required=True, help="row changes to write, e.g. 200000 or 200k"
+    )
+    binlog.add_argument(
+        "--binlog-readers",
+        type=_counts,
+        default=(2,),
+        help="tasks reading a window in parts ([pipeline] binlog_readers), one catch-up each "
+        "from the same state: e.g. 1,2 for the two side by side",
     )
     binlog.add_argument(
         "--seed-rows",

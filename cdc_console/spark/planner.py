@@ -56,6 +56,49 @@ def splits_per_batch(config: PipelineConfig) -> int:
     return max(2 * snap.parallelism, min(MAX_AUTO_CHUNKS_PER_BATCH, by_rows))
 
 
+def window_parts(window: BinlogTask, config: PipelineConfig) -> list[BinlogTask]:
+    """The tasks that read one binlog window: itself, or, for a window of at least two
+    ``binlog_part_bytes`` in one binlog file, up to ``binlog_readers`` parts of equal bytes.
+
+    Part k reads from the window's start (the only place known to be an event boundary) to its
+    own end and emits from its own start (``BinlogTask.emit_from``): it drops the row events
+    before it from their headers and decodes only its own, while the DDL of the events before
+    it are followed as one reader of the whole window would, so the parts' changes together
+    are exactly that reader's (``mysql.binlog.read_window_events``). Each part reads with a
+    server id of its own: the ones no chunk reader and no verification uses.
+    """
+    split = window.split
+    start, end = split.start, split.end
+    spare = config.source.server_ids[1 + config.snapshot.parallelism : -1]
+    size = end.pos - start.pos if start.file == end.file else 0
+    count = min(config.binlog_readers, 1 + len(spare), size // config.binlog_part_bytes)
+    if count < 2:
+        return [window]
+    ids = [window.server_id, *spare]
+    cuts = [
+        start,
+        *(BinlogOffset(start.file, start.pos + size * k // count) for k in range(1, count)),
+        end,
+    ]
+    log.info(
+        "binlog window [%s, %s): %d bytes read in %d parts from %s",
+        start,
+        end,
+        size,
+        count,
+        ", ".join(str(c.pos) for c in cuts[1:-1]),
+    )
+    return [
+        replace(
+            window,
+            split=replace(split, end=cuts[k + 1]),
+            server_id=ids[k],
+            emit_from=cuts[k] if k else None,
+        )
+        for k in range(count)
+    ]
+
+
 class Planner:
     def __init__(self, config: PipelineConfig) -> None:
         self.config = config
@@ -272,7 +315,8 @@ class Planner:
                     tuple(schemas[f.table_id] for f in plan.binlog.tables),
                     park_on_schema_change=self.config.schema_changes != "stop",
                 )
-                parts.append(PlanPartition(batch_no, window, source))
+                for part in window_parts(window, self.config):
+                    parts.append(PlanPartition(batch_no, part, source))
         return parts
 
     def close(self) -> None:

@@ -95,6 +95,9 @@ class BinlogTask:
     schemas: tuple[TableSchema, ...]
     #: ``[pipeline] schema_changes = "park"``: a table whose shape changes is parked, not fatal
     park_on_schema_change: bool = False
+    #: one part of a window cut for several readers: ``split`` runs from the window's start to
+    #: the part's end, and only the changes from here on are this task's (None: from the start)
+    emit_from: BinlogOffset | None = None
 
     def schema_map(self) -> dict[TableId, TableSchema]:
         return {s.table_id: s for s in self.schemas}
@@ -213,10 +216,27 @@ def read_controls(controls: Iterable[RecordDict]) -> Reports:
                 table: SchemaChange.from_dict(c)
                 for table, c in data.get("schema_changes", {}).items()
             }
-            window = WindowResult(
+            part = WindowResult(
                 data["emitted"], int(data["skipped"]), data["last_event_ts"], changed
             )
+            window = part if window is None else merge_windows(window, part)
     return Reports(tuple(sorted(batches)), tuple(splits), window)
+
+
+def merge_windows(a: WindowResult, b: WindowResult) -> WindowResult:
+    """Two parts of one window as one reader of the whole window reports it: counts added,
+    the latest event time and, per table, the first change of shape."""
+    emitted = dict(a.emitted)
+    for table, count in b.emitted.items():
+        emitted[table] = emitted.get(table, 0) + count
+    last = dict(a.last_event_ts)
+    for table, ts in b.last_event_ts.items():
+        last[table] = max(ts, last.get(table, ts))
+    changes = dict(a.schema_changes)
+    for table, change in b.schema_changes.items():
+        if table not in changes or change.position < changes[table].position:
+            changes[table] = change
+    return WindowResult(emitted, a.skipped + b.skipped, last, changes)
 
 
 def rows_record(

@@ -36,6 +36,7 @@ from tests.integration.harness import (
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
 ROWS, CHUNK = 40_000, 2_000
+PARTS = '[pipeline]\nbinlog_readers = 3\nbinlog_part_bytes = "1KiB"\n'
 
 
 def streaming_batches(config: PipelineConfig) -> int:
@@ -52,8 +53,13 @@ def streaming_batches(config: PipelineConfig) -> int:
 def test_kill_minus_nine_at_three_points_converges(source_db: SourceDb, tmp_path: Path) -> None:
     create_orders(source_db, ROWS)
     # Small batches, so that kills land between them while chunks are still pending.
+    # Every binlog window of 2 KiB or more is read in parts by up to three tasks.
     config_path = write_config(
-        source_db, tmp_path, chunk_size=CHUNK, snapshot="chunks_per_batch = 4"
+        source_db,
+        tmp_path,
+        chunk_size=CHUNK,
+        snapshot="chunks_per_batch = 4",
+        extra=PARTS,
     )
     config = load(config_path)
     writer = Writer(source_db, "orders", list(range(1, ROWS, CHUNK)), rate=100)

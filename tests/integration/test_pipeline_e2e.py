@@ -69,7 +69,9 @@ def all_streaming(config: PipelineConfig) -> bool:
 
 def test_snapshot_while_writing_then_stream_converges(source_db: SourceDb, tmp_path: Path) -> None:
     targets = create_orders(source_db)
-    config_path = write_config(source_db, tmp_path, chunk_size=CHUNK)
+    # Every binlog window of 2 KiB or more is read in parts by up to three tasks.
+    parts = '[pipeline]\nbinlog_readers = 3\nbinlog_part_bytes = "1KiB"\n'
+    config_path = write_config(source_db, tmp_path, chunk_size=CHUNK, extra=parts)
     config = load(config_path)
     writer = Writer(source_db, "orders", targets)
     with standalone_cluster(tmp_path / "cluster") as (url, ui_port):
@@ -115,6 +117,8 @@ def converge_on(
         assert apps[0]["cores"] == 2, apps  # one executor core on each worker
         job.terminate()
         assert job.wait(120) == 0, job.output()
+        assert job.log_path is not None
+        assert "read in 3 parts" in job.log_path.read_text(), "no window was read in parts"
 
 
 def check_the_run(source_db: SourceDb, config_path: Path, config: PipelineConfig) -> None:
