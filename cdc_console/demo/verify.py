@@ -27,7 +27,7 @@ from cdc_console.core.schema import TableSchema, schema_from_dict
 from cdc_console.core.untyped import Cursor
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.mysql.connection import connect
-from cdc_console.sinks.delta_tables import from_lake
+from cdc_console.sinks.lake_layout import from_lake
 from cdc_console.state.store import StateStore
 from cdc_console.values.arrow import arrow_schema, table_to_rows
 from cdc_console.values.canonical import RowNormalizer

@@ -21,6 +21,7 @@ in ``ChangeRecord.sort_key`` order.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -35,9 +36,24 @@ from cdc_console.sinks.base import (
     TableBatchSink,
     TypedChunk,
 )
-from cdc_console.sinks.changelog_json import ChangelogJsonSink, replay_changelog
-from cdc_console.sinks.delta import DeltaSink
-from cdc_console.values.arrow import SinkTypeError, arrow_schema, codec_for
+
+#: the names this package exports from its heavier modules, imported on first use: Spark's
+#: executors import ``delta_files`` (pyarrow only) and should not load delta-rs with it
+_LAZY = {
+    "ChangelogJsonSink": "cdc_console.sinks.changelog_json",
+    "replay_changelog": "cdc_console.sinks.changelog_json",
+    "DeltaSink": "cdc_console.sinks.delta",
+    "SinkTypeError": "cdc_console.values.arrow",
+    "arrow_schema": "cdc_console.values.arrow",
+    "codec_for": "cdc_console.values.arrow",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 
 class Sink(Protocol):

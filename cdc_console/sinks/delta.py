@@ -84,18 +84,20 @@ from cdc_console.sinks.base import (
 )
 from cdc_console.sinks.delta_files import LakeTarget, check_rows, check_written, write_chunk
 from cdc_console.sinks.delta_tables import (
-    CHANGELOG_DIR,
-    CHANGELOG_FIELDS,
-    changelog_path,
-    changelog_schema,
     check_schema,
-    from_lake,
-    lake_schema,
-    mirror_path,
     open_or_create,
     open_table,
     same_schema,
     table_properties,
+)
+from cdc_console.sinks.lake_layout import (
+    CHANGELOG_DIR,
+    CHANGELOG_FIELDS,
+    changelog_path,
+    changelog_schema,
+    from_lake,
+    lake_schema,
+    mirror_path,
     to_lake,
 )
 from cdc_console.values.arrow import (

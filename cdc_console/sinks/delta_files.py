@@ -15,7 +15,7 @@ references and ``maintenance.vacuum`` deletes once they are old enough that no b
 be about to commit them (``IN_FLIGHT_SECONDS``).
 
 Statistics. The driver commits the add actions as they are, so the reader computes each file's
-Delta statistics itself, over the same columns ``delta_tables.stats_columns`` keeps. Only
+Delta statistics itself, over the same columns ``lake_layout.stats_columns`` keeps. Only
 bounds whose Delta encoding is exact are written (integers, strings, dates, booleans, scale-0
 decimals up to 18 digits: every key type of a chunked table but the temporal ones); other
 columns get their null count only, which merely stops a reader from skipping that file by that
@@ -43,7 +43,7 @@ from cdc_console.config import LakeConfig
 from cdc_console.core.schema import TableSchema
 from cdc_console.core.values import JSONValue
 from cdc_console.sinks.base import DataFile, SinkSchemaError, TypedChunk, WrittenChunk
-from cdc_console.sinks.delta_tables import (
+from cdc_console.sinks.lake_layout import (
     changelog_path,
     changelog_schema,
     lake_schema,

@@ -31,84 +31,10 @@ import pyarrow as pa
 from deltalake import DeltaTable, Schema
 
 from cdc_console.config import LakeConfig
-from cdc_console.core.schema import TableId
 from cdc_console.sinks.base import SinkSchemaError
+from cdc_console.sinks.lake_layout import stats_columns, unsafe_decimals
 
 _log = logging.getLogger(__name__)
-
-_SAFE_DECIMAL = 18  # decimals up to this precision get correct statistics from delta-rs
-_DEFAULT_INDEXED_COLUMNS = 32  # Delta's default delta.dataSkippingNumIndexedCols
-
-
-_WALL_CLOCK = pa.timestamp("us")
-_WALL_CLOCK_AS_UTC = pa.timestamp("us", tz="UTC")
-
-
-#: the changelog tables' folder under the lake's root (a source database of this name is refused)
-CHANGELOG_DIR = "_changelog"
-
-
-def mirror_path(root: Path, table_id: TableId) -> Path:
-    return root / table_id.database / table_id.table
-
-
-def changelog_path(root: Path, table_id: TableId) -> Path:
-    return root / CHANGELOG_DIR / table_id.database / table_id.table
-
-
-#: appended to the typed row columns in the changelog table, in this order
-CHANGELOG_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("_op", pa.string()),
-    pa.field("_file_index", pa.int64()),
-    pa.field("_pos", pa.int64()),
-    pa.field("_event_index", pa.int64()),
-    pa.field("_row_index", pa.int64()),
-    pa.field("_seq", pa.int64()),
-    pa.field("_ts_ms", pa.int64()),
-    pa.field("_batch_id", pa.int64()),
-)
-
-
-def changelog_schema(lake: pa.Schema) -> pa.Schema:
-    """The changelog table's schema for a mirror whose lake schema is ``lake``."""
-    return pa.schema([*lake, *CHANGELOG_FIELDS])
-
-
-def lake_schema(typed: pa.Schema, lake: LakeConfig) -> pa.Schema:
-    """The Delta schema of a table whose pipeline (canonical) Arrow schema is ``typed``.
-
-    With ``[lake] datetime = "timestamp"`` a DATETIME column (``timestamp[us]``, Delta
-    ``timestamp_ntz``, which needs reader 3 / writer 7) is stored as ``timestamp[us, tz=UTC]``
-    holding the same wall-clock digits, which readers of protocol 1 open; they show it as UTC.
-    """
-    if lake.datetime == "timestamp_ntz":
-        return typed
-    return pa.schema(
-        [f.with_type(_WALL_CLOCK_AS_UTC) if f.type == _WALL_CLOCK else f for f in typed],
-        metadata=typed.metadata,
-    )
-
-
-def to_lake(data: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Rows in the pipeline's types, cast to the lake's: naive -> UTC keeps the digits. Columns
-    of ``schema`` the rows lack (retired: the source dropped them) are null."""
-    if data.schema == schema:
-        return data
-    for field_ in schema:
-        if data.schema.get_field_index(field_.name) < 0:
-            data = data.append_column(field_, pa.nulls(data.num_rows, field_.type))
-    return data.cast(schema)
-
-
-def from_lake(data: pa.Table, typed: pa.Schema) -> pa.Table:
-    """Rows read from the lake, their wall-clock columns back in the pipeline's types."""
-    columns = []
-    for name in data.column_names:
-        column = data.column(name)
-        if typed.get_field_index(name) >= 0 and typed.field(name).type == _WALL_CLOCK:
-            column = column.cast(_WALL_CLOCK)
-        columns.append(column)
-    return pa.Table.from_arrays(columns, names=data.column_names)
 
 
 def open_table(path: Path) -> DeltaTable:
@@ -178,25 +104,12 @@ def stats_properties(schema: pa.Schema) -> dict[str, str | None]:
     int64 range get none from delta-rs anyway); the first 32 other columns, Delta's default
     count, keep theirs.
     """
-    if not _unsafe_decimals(schema):
+    if not unsafe_decimals(schema):
         return {}
     indexed = stats_columns(schema)
     if not indexed:
         return {"delta.dataSkippingNumIndexedCols": "0"}
     return {"delta.dataSkippingStatsColumns": ",".join(f"`{n}`" for n in indexed)}
-
-
-def _unsafe_decimals(schema: pa.Schema) -> list[str]:
-    return [
-        f.name for f in schema if pa.types.is_decimal(f.type) and f.type.precision > _SAFE_DECIMAL
-    ]
-
-
-def stats_columns(schema: pa.Schema) -> list[str]:
-    """The columns whose file statistics a table created by ``table_properties`` keeps: the
-    first 32, the decimals delta-rs gets wrong left out (``stats_properties``)."""
-    unsafe = set(_unsafe_decimals(schema))
-    return [f.name for f in schema if f.name not in unsafe][:_DEFAULT_INDEXED_COLUMNS]
 
 
 def _columns(table: DeltaTable) -> list[tuple[str, str]]:

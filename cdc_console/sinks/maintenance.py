@@ -39,7 +39,7 @@ from deltalake.transaction import CommitProperties
 
 from cdc_console.config import LakeConfig
 from cdc_console.sinks.delta_files import FILE_PREFIX, IN_FLIGHT_SECONDS
-from cdc_console.sinks.delta_tables import CHANGELOG_DIR
+from cdc_console.sinks.lake_layout import CHANGELOG_DIR
 from cdc_console.units import size
 
 OPTIMIZE = "optimize"

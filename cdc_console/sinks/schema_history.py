@@ -25,7 +25,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.schema import TableId, TableSchema
-from cdc_console.sinks.delta_tables import CHANGELOG_DIR
+from cdc_console.sinks.lake_layout import CHANGELOG_DIR
 
 #: where the record lives, beside the changelog tables of each database
 HISTORY_DIR = "_schema_changes"

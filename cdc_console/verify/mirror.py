@@ -32,7 +32,7 @@ from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableSchema
 from cdc_console.figures import table_position
 from cdc_console.sinks.delta import pipeline_app_id
-from cdc_console.sinks.delta_tables import from_lake
+from cdc_console.sinks.lake_layout import from_lake
 from cdc_console.state.store import StateStore
 from cdc_console.values.arrow import arrow_schema, codec_for
 from cdc_console.values.canonical import canonical_chunk_key

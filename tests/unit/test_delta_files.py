@@ -6,6 +6,8 @@ import datetime as dt
 import itertools
 import json
 import os
+import subprocess
+import sys
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -28,7 +30,7 @@ from cdc_console.sinks.delta_files import (
     file_stats,
     write_chunk,
 )
-from cdc_console.sinks.delta_tables import stats_columns
+from cdc_console.sinks.lake_layout import stats_columns
 from cdc_console.sinks.maintenance import LakeTable, vacuum
 from cdc_console.values.arrow import rows_to_table
 
@@ -184,3 +186,10 @@ def test_vacuum_spares_files_a_commit_may_still_name_and_deletes_old_orphans(
     assert (path / pending.mirror[0].path).exists()
     sink.apply_batch(2, SCHEMAS, [], appends={ORDERS: [pending]})
     assert sorted(sink.read_mirror(ORDERS).column("id").to_pylist()) == list(range(200))
+
+
+def test_writing_files_needs_no_delta_rs_on_the_executors() -> None:
+    """Spark's Python workers import the writer; delta-rs stays on the driver."""
+    code = "import sys, cdc_console.sinks.delta_files; print('deltalake' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

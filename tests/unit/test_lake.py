@@ -21,7 +21,7 @@ from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.errors import ConfigError
 from cdc_console.sinks.base import ReplaceRange, SinkSchemaError, TypedChunk
 from cdc_console.sinks.delta import DeltaSink
-from cdc_console.sinks.delta_tables import from_lake
+from cdc_console.sinks.lake_layout import from_lake
 from cdc_console.sinks.maintenance import (
     LakeTable,
     compaction_target,
