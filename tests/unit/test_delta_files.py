@@ -18,7 +18,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from cdc_console.config import LakeConfig
 from cdc_console.core.records import ChangeRecord
-from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
+from cdc_console.core.schema import ColumnInfo, TableSchema
 from cdc_console.sinks.base import SinkSchemaError, TypedChunk, WrittenChunk
 from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.delta_files import (
@@ -33,19 +33,9 @@ from cdc_console.sinks.delta_files import (
 from cdc_console.sinks.lake_layout import stats_columns
 from cdc_console.sinks.maintenance import LakeTable, vacuum
 from cdc_console.values.arrow import rows_to_table
+from tests.unit.test_delta_sink import ORDERS, orders_schema
 
-ORDERS = TableId("shop", "orders")
-SCHEMA = TableSchema(
-    ORDERS,
-    (
-        ColumnInfo("id", "bigint", "bigint(20)", nullable=False, numeric_precision=19),
-        ColumnInfo("name", "varchar", "varchar(50)"),
-        ColumnInfo("amount", "decimal", "decimal(10,2)", numeric_precision=10, numeric_scale=2),
-        ColumnInfo("updated", "datetime", "datetime(6)", datetime_precision=6),
-    ),
-    ("id",),
-    "id",
-)
+SCHEMA = orders_schema()
 SCHEMAS = {ORDERS: SCHEMA}
 SMALL = LakeConfig(target_file_size=64 * 1024)
 
