@@ -401,6 +401,8 @@ class BenchEnv:
 @contextmanager
 def bench_env(workdir: Path | None, keep: bool) -> Iterator[BenchEnv]:
     """Start a private server with a 1 GiB buffer pool (so every contender reads from memory)."""
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="cdc-bench-", dir=workdir))
     sandbox = MySQLSandbox(root / "mysql", extra_args=["--innodb-buffer-pool-size=1G"])
     sandbox.start()
