@@ -91,7 +91,11 @@ class RateResult:
     def line(self) -> str:
         if self.p50 is None or self.p90 is None or self.p99 is None or self.max is None:
             return f"{self.rate:>7,}/s: no row arrived"
-        lost = f", {self.missing:,} NOT ARRIVED" if self.missing else ""
+        lost = (
+            f", {self.missing:,} NOT ARRIVED (the mirror took no row for a minute)"
+            if self.missing
+            else ""
+        )
         return (
             f"{self.rate:>7,}/s: sent {self.sent:,} (achieved {self.achieved:,.0f}/s): "
             f"p50 {self.p50:.2f} s, p90 {self.p90:.2f} s, p99 {self.p99:.2f} s, "
@@ -204,9 +208,16 @@ def _one_rate(env: BenchEnv, watcher: _MirrorWatcher, rate: int, seconds: float)
         raise BenchError(f"a writer failed: {errors[0]}")
     sent = sum(w.sent for w in writers)
     last = _max_id(env)
-    deadline = time.monotonic() + max(60.0, seconds)
-    while watcher.max_id < last and time.monotonic() < deadline:
+    # Every row up to the last is waited for while the mirror keeps taking rows (a job far
+    # behind catches up for minutes); a minute without progress ends the wait.
+    quiet = max(60.0, seconds)
+    deadline = time.monotonic() + quiet
+    arrived = watcher.arrived()
+    while watcher.next_missing <= last and time.monotonic() < deadline:
         time.sleep(0.1)
+        if watcher.arrived() > arrived:
+            arrived = watcher.arrived()
+            deadline = time.monotonic() + quiet
     return RateResult.of(rate, sent, sent / elapsed, watcher.latencies_between(first, last))
 
 
@@ -263,6 +274,9 @@ class _MirrorWatcher(threading.Thread):
         super().__init__(daemon=True)
         self.path = path
         self.max_id = 0
+        #: every id below it has been seen; writers commit out of id order, so a version can
+        #: bring ids below ``max_id``, and each version is read from here on
+        self.next_missing = 1
         self._by_id: dict[int, float] = {}
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
@@ -285,14 +299,20 @@ class _MirrorWatcher(threading.Thread):
                 continue
             committed = float(table.history(1)[0]["timestamp"]) / 1000.0
             rows = table.to_pyarrow_table(
-                columns=["id", "sent_at"], filters=[("id", ">", self.max_id)]
+                columns=["id", "sent_at"], filters=[("id", ">=", self.next_missing)]
             ).to_pydict()
             with self._lock:
                 for key, sent in zip(rows["id"], rows["sent_at"], strict=True):
                     self._by_id.setdefault(int(key), committed - float(sent))
                 if rows["id"]:
                     self.max_id = max(self.max_id, max(int(k) for k in rows["id"]))
+                while self.next_missing in self._by_id:
+                    self.next_missing += 1
             seen = version
+
+    def arrived(self) -> int:
+        with self._lock:
+            return len(self._by_id)
 
     def latencies_between(self, first: int, last: int) -> list[float]:
         with self._lock:
