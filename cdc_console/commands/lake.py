@@ -20,6 +20,7 @@ from cdc_console.errors import CdcError, UsageError
 if TYPE_CHECKING:
     from cdc_console.sinks.maintenance import LakeTable
     from cdc_console.state.lake import LakeTableState
+    from cdc_console.state.store import StateStore
 
 _EXAMPLES = """examples:
   cdc-console lake status   --config pipeline.toml
@@ -169,6 +170,21 @@ def _recorded(config: PipelineConfig) -> dict[tuple[str, str], LakeTableState]:
         store.close()
 
 
+def _refuse_while_staged(store: StateStore) -> None:
+    """A batch a crash left staged may name data files its readers wrote and no version holds
+    yet; vacuum would delete them as orphans once they are an hour old, and the batch's commit
+    would then name missing files. The job applies staged batches when it starts."""
+    staged = store.staged_batches()
+    if staged:
+        numbers = ", ".join(str(b.batch_no) for b in staged)
+        raise CdcError(
+            f"batch(es) {numbers} are staged and not yet applied to the lake (the job stopped "
+            "between staging and applying them); vacuuming now could delete files they commit",
+            "start the job once (cdc-console run --config F): it applies staged batches first; "
+            "then vacuum, or let the job's own vacuum run",
+        )
+
+
 def _run_here(
     config: PipelineConfig, tables: list[LakeTable], action: str, dry_run: bool, as_json: bool
 ) -> int:
@@ -185,6 +201,8 @@ def _run_here(
     )
     results = []
     try:
+        if store is not None and action == "vacuum":
+            _refuse_while_staged(store)
         for table in tables:
             result = operation(table, config.lake, dry_run=dry_run)
             results.append(result)

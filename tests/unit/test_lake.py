@@ -17,8 +17,9 @@ from deltalake import DeltaTable
 from cdc_console.cli import main
 from cdc_console.config import LakeConfig, config_from_dict
 from cdc_console.core.lifecycle import CommandStatus
+from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
-from cdc_console.errors import ConfigError
+from cdc_console.errors import ConfigError, ExitCode
 from cdc_console.sinks.base import ReplaceRange, SinkSchemaError, TypedChunk
 from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.lake_layout import from_lake
@@ -460,6 +461,17 @@ def test_cli_lake_status_optimize_and_vacuum_without_a_job(
     recorded = {(t.name, t.kind): t for t in recorded_tables(StateStore(config.state_path))}
     assert recorded["shop.orders", "mirror"].vacuumed_at is not None
     assert recorded["shop.orders", "mirror"].files == 1
+
+    # A crash left a batch staged: its readers' files may not be committed yet.
+    store = StateStore(config.state_path)
+    store.create_batch(7, BatchPlan(7).to_dict(), [])
+    store.mark_staged(7, str(tmp_path / "batch-7.parquet"), 1)
+    store.close()
+    assert main(["lake", "vacuum", "--config", str(path)]) == ExitCode.OPERATOR_ACTION
+    err = capsys.readouterr().err
+    assert "batch(es) 7 are staged" in err and "start the job once" in err
+    assert main(["lake", "vacuum", "--config", str(path), "--dry-run"]) == 0
+    capsys.readouterr()
 
     assert main(["lake", "optimize", "--config", str(path), "--table", "shop.nope"]) == 2
     assert "no Delta table shop.nope" in capsys.readouterr().err
