@@ -27,10 +27,12 @@ are nullable are joined with ``IS NOT DISTINCT FROM`` so a NULL key still matche
 are compared as Delta values, i.e. exactly: a case-insensitive collation's 'a' and 'A' are two
 keys here as in the change records.
 
-First snapshot: a table's first-snapshot chunks arrive as typed Arrow rows (``TypedChunk``) and
-are *appended* to the mirror (and changelog), with the same app transaction: their key ranges
-are disjoint and nothing else writes them before the table catches up, so an append equals the
-MERGE it replaces, at a fraction of the cost.
+First snapshot: a table's first-snapshot chunks arrive as data files their readers already
+wrote (``WrittenChunk``, see ``delta_files``) or as typed Arrow rows (``TypedChunk``, written
+here by the same writer) and are *appended* to the mirror (and changelog) in one commit per
+table with the same app transaction: their key ranges are disjoint and nothing else writes them
+before the table catches up, so an append equals the MERGE it replaces, at a fraction of the
+cost.
 
 Range replace (REDUMP, chunk repair): see ``ReplaceRange``. Its deletes happen at the split's
 high watermark inside the same MERGE and commit, so they are as idempotent as the rest; the

@@ -2,7 +2,8 @@
 
 A batch is first written to a staging Parquet file and marked *staged*: from then on its content
 is fixed, even though re-running its snapshot splits would read different rows at different
-watermarks. Then it is applied to the sinks (each Delta commit tagged with the batch number, so a
+watermarks (a first-snapshot chunk's rows are in data files its reader wrote; the staged file
+holds their add actions, and ``lake vacuum`` refuses to run beside a staged batch). Then it is applied to the sinks (each Delta commit tagged with the batch number, so a
 retried apply is skipped per table), and finally ``commit_batch`` records watermarks, lifecycle and
 the committed offset in one transaction. A crash between any two steps resumes from the staged
 file, never from a fresh read.
