@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import pymysql
 import pymysql.converters
 import pymysql.cursors
-from pymysql.constants import FIELD_TYPE
+from pymysql.constants import CLIENT, FIELD_TYPE
 
 from cdc_console.config import SourceConfig
 from cdc_console.core.mysqltypes import TypeFamily
@@ -87,6 +87,9 @@ def _connect_one(
         "charset": "utf8mb4",
         "autocommit": True,
         "init_command": "SET time_zone = '+00:00'",
+        # One round trip for the status/GTID/status read of every watermark
+        # (``position._bracketed_gtid``); every statement we send is built with quoted names.
+        "client_flag": CLIENT.MULTI_STATEMENTS,
         **extra,
     }
     if unbuffered:
