@@ -407,12 +407,14 @@ class PipelineJob:
     def _stream(self, store: StateStore, applier: BatchApplier, until_caught_up: bool) -> int:
         from cdc_console.spark.datasource import SOURCE_NAME, CdcDataSource
         from cdc_console.spark.session import spark_session
+        from cdc_console.spark.warm_up import warm_python_workers
 
         spark = spark_session(self.config)
         install_signal_handlers(self)  # the SparkContext put its own SIGINT handler in place
         ui = spark.sparkContext.uiWebUrl
         store.update_run(self.run_id, spark_ui=ui)
         log.info("spark %s on %s, UI %s", spark.version, self.config.spark.master, ui)
+        warm_python_workers(spark)
         spark.dataSource.register(CdcDataSource)
         trigger = f"{self.config.spark.trigger_seconds} seconds"
 
