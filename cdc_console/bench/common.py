@@ -461,6 +461,7 @@ def write_pipeline_config(
     changelog: bool = False,
     extra: Mapping[str, object] | None = None,
     tables: list[str] | None = None,
+    trigger_seconds: float = 0.5,
 ) -> Path:
     """A pipeline TOML for the bench table, with its state, lake and checkpoint in ``folder``;
     ``extra`` adds sections (``{"lake": {...}}``). The defaults are the job's own (a snapshot,
@@ -484,7 +485,11 @@ def write_pipeline_config(
             },
             "sink": {"kind": "delta", "path": "lake", "changelog": changelog},
             "state": {"path": "state/pipeline.sqlite"},
-            "spark": {"master": master, "trigger_seconds": 0.5, "checkpoint": "checkpoints"},
+            "spark": {
+                "master": master,
+                "trigger_seconds": trigger_seconds,
+                "checkpoint": "checkpoints",
+            },
             **(extra or {}),
         },
     )

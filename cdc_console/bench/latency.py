@@ -51,6 +51,7 @@ PER_WRITER = 1_500
 class LatencyOptions(RunOptions):
     rates: str = "1000,4000"
     seconds: float = 30.0
+    trigger_seconds: float = 0.2
     timeout: float = 600.0
 
 
@@ -129,6 +130,7 @@ def run_latency_bench(options: LatencyOptions) -> LatencyFigures:
             master=options.master,
             tables=[f"{BENCH_DB}.{TABLE}"],
             extra={"pipeline": {"heartbeat_seconds": 1}},
+            trigger_seconds=options.trigger_seconds,
         )
         job = start_streaming_job(config, env, folder / "stream.log")
         try:
@@ -149,7 +151,8 @@ def run_latency_bench(options: LatencyOptions) -> LatencyFigures:
     notes.append(load_line("after"))
     print(
         f"\nlatency benchmark: single-row INSERTs into {TABLE}, {options.seconds:g} s per rate, "
-        f"{options.master}; commit -> Delta version visible",
+        f"{options.master}, trigger_seconds = {options.trigger_seconds:g}; "
+        "commit -> Delta version visible",
         flush=True,
     )
     for result in results:
