@@ -50,7 +50,9 @@ from cdc_console.spark.protocol import (
     CONTROL_OP,
     FILES_OP,
     read_controls,
+    record_count,
     rows_payload,
+    unpack_changes,
 )
 from cdc_console.state.store import SplitResult, StateStore
 from cdc_console.values.canonical import canonical_chunk_key
@@ -135,7 +137,7 @@ class BatchApplier:
         tmp = path.with_suffix(".tmp")
         pq.write_table(table, tmp)
         os.replace(tmp, path)
-        self.store.mark_staged(batch_no, str(path), table.num_rows)
+        self.store.mark_staged(batch_no, str(path), record_count(table))
 
     def recover(self) -> int:
         """Apply batches a crash left staged; return how many."""
@@ -154,9 +156,9 @@ class BatchApplier:
         ops = table["op"]
         carried = pc.is_in(ops, pa.array(CHUNK_OPS))
         appends = snapshot_chunks(table.filter(carried))
-        rows = _without_payload(
+        rows = unpack_changes(
             table.filter(pc.and_(pc.invert(carried), pc.not_equal(ops, CONTROL_OP)))
-        ).to_pylist()
+        )
         controls = _without_payload(table.filter(pc.equal(ops, CONTROL_OP))).to_pylist()
         records = [ChangeRecord.from_dict(r) for r in rows]
         schemas: dict[TableId, TableSchema] = {

@@ -31,7 +31,7 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
-from cdc_console.spark.protocol import SPARK_SCHEMA_DDL, PlanPartition, to_batches
+from cdc_console.spark.protocol import SPARK_SCHEMA_DDL, PlanPartition, pack_changes, to_batches
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.datasource import ReadLimit
@@ -82,7 +82,7 @@ class CdcStreamReader(DataSourceStreamReader):
         from cdc_console.spark.tasks import run_partition
 
         assert isinstance(partition, PlanPartition)
-        yield from to_batches(run_partition(partition))
+        yield from to_batches(pack_changes(run_partition(partition)))
 
     def commit(self, end: SparkOffset) -> None:
         """Nothing to do: ``foreachBatch`` recorded the batch in SQLite before Spark committed."""
