@@ -282,6 +282,13 @@ def register(subparsers: Subparsers) -> None:
         "--rates", default="1000,4000", help="inserts/s, comma separated (default 1000,4000)"
     )
     latency.add_argument("--seconds", type=float, default=30.0, help="seconds per rate")
+    latency.add_argument(
+        "--trigger-seconds",
+        type=float,
+        default=0.2,
+        help="the job's [spark] trigger_seconds (default 0.2; the job's own default is 1: a "
+        "change waits half a trigger on average before its batch is planned)",
+    )
     latency.add_argument("--master", default="local[2]", help="Spark master")
     _run_folder(latency, "seconds for the job to stream")
     latency.set_defaults(handler=handle_latency)
