@@ -314,3 +314,4 @@ def _ours(
     result.measurements.append(Measurement.of(job, OURS_WALL + tag, changes, job.wall))
     result.notes.append(breakdown_line(batches, job).replace("ours", f"ours{tag}", 1))
     result.notes.append(f"ours{tag} CPU: {job.cpu_line()}")
+    result.notes.append(f"ours{tag} memory: {job.memory_line()}")

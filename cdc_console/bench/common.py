@@ -4,7 +4,9 @@ Why child processes everywhere: peak memory is only comparable when each contend
 the same way, as the summed RSS of its own process tree sampled by a thread here. The server is a
 sibling of the contenders (a child of this process, not of theirs), so it is never counted.
 RSS sums count pages shared between a parent and its forked children (Spark's Python workers)
-more than once; the figure is an upper bound, the same bound for every contender.
+more than once; the figure is an upper bound, the same bound for every contender. The peak of
+the summed PSS (each shared page split between its sharers) is printed beside it: what the tree
+really holds.
 """
 
 from __future__ import annotations
@@ -150,6 +152,10 @@ class ChildRun:
     cpu: dict[str, float] = field(default_factory=dict)
     server_cpu: float = 0.0
     background_cpu: float = 0.0
+    #: the peak of the tree's summed PSS (None where the system cannot say)
+    peak_pss_mb: float | None = None
+    #: at the RSS peak: MB per kind of process (``process_kind``)
+    rss_at_peak: dict[str, float] = field(default_factory=dict)
 
     @property
     def cpu_seconds(self) -> float:
@@ -166,6 +172,15 @@ class ChildRun:
             f"{self.cpu_seconds:.1f} CPU-s ({parts}); server {self.server_cpu:.1f} CPU-s; "
             f"background {self.background_cpu:.1f} CPU-s ({self.background_cores:.2f} cores)"
         )
+
+    def memory_line(self) -> str:
+        parts = ", ".join(f"{kind} {mb:,.0f}" for kind, mb in self.rss_at_peak.items())
+        pss = (
+            f"; peak PSS {self.peak_pss_mb:,.0f} MB (shared pages counted once)"
+            if self.peak_pss_mb is not None
+            else ""
+        )
+        return f"peak RSS {self.peak_rss_mb:,.0f} MB summed over the tree ({parts}){pss}"
 
     def log_tail(self, chars: int = 4000) -> str:
         try:
@@ -189,7 +204,7 @@ def process_kind(proc: psutil.Process, root_pid: int) -> str:
         return "main python"
     if name == "java" or "/java" in cmdline.split(" ", 1)[0]:
         return "jvm"
-    if "pyspark.daemon pyspark.worker" in cmdline:
+    if "spark.daemon pyspark.worker" in cmdline:  # pyspark's daemon, or ours (spark/daemon.py)
         return "spark python workers"
     if "pyspark" in cmdline:
         return "spark python helpers"
@@ -210,6 +225,9 @@ class TreeMemorySampler(threading.Thread):
         self.pid = pid
         self.interval = interval
         self.peak_bytes = 0
+        self.peak_pss: int | None = 0
+        #: bytes per kind of process at the RSS peak
+        self.at_peak: dict[str, int] = {}
         self.samples = 0
         self.cpu: dict[int, tuple[str, float]] = {}
         self.kinds: dict[tuple[int, str], str] = {}
@@ -222,20 +240,32 @@ class TreeMemorySampler(threading.Thread):
             return
         while not self._stop_event.is_set():
             total = 0
+            pss: int | None = 0
+            by_kind: dict[str, int] = {}
             try:
                 procs = [root, *root.children(recursive=True)]
             except psutil.NoSuchProcess:
                 return
             for proc in procs:
                 with suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                    total += proc.memory_info().rss
+                    rss = proc.memory_info().rss
                     times = proc.cpu_times()
                     # keyed by name too: spark-submit's bash wrapper execs the JVM in place
                     key = (proc.pid, proc.name())
                     if key not in self.kinds:
                         self.kinds[key] = process_kind(proc, self.pid)
-                    self.cpu[proc.pid] = (self.kinds[key], times.user + times.system)
-            self.peak_bytes = max(self.peak_bytes, total)
+                    kind = self.kinds[key]
+                    self.cpu[proc.pid] = (kind, times.user + times.system)
+                    total += rss
+                    by_kind[kind] = by_kind.get(kind, 0) + rss
+                    pss = _add_pss(pss, proc)
+            if total > self.peak_bytes:
+                self.peak_bytes = total
+                self.at_peak = by_kind
+            if pss is None or self.peak_pss is None:
+                self.peak_pss = None
+            else:
+                self.peak_pss = max(self.peak_pss, pss)
             self.samples += 1
             self._stop_event.wait(self.interval)
 
@@ -245,6 +275,13 @@ class TreeMemorySampler(threading.Thread):
         self.join(5)
         return self.peak_bytes / 2**20
 
+    def peak_pss_mb(self) -> float | None:
+        return self.peak_pss / 2**20 if self.peak_pss is not None else None
+
+    def rss_at_peak_mb(self) -> dict[str, float]:
+        ordered = sorted(self.at_peak.items(), key=lambda item: -item[1])
+        return {kind: size / 2**20 for kind, size in ordered}
+
     def total_cpu(self) -> float:
         return sum(seconds for _, seconds in self.cpu.values())
 
@@ -253,6 +290,16 @@ class TreeMemorySampler(threading.Thread):
         for kind, seconds in self.cpu.values():
             out[kind] = out.get(kind, 0.0) + seconds
         return dict(sorted(out.items(), key=lambda item: -item[1]))
+
+
+def _add_pss(total: int | None, proc: psutil.Process) -> int | None:
+    """``total`` plus the process's PSS; None from then on where the system has no PSS."""
+    if total is None:
+        return None
+    try:
+        return total + int(proc.memory_full_info().pss)
+    except (AttributeError, psutil.AccessDenied):
+        return None
 
 
 def _busy_cpu() -> float:
@@ -335,6 +382,8 @@ def run_child(
         sampler.cpu_by_kind(),
         server_cpu,
         max(0.0, background),
+        sampler.peak_pss_mb(),
+        sampler.rss_at_peak_mb(),
     )
     if code != 0:
         raise BenchError(f"{' '.join(args[:5])} exited {code}; log {log_path}:\n{run.log_tail()}")

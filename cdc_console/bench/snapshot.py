@@ -146,6 +146,7 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
             )
             result.measurements.append(Measurement.of(run, JDBC_WALL, rows, run.wall))
             result.notes.append(f"spark jdbc CPU: {run.cpu_line()}")
+            result.notes.append(f"spark jdbc memory: {run.memory_line()}")
     if "ours" not in options.skip:
         for mode in options.snapshot_writes:
             _ours(env, size, options, result, mode, label=mode != options.snapshot_writes[0])
@@ -276,6 +277,7 @@ def _ours(
     result.notes.append(breakdown_line(ours.batches, job).replace("ours", f"ours{tag}", 1))
     totals = split_totals(state)
     result.notes.append(f"ours{tag} CPU: {job.cpu_line()}")
+    result.notes.append(f"ours{tag} memory: {job.memory_line()}")
     if totals.timed_splits:
         seconds = totals.timed_ms / 1000
         per_task = totals.timed_rows / seconds if seconds else 0.0
