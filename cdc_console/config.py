@@ -237,6 +237,10 @@ class PipelineConfig:
     #: at least ``binlog_part_bytes`` per part (a catch-up); each needs a server id of its own
     binlog_readers: int = 2
     binlog_part_bytes: int = 4 << 20
+    #: ``[pipeline] max_window_bytes``: a batch's binlog window ends at the first transaction
+    #: starting this far past its start (``mysql.window_end``); a catch-up takes several batches
+    #: instead of one held whole in the driver's memory
+    max_window_bytes: int = 16 << 20
     console: ConsoleConfig = field(default_factory=ConsoleConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
@@ -305,6 +309,7 @@ _KNOWN = {
         "log_format",
         "binlog_readers",
         "binlog_part_bytes",
+        "max_window_bytes",
     },
     "console": {
         "refresh_seconds",
@@ -820,7 +825,8 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
             _typed(pipe, "pipeline", "log_format", str, "text"), "pipeline.log_format"
         ),
         binlog_readers=_binlog_readers(pipe),
-        binlog_part_bytes=_binlog_part_bytes(pipe),
+        binlog_part_bytes=_pipeline_size(pipe, "binlog_part_bytes", 1 << 10, "4MiB"),
+        max_window_bytes=_pipeline_size(pipe, "max_window_bytes", 4 << 10, "16MiB"),
         console=_console(_section(doc, "console"), base),
         lake=_lake(_section(doc, "lake")),
         verify=verify,
@@ -881,16 +887,15 @@ def _binlog_readers(pipe: TomlTable) -> int:
     return readers
 
 
-def _binlog_part_bytes(pipe: TomlTable) -> int:
-    size = parse_size(
-        _typed(pipe, "pipeline", "binlog_part_bytes", (int, str), PipelineConfig.binlog_part_bytes),
-        "pipeline.binlog_part_bytes",
-    )
-    if size < 1024:
+def _pipeline_size(pipe: TomlTable, key: str, floor: int, example: str) -> int:
+    """A ``[pipeline]`` size (``"4MiB"`` or bytes) of at least ``floor`` bytes."""
+    default: int = getattr(PipelineConfig, key)
+    size = parse_size(_typed(pipe, "pipeline", key, (int, str), default), f"pipeline.{key}")
+    if size < floor:
         _problem(
             ConfigError(
-                f"pipeline.binlog_part_bytes {size} bytes is below 1KiB",
-                'set binlog_part_bytes = "4MiB"',
+                f"pipeline.{key} {size} bytes is below {floor >> 10}KiB",
+                f'set {key} = "{example}"',
             )
         )
     return size

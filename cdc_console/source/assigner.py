@@ -46,6 +46,8 @@ TIMINGS_READ = 20
 SplitTable = Callable[[TableSchema], list[SnapshotSplit]]
 ReadHead = Callable[[], BinlogOffset]
 BinlogFiles = Callable[[], list[str]]
+#: where a window from ``start`` ends, given the head: the head, or a transaction start before it
+WindowEnd = Callable[[BinlogOffset, BinlogOffset], BinlogOffset]
 #: the new shape of a table held at a schema change (and where it goes on in it), or why it
 #: cannot be applied online
 SettleSchema = Callable[
@@ -97,6 +99,7 @@ class HybridSplitAssigner:
         settle_schema: SettleSchema | None = None,
         schema_followed: SchemaFollowed | None = None,
         budget: BatchBudget | None = None,
+        window_end: WindowEnd | None = None,
     ) -> None:
         if len(server_ids) < 2:
             raise ValueError("need at least two server ids: one binlog reader, one chunk reader")
@@ -114,6 +117,7 @@ class HybridSplitAssigner:
         self.settle_schema = settle_schema
         self.schema_followed = schema_followed
         self.budget = budget
+        self.window_end = window_end
 
     def next_plan(self) -> BatchPlan | None:
         """The plan of the next batch, persisted; the pending one again if it never applied."""
@@ -252,4 +256,8 @@ class HybridSplitAssigner:
         start = min(f.resume_from for f in filters if f.resume_from is not None)
         if start >= head and all(f.finished_splits == () for f in filters):
             return None
-        return BinlogSplit(start.at_event_boundary(), head, tuple(filters))
+        start = start.at_event_boundary()
+        end = head if self.window_end is None else self.window_end(start, head)
+        if end != head:
+            log.info("binlog window from %s bounded at %s (head %s)", start, end, head)
+        return BinlogSplit(start, end, tuple(filters))

@@ -15,8 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema_change import SchemaChange
+from cdc_console.core.splits import TableStreamFilter
 from cdc_console.source.parking import park
 from cdc_console.state.store import SplitResult, StateStore
 
@@ -152,7 +154,9 @@ def commit_batch(
                     else:
                         changes.append(_park_on_schema_change(store, conn, table_id, changed))
                     continue
-                new_state = Lifecycle.STREAMING if state == Lifecycle.CATCHING_UP else state
+                new_state = state
+                if state == Lifecycle.CATCHING_UP and _past_every_chunk(stream_filter, end):
+                    new_state = Lifecycle.STREAMING
                 store.move_table(table_id, conn, new_state, stream_from=end)
                 store.add_events(
                     table_id,
@@ -169,3 +173,11 @@ def commit_batch(
     for message in changes:
         log.info("%s", message)
     return changes
+
+
+def _past_every_chunk(stream_filter: TableStreamFilter, end: BinlogOffset) -> bool:
+    """Whether a window ending at ``end`` has passed every finished chunk's high watermark: only
+    then may the table stream unfiltered. A bounded window (``[pipeline] max_window_bytes``)
+    can end before the last chunk's; the next window filters on from there."""
+    last = stream_filter.max_high_watermark
+    return last is None or end >= last

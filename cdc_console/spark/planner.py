@@ -24,6 +24,7 @@ from cdc_console.mysql.connection import close_quietly
 from cdc_console.mysql.position import binary_logs, current_position, gtid_of
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.mysql.schema import null_default_columns
+from cdc_console.mysql.window_end import bounded_window_end
 from cdc_console.sinks.delta_files import LakeTarget
 from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
 from cdc_console.source.assigner import HybridSplitAssigner
@@ -36,6 +37,9 @@ from cdc_console.spark.protocol import BinlogTask, ChunkTask, NoopTask, PlanPart
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
+
+#: access denied (SHOW BINLOG EVENTS without the privilege)
+_ER_ACCESS = (1227, 1044, 1045, 1142)
 
 
 BATCH_TARGET_ROWS = 512 * 1024
@@ -126,7 +130,9 @@ class Planner:
                 floor=1,
                 ceiling=splits_per_batch(config),
             ),
+            window_end=self._window_end,
         )
+        self._window_cap_denied = False
 
     @classmethod
     def from_config_path(cls, path: str) -> Planner:
@@ -166,6 +172,25 @@ class Planner:
         except pymysql.err.OperationalError:
             self._conn = None
             return current_position(self._connection(), with_gtid=True)
+
+    def _window_end(self, start: BinlogOffset, head: BinlogOffset) -> BinlogOffset:
+        """The window's end under ``[pipeline] max_window_bytes``; the head, with one warning,
+        where the user may not list binlog events (the window is then unbounded, as before)."""
+        if self._window_cap_denied:
+            return head
+        try:
+            return bounded_window_end(self._connection(), start, head, self.config.max_window_bytes)
+        except pymysql.err.OperationalError as exc:
+            if not exc.args or exc.args[0] not in _ER_ACCESS:
+                raise
+            self._window_cap_denied = True
+            log.warning(
+                "binlog windows are not bounded: the source user may not run SHOW BINLOG "
+                "EVENTS (%s); a long catch-up is then one batch held whole in memory. Fix: "
+                "GRANT REPLICATION SLAVE ON *.* (MariaDB: BINLOG MONITOR) to the user",
+                exc.args[1] if len(exc.args) > 1 else exc,
+            )
+            return head
 
     def _binlog_files(self) -> list[str]:
         return [name for name, _size in binary_logs(self._connection())]

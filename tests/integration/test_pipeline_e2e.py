@@ -69,8 +69,11 @@ def all_streaming(config: PipelineConfig) -> bool:
 
 def test_snapshot_while_writing_then_stream_converges(source_db: SourceDb, tmp_path: Path) -> None:
     targets = create_orders(source_db)
-    # Every binlog window of 2 KiB or more is read in parts by up to three tasks.
-    parts = '[pipeline]\nbinlog_readers = 3\nbinlog_part_bytes = "1KiB"\n'
+    # Every binlog window of 2 KiB or more is read in parts by up to three tasks, and none
+    # runs past the first transaction 16 KiB after its start.
+    parts = (
+        '[pipeline]\nbinlog_readers = 3\nbinlog_part_bytes = "1KiB"\nmax_window_bytes = "16KiB"\n'
+    )
     config_path = write_config(source_db, tmp_path, chunk_size=CHUNK, extra=parts)
     config = load(config_path)
     writer = Writer(source_db, "orders", targets)
@@ -118,7 +121,9 @@ def converge_on(
         job.terminate()
         assert job.wait(120) == 0, job.output()
         assert job.log_path is not None
-        assert "read in 3 parts" in job.log_path.read_text(), "no window was read in parts"
+        log_text = job.log_path.read_text()
+        assert "read in 3 parts" in log_text, "no window was read in parts"
+        assert "bounded at" in log_text, "no window was bounded by max_window_bytes"
 
 
 def check_the_run(source_db: SourceDb, config_path: Path, config: PipelineConfig) -> None:

@@ -405,3 +405,43 @@ def test_the_budget_separates_a_batch_fixed_part_from_its_chunks() -> None:
     assert BatchBudget(1.0, floor=2, ceiling=64).chunks(timings, streaming=False) == 64
     assert BatchBudget(0, floor=2, ceiling=64).chunks(timings, streaming=True) == 64
     assert BatchBudget.chunk_seconds([BatchTiming(0, 0.8)]) is None
+
+
+def test_a_bounded_window_keeps_a_table_catching_up_until_past_its_last_chunk(
+    store: StateStore,
+) -> None:
+    """A window bounded before the last chunk's high watermark must not let the table stream
+    unfiltered: the changes between the cut and that watermark are in the chunk already."""
+    head = Head()
+    cuts: list[tuple[int, int]] = []
+
+    def window_end(start: BinlogOffset, now: BinlogOffset) -> BinlogOffset:
+        cuts.append((start.pos, now.pos))
+        return BinlogOffset("binlog.000001", min(now.pos, start.pos + 100))
+
+    assigner = HybridSplitAssigner(
+        store, fake_split, head, range(5400, 5403), 4, window_end=window_end
+    )
+    plan = assigner.next_plan()
+    assert plan is not None
+    hws = {"shop.orders:0": 150, "shop.orders:1": 320, "shop.orders:2": 200, "shop.users:0": 250}
+    finish(store, plan, hws)
+    head.pos = 400
+
+    ends = []
+    states = []
+    while (window := assigner.next_plan()) is not None:
+        assert window.binlog is not None and not window.snapshot
+        commit_batch(store, window, [], WindowResult())
+        ends.append(window.binlog.end.pos)
+        states.append([t.state.name for t in store.tables()])
+
+    assert cuts[0] == (150, 400)
+    assert ends == [250, 350, 400]
+    # each table is filtered by its chunks until a window passed its last high watermark:
+    # users' (250) with the first window, orders' (320) only with the second
+    assert states == [
+        ["CATCHING_UP", "STREAMING"],
+        ["STREAMING", "STREAMING"],
+        ["STREAMING", "STREAMING"],
+    ]
