@@ -24,16 +24,16 @@ import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceStreamReader,
     InputPartition,
 )
 
-from cdc_console.spark.protocol import SPARK_SCHEMA_DDL, PlanPartition, pack_changes, to_batches
+from cdc_console.spark.wire import SPARK_SCHEMA_DDL
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql.streaming.datasource import ReadLimit
     from pyspark.sql.types import StructType
 
@@ -79,6 +79,7 @@ class CdcStreamReader(DataSourceStreamReader):
         return list(self._get_planner().partitions(int(start["batch"]), int(end["batch"])))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from cdc_console.spark.protocol import PlanPartition, pack_changes, to_batches
         from cdc_console.spark.tasks import run_partition
 
         assert isinstance(partition, PlanPartition)

@@ -36,6 +36,7 @@ from cdc_console.core.values import JSONObject
 from cdc_console.sinks.base import WrittenChunk
 from cdc_console.sinks.delta_files import LakeTarget, chunk_to_json
 from cdc_console.source.committer import WindowResult
+from cdc_console.spark.wire import WIRE_FIELDS
 from cdc_console.state.store import SplitResult
 
 CONTROL_OP: Final = "CTRL"
@@ -46,18 +47,15 @@ PACK_OP: Final = "PACK"
 #: the records that carry a first-snapshot chunk whole: as typed rows, or as written files
 CHUNK_OPS: Final = (ROWS_OP, FILES_OP)
 
-WIRE_FIELDS: Final = (*FIELDS, ("payload", "binary"))
 _ARROW_TYPES: Final = {
     "string": pa.string(),
     "int64": pa.int64(),
     "int32": pa.int32(),
     "binary": pa.binary(),
 }
-_SPARK_TYPES: Final = {"string": "STRING", "int64": "BIGINT", "int32": "INT", "binary": "BINARY"}
 ARROW_SCHEMA: Final = pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in WIRE_FIELDS])
 #: a pack's rows: the change record fields, no payload
 RECORD_SCHEMA: Final = pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in FIELDS])
-SPARK_SCHEMA_DDL: Final = ", ".join(f"{name} {_SPARK_TYPES[kind]}" for name, kind in WIRE_FIELDS)
 _EMPTY_RECORD: Final[RecordDict] = {
     name: ("" if kind == "string" else None if kind == "binary" else 0)
     for name, kind in WIRE_FIELDS
