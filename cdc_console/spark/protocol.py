@@ -247,9 +247,6 @@ def rows_record(
     table_id: TableId, split_id: str, position: tuple[int, int], ts_ms: int, rows: pa.Table
 ) -> RecordDict:
     """A chunk's typed rows as one record: ``position`` is its high watermark (file index, pos)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, rows.schema) as writer:
-        writer.write_table(rows)
     return {
         **_EMPTY_RECORD,
         "database": table_id.database,
@@ -261,7 +258,7 @@ def rows_record(
         "event_index": -1,
         "ts_ms": ts_ms,
         "split_id": split_id,
-        "payload": sink.getvalue().to_pybytes(),
+        "payload": _ipc_bytes(rows),
     }
 
 
@@ -297,9 +294,9 @@ def _ipc_bytes(table: pa.Table) -> bytes:
 def pack_record(records: list[RecordDict]) -> RecordDict:
     """Change records as one record: Spark moves one binary value, not a row per change.
 
-    Every row through Spark's Python data source is converted into the JVM's row format and
-    back to Arrow for ``foreachBatch``: for a 290k-record binlog window that cost the JVM
-    ~13 CPU-seconds, more than the driver's whole apply.
+    Every row a Python data source yields is converted into the JVM's row format and back to
+    Arrow for ``foreachBatch``; packed, a 290k-record binlog window cost the JVM 11.4 CPU-s
+    instead of 13.0 (most of the rest is its start-up and planning).
     """
     packed = pa.Table.from_pylist(records, schema=RECORD_SCHEMA)
     return {**_EMPTY_RECORD, "op": PACK_OP, "row": str(len(records)), "payload": _ipc_bytes(packed)}
