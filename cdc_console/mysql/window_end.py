@@ -18,7 +18,6 @@ none, what the server says at that position (``BINLOG_GTID_POS``, MariaDB only).
 
 from __future__ import annotations
 
-import logging
 import re
 
 import pymysql
@@ -26,8 +25,6 @@ import pymysql
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.untyped import DriverRow
 from cdc_console.mysql.position import binary_logs, gtid_of
-
-log = logging.getLogger(__name__)
 
 #: events that start an event group (a transaction, or one DDL)
 _GROUP_STARTS = frozenset({"Gtid", "Anonymous_Gtid", "Gtid_log_event"})
