@@ -18,7 +18,8 @@ from cdc_console.errors import SourceError
 
 _STATEMENTS = ("SHOW BINARY LOG STATUS", "SHOW BINLOG STATUS", "SHOW MASTER STATUS")
 _ER_PARSE = 1064
-_ER_ACCESS = (1227, 1142, 1044)
+#: access denied: a privilege the statement needs is missing
+ACCESS_DENIED_CODES = (1227, 1142, 1044)
 
 
 def current_position(
@@ -45,7 +46,7 @@ def current_position(
                 continue
             raise
         except pymysql.err.OperationalError as exc:
-            if exc.args and exc.args[0] in _ER_ACCESS:
+            if exc.args and exc.args[0] in ACCESS_DENIED_CODES:
                 raise SourceError(
                     "the source user may not read the binlog position",
                     "GRANT REPLICATION CLIENT ON *.* TO the user (MariaDB: BINLOG MONITOR)",

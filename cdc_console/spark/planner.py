@@ -21,7 +21,12 @@ from cdc_console.core.splits import SnapshotSplit
 from cdc_console.errors import SourceError
 from cdc_console.mysql.checks import check_table
 from cdc_console.mysql.connection import close_quietly
-from cdc_console.mysql.position import binary_logs, current_position, gtid_of
+from cdc_console.mysql.position import (
+    ACCESS_DENIED_CODES,
+    binary_logs,
+    current_position,
+    gtid_of,
+)
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.mysql.schema import null_default_columns
 from cdc_console.mysql.window_end import bounded_window_end
@@ -37,9 +42,6 @@ from cdc_console.spark.protocol import BinlogTask, ChunkTask, NoopTask, PlanPart
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
-
-#: access denied (SHOW BINLOG EVENTS without the privilege)
-_ER_ACCESS = (1227, 1044, 1045, 1142)
 
 
 BATCH_TARGET_ROWS = 512 * 1024
@@ -181,7 +183,7 @@ class Planner:
         try:
             return bounded_window_end(self._connection(), start, head, self.config.max_window_bytes)
         except pymysql.err.OperationalError as exc:
-            if not exc.args or exc.args[0] not in _ER_ACCESS:
+            if not exc.args or exc.args[0] not in ACCESS_DENIED_CODES:
                 raise
             self._window_cap_denied = True
             log.warning(
