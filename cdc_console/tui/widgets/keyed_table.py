@@ -191,18 +191,29 @@ class KeyedTable(DataTable[Text]):
         return grew
 
     def _rebuild(self, rows: Sequence[Row]) -> None:
+        """Rows re-added in their new order, the cursor kept on its key.
+
+        ``clear`` puts the cursor on row 0 and announces that row as highlighted; when the
+        cursor's key is still shown, that announcement is a lie that arrives after the
+        cursor is back on its row, and a screen that follows highlights (the Tables screen
+        selects the highlighted table) would then move the cursor to row 0's table. So the
+        highlight messages are held back whenever the cursor ends on the key it started on.
+        """
         keep = self.cursor_key
-        self._wider(rows)
-        self.clear()
-        for key, width in self._fitted.items():
-            fitted = self.columns[ColumnKey(key)]
-            fitted.width = width
-            fitted.auto_width = False
-        self._order = []
-        self._shown = {}
-        for key, cells, _ in rows:
-            self.add_row(*cells, key=key)
-            self._order.append(key)
-            self._shown[key] = tuple(_signature(cell) for cell in cells)
-        if keep is not None and keep in self._shown:
-            self.move_cursor(row=self._order.index(keep), animate=False)
+        stays = keep is not None and any(row.key == keep for row in rows)
+        quiet = (DataTable.RowHighlighted, DataTable.CellHighlighted) if stays else ()
+        with self.prevent(*quiet):
+            self._wider(rows)
+            self.clear()
+            for key, width in self._fitted.items():
+                fitted = self.columns[ColumnKey(key)]
+                fitted.width = width
+                fitted.auto_width = False
+            self._order = []
+            self._shown = {}
+            for key, cells, _ in rows:
+                self.add_row(*cells, key=key)
+                self._order.append(key)
+                self._shown[key] = tuple(_signature(cell) for cell in cells)
+            if stays and keep is not None:
+                self.move_cursor(row=self._order.index(keep), animate=False)
