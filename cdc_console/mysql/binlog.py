@@ -203,18 +203,9 @@ def read_window_events(
     expected_columns: dict[TableId, list[str]] | None = None,
     on_schema_change: SchemaChangeHandler | None = None,
     since: Mapping[TableId, BinlogOffset] | None = None,
-    emit_from: BinlogOffset | None = None,
 ) -> Iterator[RowEvent]:
     """``read_window`` one row event at a time: the same checks, errors and positions, without
     an object per row (the binlog reader's hot path).
-
-    ``emit_from`` makes this one reader of a window cut in parts (``[start, end)`` cut at any
-    byte positions): the row events that start before it are dropped from their packet header
-    alone (``DecodeCache.skip_before``), while its DDL and TABLE_MAP events are still read,
-    so every part reaches its own events in the state one reader of the whole window would be
-    in there. Column checks need no prefix: a table whose columns differ from the expected ones
-    keeps differing until a DDL, so a part meets the difference at its own first event of the
-    table, and the first part that does reports where it began.
 
     With ``on_schema_change``, a DDL on a captured table (or row events whose columns are not
     the expected ones) does not raise: the handler gets the table, the position and what
@@ -246,9 +237,6 @@ def read_window_events(
         enable_logging=False,
     )
     end_key = (binlog_file_index(end.file), end.pos)
-    emit_key = (binlog_file_index(emit_from.file), emit_from.pos) if emit_from else None
-    if emit_from is not None and emit_from.file == start.file:
-        stream.cdc_cache.skip_before = emit_from.pos
     current_file = start.file
     current_index = binlog_file_index(current_file)
     # (schema, table) of an event -> TableId, or None when not captured
@@ -317,8 +305,6 @@ def read_window_events(
                     on_schema_change(table_id, SchemaChange(at, at, exc.statement))
                     continue
                 checked[table_id] = event.columns
-            if emit_key is not None and (current_index, event_start) < emit_key:
-                continue  # another part's event
             if isinstance(event, WriteRowsEvent):
                 kind = "insert"
             elif isinstance(event, DeleteRowsEvent):

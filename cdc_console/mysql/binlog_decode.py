@@ -99,11 +99,6 @@ class DecodeCache:
         self.fast_events = 0
         self.library_events = 0
         self.group_start: int | None = None
-        #: one part of a window (``read_window_events(emit_from=…)``): row events that start
-        #: before this position of the first file are dropped from the packet's header alone,
-        #: never parsed; DDL, GTID and TABLE_MAP events still are
-        self.skip_before: int | None = None
-        self.skipped_events = 0
 
     def check_context(
         self, mysql_version: BinlogLibObject, post_header_lengths: BinlogLibObject
@@ -243,22 +238,6 @@ _SUBSTITUTES: dict[type, type] = {
 
 # The first event of every transaction (MySQL 5.7+ writes an anonymous one when GTIDs are off);
 # its start is where a reader can resume before the transaction.
-# Not TABLE_MAP: one statement's rows may span several row events after a single TABLE_MAP, so
-# a part that starts between them needs the TABLE_MAP from before its start.
-_SKIPPABLE_TYPES = frozenset(
-    {
-        BINLOG.WRITE_ROWS_EVENT_V1,
-        BINLOG.WRITE_ROWS_EVENT_V2,
-        BINLOG.UPDATE_ROWS_EVENT_V1,
-        BINLOG.UPDATE_ROWS_EVENT_V2,
-        BINLOG.DELETE_ROWS_EVENT_V1,
-        BINLOG.DELETE_ROWS_EVENT_V2,
-        BINLOG.PARTIAL_UPDATE_ROWS_EVENT,
-        BINLOG.MARIADB_ANNOTATE_ROWS_EVENT,
-        BINLOG.ROWS_QUERY_LOG_EVENT,
-    }
-)
-_HEADER = struct.Struct("<xIBIII")  # OK byte; timestamp, type, server id, event size, log pos
 _GROUP_START_TYPES = frozenset(
     {BINLOG.GTID_LOG_EVENT, BINLOG.ANONYMOUS_GTID_LOG_EVENT, BINLOG.MARIADB_GTID_EVENT}
 )
@@ -367,13 +346,6 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
             if not pkt.is_ok_packet():
                 continue
 
-            cache = self.cdc_cache
-            if cache.skip_before is not None:
-                _, kind, _, size, end = _HEADER.unpack_from(pkt.get_all_data())
-                if kind in _SKIPPABLE_TYPES and end and end - size < cache.skip_before:
-                    cache.skipped_events += 1
-                    continue
-
             binlog_event = _DecodingPacketWrapper(
                 pkt,
                 me.table_map,
@@ -396,8 +368,6 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
             )
 
             if binlog_event.event_type == BINLOG.ROTATE_EVENT:
-                if binlog_event.event.next_binlog != me.log_file:
-                    cache.skip_before = None  # positions of another file
                 me.log_pos = binlog_event.event.position
                 me.log_file = binlog_event.event.next_binlog
                 # Table ids are not persistent across a server restart, which always rotates.

@@ -1,4 +1,4 @@
-"""Where a bounded binlog window ends: the first transaction to start past a byte budget.
+"""Where binlog windows end and their parts start: at transaction starts found server-side.
 
 A window runs from the tables' resume position to the server's head. After a long stop (an
 outage, a paused job, a first start behind a busy server) that is hours of binlog in one batch,
@@ -14,11 +14,16 @@ and MySQL 5.7+ write one before every event group) so that no transaction is spl
 batches. Positions carry their GTID state for failover; the cut's is the window start's plus the
 GTIDs passed on the way (MariaDB: the last per domain; MySQL: a set), or, where the start has
 none, what the server says at that position (``BINLOG_GTID_POS``, MariaDB only).
+
+A large window is read by several tasks in parts (``transaction_starts``), each from a
+transaction start of its own, so a part needs nothing of the bytes before it: its row events'
+TABLE_MAPs are in its own transactions.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import pymysql
 
@@ -32,6 +37,10 @@ _MARIADB_GTID = re.compile(r"GTID (\d+)-(\d+)-(\d+)")
 _MYSQL_GTID = re.compile(r"GTID_NEXT\s*=\s*'([0-9A-Fa-f-]{36}):(\d+)'")
 #: event headers read per ``SHOW BINLOG EVENTS`` round trip
 PAGE_EVENTS = 4000
+#: event headers read per round trip while looking for the transaction start after a probe
+STEP_EVENTS = 256
+#: probes of ``LIMIT skip, 1`` to reach one cut's byte position
+PROBES = 4
 
 
 def bounded_window_end(
@@ -74,9 +83,101 @@ def bounded_window_end(
         pos = file_start = 4
 
 
-def _events(conn: pymysql.connections.Connection, file: str, pos: int) -> list[DriverRow]:
+def transaction_starts(
+    conn: pymysql.connections.Connection,
+    start: BinlogOffset,
+    end: BinlogOffset,
+    targets: Sequence[int],
+) -> list[BinlogOffset]:
+    """Transaction starts inside ``(start, end)`` near the byte positions ``targets`` of
+    ``start``'s file: for each, the first one at or after an event found at about that position;
+    ascending, without repeats (fewer than asked when transactions are larger than the gaps).
+
+    ``start`` must be an event boundary and ``end`` in the same file. ``SHOW BINLOG EVENTS ...
+    FROM`` takes event boundaries only, so a position is reached by skipping events
+    (``LIMIT skip, n``), the server reading the headers: the number to skip is estimated from
+    the bytes per event seen so far. Only a few pages of headers cross the wire, which matters
+    because parsing them is the costly part (1.4 s of Python for a 39 MB window listed whole,
+    0.14 s of server CPU).
+    """
+    file, base = start.file, start.pos
+    sample = _events(conn, file, base, count=STEP_EVENTS)
+    if not sample:
+        return []
+    per_event = max(1.0, (int(sample[-1][4]) - base) / len(sample))
+    cuts: list[BinlogOffset] = []
+    for target in sorted(targets):
+        if target <= base or target >= end.pos:
+            continue
+        skip, per_event = _skip_to(conn, file, base, target, end.pos, per_event)
+        cut = _group_start_after(conn, file, base, skip, end.pos)
+        if cut is None:
+            break  # no transaction starts between the estimate and the window's end
+        cuts.append(BinlogOffset(file, cut))
+        base = cut
+    return cuts
+
+
+def _skip_to(
+    conn: pymysql.connections.Connection,
+    file: str,
+    base: int,
+    target: int,
+    end: int,
+    per_event: float,
+) -> tuple[int, float]:
+    """How many events after ``base`` lead to about ``target`` (within an eighth of the way),
+    and the bytes per event that estimate rests on: a few probes, each re-estimating from the
+    bytes per event between ``base`` and where the last one landed (events differ in size:
+    one row or a thousand)."""
+    skip = int((target - base) / per_event)
+    for _probe in range(PROBES):
+        if skip == 0:
+            break
+        rows = _events(conn, file, base, skip=skip, count=1)
+        probed = int(rows[0][1]) if rows else None
+        if probed is None or probed >= end:
+            skip //= 2  # past the window: the events there are larger than estimated
+            continue
+        per_event = max(1.0, (probed - base) / skip)
+        if abs(probed - target) * 8 <= target - base:
+            break
+        skip = int((target - base) / per_event)
+    return skip, per_event
+
+
+def _group_start_after(
+    conn: pymysql.connections.Connection, file: str, base: int, skip: int, end: int
+) -> int | None:
+    """The first transaction start after ``base`` among the events from the ``skip``-th after
+    ``base`` on and before ``end``; None if none."""
+    page_from = base
+    while True:
+        rows = _events(conn, file, page_from, skip=skip, count=STEP_EVENTS)
+        skip = 0
+        for row in rows:
+            pos = int(row[1])
+            if pos >= end:
+                return None
+            if str(row[2]) in _GROUP_STARTS and pos > base:
+                return pos
+        if len(rows) < STEP_EVENTS:
+            return None
+        page_from = int(rows[-1][4])
+
+
+def _events(
+    conn: pymysql.connections.Connection,
+    file: str,
+    pos: int,
+    *,
+    skip: int = 0,
+    count: int = PAGE_EVENTS,
+) -> list[DriverRow]:
     with conn.cursor() as cur:
-        cur.execute(f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} LIMIT {PAGE_EVENTS}", (file,))
+        cur.execute(
+            f"SHOW BINLOG EVENTS IN %s FROM {int(pos)} LIMIT {int(skip)}, {int(count)}", (file,)
+        )
         return list(cur.fetchall())
 
 

@@ -122,13 +122,8 @@ class BinlogSplitReader:
         for record in self.read_dicts(split):
             yield ChangeRecord.from_dict(record)
 
-    def read_dicts(
-        self, split: BinlogSplit, emit_from: BinlogOffset | None = None
-    ) -> Iterator[RecordDict]:
-        """``read`` as ``ChangeRecord.to_dict()`` dicts, built directly (the Spark task's path).
-
-        With ``emit_from``, only the changes of events starting at or after it are emitted: one
-        part of a window read by several readers (``mysql.binlog.read_window_events``)."""
+    def read_dicts(self, split: BinlogSplit) -> Iterator[RecordDict]:
+        """``read`` as ``ChangeRecord.to_dict()`` dicts, built directly (the Spark task's path)."""
         watermarks: dict[TableId, SplitWatermarks] = {}
         key_columns = {}
         for stream_filter in split.tables:
@@ -148,13 +143,7 @@ class BinlogSplitReader:
         }
         expected = {t: self.schemas[t].column_names for t in watermarks}
         file_indexes: dict[str, int] = {}
-        log.info(
-            "binlog split [%s, %s)%s: %d tables",
-            split.start,
-            split.end,
-            f" from {emit_from}" if emit_from is not None else "",
-            len(watermarks),
-        )
+        log.info("binlog split [%s, %s): %d tables", split.start, split.end, len(watermarks))
         seq = 0
         encode = _encode_json
         on_change = self._schema_changed if self.park_on_schema_change else None
@@ -167,7 +156,6 @@ class BinlogSplitReader:
             expected,
             on_schema_change=on_change,
             since={t: m.start for t, m in watermarks.items() if m.start is not None},
-            emit_from=emit_from,
         ):
             table_id = event.table_id
             marks = watermarks[table_id]

@@ -45,6 +45,7 @@ from cdc_console.sinks.base import (
 )
 from cdc_console.sinks.delta_files import chunk_from_json
 from cdc_console.source.committer import commit_batch
+from cdc_console.source.reshaped import drop_reshaped
 from cdc_console.spark.protocol import (
     CHUNK_OPS,
     CONTROL_OP,
@@ -160,14 +161,15 @@ class BatchApplier:
             table.filter(pc.and_(pc.invert(carried), pc.not_equal(ops, CONTROL_OP)))
         )
         controls = _without_payload(table.filter(pc.equal(ops, CONTROL_OP))).to_pylist()
+        reports = read_controls(controls)
+        rows, window = drop_reshaped(rows, reports.window)
         records = [ChangeRecord.from_dict(r) for r in rows]
         schemas: dict[TableId, TableSchema] = {
             t: schema_from_dict(d) for t, d in self.store.schemas().items()
         }
         replaces = replace_ranges(plan, schemas)
         clock = time.monotonic()
-        reports = read_controls(controls)
-        split_results, window = list(reports.splits), reports.window
+        split_results = list(reports.splits)
         # A chunk not read (its table changed shape) must not empty its key range.
         unread = {r.split_id for r in split_results if r.reshaped}
         replaces = [r for r in replaces if r.split_id not in unread]

@@ -7,6 +7,7 @@ driver's own Python process, so it opens its own state store and source connecti
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 import pymysql
@@ -29,7 +30,7 @@ from cdc_console.mysql.position import (
 )
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.mysql.schema import null_default_columns
-from cdc_console.mysql.window_end import bounded_window_end
+from cdc_console.mysql.window_end import bounded_window_end, transaction_starts
 from cdc_console.sinks.delta_files import LakeTarget
 from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
 from cdc_console.source.assigner import HybridSplitAssigner
@@ -62,16 +63,23 @@ def splits_per_batch(config: PipelineConfig) -> int:
     return max(2 * snap.parallelism, min(MAX_AUTO_CHUNKS_PER_BATCH, by_rows))
 
 
-def window_parts(window: BinlogTask, config: PipelineConfig) -> list[BinlogTask]:
-    """The tasks that read one binlog window: itself, or, for a window of at least two
-    ``binlog_part_bytes`` in one binlog file, up to ``binlog_readers`` parts of equal bytes.
+#: transaction starts inside ``(start, end)`` near the given byte positions of ``start``'s file
+PartStarts = Callable[[BinlogOffset, BinlogOffset, list[int]], list[BinlogOffset]]
 
-    Part k reads from the window's start (the only place known to be an event boundary) to its
-    own end and emits from its own start (``BinlogTask.emit_from``): it drops the row events
-    before it from their headers and decodes only its own, while the DDL of the events before
-    it are followed as one reader of the whole window would, so the parts' changes together
-    are exactly that reader's (``mysql.binlog.read_window_events``). Each part reads with a
-    server id of its own: the ones no chunk reader and no verification uses.
+
+def window_parts(
+    window: BinlogTask, config: PipelineConfig, starts: PartStarts
+) -> list[BinlogTask]:
+    """The tasks that read one binlog window: itself, or, for a window of at least two
+    ``binlog_part_bytes`` in one binlog file, up to ``binlog_readers`` parts of about equal bytes.
+
+    Each part runs from a transaction start (``starts``, found server-side) to the next, so it
+    reads only its own bytes: its row events' TABLE_MAPs are in its own transactions. What a
+    part cannot see is a DDL in a part before it; the driver drops a table's changes from the
+    first change of shape any part reports (``source.reshaped``), which is what one reader of
+    the whole window leaves out, so the parts' changes together are exactly that reader's.
+    Each part reads with a server id of its own: the ones no chunk reader and no verification
+    uses.
     """
     split = window.split
     start, end = split.start, split.end
@@ -80,28 +88,22 @@ def window_parts(window: BinlogTask, config: PipelineConfig) -> list[BinlogTask]
     count = min(config.binlog_readers, 1 + len(spare), size // config.binlog_part_bytes)
     if count < 2:
         return [window]
+    found = starts(start, end, [start.pos + size * k // count for k in range(1, count)])
+    if not found:
+        return [window]
     ids = [window.server_id, *spare]
-    cuts = [
-        start,
-        *(BinlogOffset(start.file, start.pos + size * k // count) for k in range(1, count)),
-        end,
-    ]
+    cuts = [start, *found, end]
     log.info(
-        "binlog window [%s, %s): %d bytes read in %d parts from %s",
+        "binlog window [%s, %s): %d bytes read in %d parts from transaction starts %s",
         start,
         end,
         size,
-        count,
-        ", ".join(str(c.pos) for c in cuts[1:-1]),
+        len(cuts) - 1,
+        ", ".join(str(c.pos) for c in found),
     )
     return [
-        replace(
-            window,
-            split=replace(split, end=cuts[k + 1]),
-            server_id=ids[k],
-            emit_from=cuts[k] if k else None,
-        )
-        for k in range(count)
+        replace(window, split=replace(split, start=cuts[k], end=cuts[k + 1]), server_id=ids[k])
+        for k in range(len(cuts) - 1)
     ]
 
 
@@ -134,7 +136,7 @@ class Planner:
             ),
             window_end=self._window_end,
         )
-        self._window_cap_denied = False
+        self._listing_denied = False
 
     @classmethod
     def from_config_path(cls, path: str) -> Planner:
@@ -178,21 +180,40 @@ class Planner:
     def _window_end(self, start: BinlogOffset, head: BinlogOffset) -> BinlogOffset:
         """The window's end under ``[pipeline] max_window_bytes``; the head, with one warning,
         where the user may not list binlog events (the window is then unbounded, as before)."""
-        if self._window_cap_denied:
+        if self._listing_denied:
             return head
         try:
             return bounded_window_end(self._connection(), start, head, self.config.max_window_bytes)
         except pymysql.err.OperationalError as exc:
-            if not exc.args or exc.args[0] not in ACCESS_DENIED_CODES:
-                raise
-            self._window_cap_denied = True
+            self._listing_failed(exc)
+            return head
+
+    def _part_starts(
+        self, start: BinlogOffset, end: BinlogOffset, targets: list[int]
+    ) -> list[BinlogOffset]:
+        """``window_parts``' cuts; none (one reader), with one warning, where the user may not
+        list binlog events."""
+        if self._listing_denied:
+            return []
+        try:
+            return transaction_starts(self._connection(), start, end, targets)
+        except pymysql.err.OperationalError as exc:
+            self._listing_failed(exc)
+            return []
+
+    def _listing_failed(self, exc: pymysql.err.OperationalError) -> None:
+        """Re-raise ``exc`` unless the user may not run SHOW BINLOG EVENTS; warn of that once."""
+        if not exc.args or exc.args[0] not in ACCESS_DENIED_CODES:
+            raise exc
+        if not self._listing_denied:
             log.warning(
-                "binlog windows are not bounded: the source user may not run SHOW BINLOG "
-                "EVENTS (%s); a long catch-up is then one batch held whole in memory. Fix: "
-                "GRANT REPLICATION SLAVE ON *.* (MariaDB: BINLOG MONITOR) to the user",
+                "binlog windows are neither bounded nor read in parts: the source user may not "
+                "run SHOW BINLOG EVENTS (%s); a long catch-up is then one batch held whole in "
+                "memory and read by one task. Fix: GRANT REPLICATION SLAVE ON *.* (MariaDB: "
+                "BINLOG MONITOR) to the user",
                 exc.args[1] if len(exc.args) > 1 else exc,
             )
-            return head
+        self._listing_denied = True
 
     def _binlog_files(self) -> list[str]:
         return [name for name, _size in binary_logs(self._connection())]
@@ -342,7 +363,7 @@ class Planner:
                     tuple(schemas[f.table_id] for f in plan.binlog.tables),
                     park_on_schema_change=self.config.schema_changes != "stop",
                 )
-                for part in window_parts(window, self.config):
+                for part in window_parts(window, self.config, self._part_starts):
                     parts.append(PlanPartition(batch_no, part, source))
         return parts
 

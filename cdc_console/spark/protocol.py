@@ -99,9 +99,6 @@ class BinlogTask:
     schemas: tuple[TableSchema, ...]
     #: ``[pipeline] schema_changes = "park"``: a table whose shape changes is parked, not fatal
     park_on_schema_change: bool = False
-    #: one part of a window cut for several readers: ``split`` runs from the window's start to
-    #: the part's end, and only the changes from here on are this task's (None: from the start)
-    emit_from: BinlogOffset | None = None
 
     def schema_map(self) -> dict[TableId, TableSchema]:
         return {s.table_id: s for s in self.schemas}

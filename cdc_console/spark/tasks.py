@@ -188,7 +188,7 @@ def _binlog(partition: PlanPartition, task: BinlogTask) -> Iterator[RecordDict]:
         )
         # Records as dicts straight from the reader (no ChangeRecord per row); the reader
         # counts them per table, which the window's control record reports.
-        return readers[-1].read_dicts(task.split, task.emit_from)
+        return readers[-1].read_dicts(task.split)
 
     yield from iterate_with_retry(
         open_window,

@@ -37,8 +37,12 @@ from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import load_table_schema
+from cdc_console.mysql.window_end import transaction_starts
 from cdc_console.source.binlog_reader import BinlogSplitReader, SplitWatermarks, should_emit
+from cdc_console.source.committer import WindowResult
 from cdc_console.source.jsonvalues import dump_json
+from cdc_console.source.reshaped import drop_reshaped
+from cdc_console.spark.protocol import merge_windows
 from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
 from tests.conftest import SourceDb
 from tests.integration.test_type_fidelity import DDL as FIDELITY_DDL
@@ -488,9 +492,11 @@ def test_missing_binlog_and_missing_grant_are_told_apart(source_db: SourceDb) ->
 
 
 def test_a_window_read_in_parts_gives_exactly_what_one_reader_gives(source_db: SourceDb) -> None:
-    """Cut anywhere (inside events too), the parts of a window emit together what one reader
-    of the whole window emits, row for row, and report the same changes of shape: a DDL in an
-    earlier part is followed by the later ones, though they never decode its part's rows."""
+    """Cut at transaction starts the server names, the parts of a window emit together what
+    one reader of the whole window emits, row for row, once the driver dropped a table's
+    changes after its first change of shape any part reports; and they report the same
+    changes of shape. A later part never sees an earlier part's DDL: it decodes ``t``'s rows
+    with a new column (and reports that) and ``u``'s rows with a wider type (and cannot)."""
     source_db.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
         "CREATE TABLE u (id INT PRIMARY KEY, n INT)",
@@ -499,7 +505,6 @@ def test_a_window_read_in_parts_gives_exactly_what_one_reader_gives(source_db: S
     t, u = TableId(source_db.name, "t"), TableId(source_db.name, "u")
     conn = connect(source)
     schemas = {t: load_table_schema(conn, t), u: load_table_schema(conn, u)}
-    conn.close()
     start = head(source_db)
     for k in range(60):
         source_db.execute(
@@ -509,11 +514,12 @@ def test_a_window_read_in_parts_gives_exactly_what_one_reader_gives(source_db: S
         )
         if k % 7 == 0:
             source_db.execute(f"DELETE FROM t WHERE id = {k // 2}")
-        if k == 40:
+        if k == 30:
             source_db.execute("ALTER TABLE t ADD COLUMN w INT")
+        if k == 45:
+            source_db.execute("ALTER TABLE u MODIFY n BIGINT")
         if k in (20, 50):
-            # one statement, many row events after a single TABLE_MAP: a cut between them
-            # leaves a part whose first rows' TABLE_MAP is in the part before
+            # one statement, many row events after a single TABLE_MAP: never cut between them
             source_db.execute(
                 f"INSERT INTO u SELECT seq + {k * 1000}, seq FROM seq_1_to_900",
                 f"DELETE FROM u WHERE id > {k * 1000}",
@@ -527,20 +533,43 @@ def test_a_window_read_in_parts_gives_exactly_what_one_reader_gives(source_db: S
     whole = BinlogSplitReader(source, schemas, 5439, park_on_schema_change=True)
     expected = without_seq(list(whole.read_dicts(split)))
     assert {r["table"] for r in expected} == {"t", "u"} and len(expected) > 300
-    assert list(whole.schema_changes) == [str(t)]
+    assert sorted(whole.schema_changes) == sorted([str(t), str(u)])
 
     size = end.pos - start.pos
-    for count in (2, 3, 5, 8, 13):
-        cuts = [start, *(BinlogOffset(start.file, start.pos + size * k // count + 3)
-                         for k in range(1, count)), end]  # fmt: skip
-        got: list[dict[str, Any]] = []
-        changes: dict[str, Any] = {}
-        for k in range(count):
-            part = BinlogSplitReader(source, schemas, 5439, park_on_schema_change=True)
-            part_split = BinlogSplit(start, cuts[k + 1], split.tables)
-            got.extend(part.read_dicts(part_split, cuts[k] if k else None))
-            for table, change in part.schema_changes.items():
-                if table not in changes or change.position < changes[table].position:
-                    changes[table] = change
-        assert without_seq(got) == expected, count
-        assert changes == whole.schema_changes, count
+    group_starts = _group_starts(conn, start, end)
+    dropped_any = False
+    try:
+        for count in (2, 3, 5, 8, 13):
+            targets = [start.pos + size * k // count for k in range(1, count)]
+            starts = transaction_starts(conn, start, end, targets)
+            # at 13 parts, two cuts fall into the two large INSERT ... SELECT transactions
+            assert len(starts) == count - 1 if count <= 8 else len(starts) >= 8, count
+            assert [c.pos for c in starts] == sorted({c.pos for c in starts}), count
+            assert all(c.pos in group_starts for c in starts), count
+            cuts = [start, *starts, end]
+            got: list[dict[str, Any]] = []
+            window = WindowResult()
+            for k in range(len(cuts) - 1):
+                part = BinlogSplitReader(source, schemas, 5439, park_on_schema_change=True)
+                got.extend(part.read_dicts(BinlogSplit(cuts[k], cuts[k + 1], split.tables)))
+                report = WindowResult(dict(part.emitted_by_table), 0, {}, part.schema_changes)
+                window = merge_windows(window, report)
+            assert window.schema_changes == whole.schema_changes, count
+            kept, counted = drop_reshaped(got, window)
+            dropped_any = dropped_any or len(kept) < len(got)  # rows in the new shapes
+            assert without_seq(kept) == expected, count
+            assert counted is not None and counted.emitted == whole.emitted_by_table, count
+    finally:
+        conn.close()
+    assert dropped_any
+
+
+def _group_starts(conn: Any, start: BinlogOffset, end: BinlogOffset) -> set[int]:
+    """Positions of the transaction starts (GTID events) in ``[start, end)`` of one file."""
+    with conn.cursor() as cur:
+        cur.execute(f"SHOW BINLOG EVENTS IN %s FROM {start.pos}", (start.file,))
+        return {
+            int(row[1])
+            for row in cur.fetchall()
+            if row[2] in ("Gtid", "Anonymous_Gtid") and int(row[1]) < end.pos
+        }

@@ -1,4 +1,5 @@
-"""A source user who may not list binlog events gets unbounded windows and one warning."""
+"""A source user who may not list binlog events gets unbounded windows read by one task, and one
+warning."""
 
 from __future__ import annotations
 
@@ -26,11 +27,12 @@ def _listing_fails(monkeypatch: pytest.MonkeyPatch, error: Exception) -> list[st
         raise error
 
     monkeypatch.setattr(planner_module, "bounded_window_end", refuse)
+    monkeypatch.setattr(planner_module, "transaction_starts", refuse)
     monkeypatch.setattr(Planner, "_connection", lambda self: None)
     return calls
 
 
-def test_denied_listing_leaves_the_window_unbounded_with_one_warning(
+def test_denied_listing_leaves_the_window_unbounded_and_whole_with_one_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     denied = pymysql.err.OperationalError(
@@ -40,12 +42,14 @@ def test_denied_listing_leaves_the_window_unbounded_with_one_warning(
     planner = Planner(config_from_dict({"source": {"tables": ["shop.*"]}}, base=tmp_path))
     try:
         with caplog.at_level(logging.WARNING):
+            assert planner._part_starts(START, HEAD, [1 << 20]) == []
             assert planner._window_end(START, HEAD) == HEAD
             assert planner._window_end(START, HEAD) == HEAD
+            assert planner._part_starts(START, HEAD, [1 << 20]) == []
     finally:
         planner.close()
     assert calls == ["called"]
-    warnings = [r.getMessage() for r in caplog.records if "not bounded" in r.getMessage()]
+    warnings = [r.getMessage() for r in caplog.records if "neither bounded" in r.getMessage()]
     assert len(warnings) == 1
     assert "GRANT" in warnings[0] and "BINLOG MONITOR" in warnings[0]
 
@@ -59,5 +63,7 @@ def test_other_failures_surface_for_the_planner_retry(
     try:
         with pytest.raises(pymysql.err.OperationalError):
             planner._window_end(START, HEAD)
+        with pytest.raises(pymysql.err.OperationalError):
+            planner._part_starts(START, HEAD, [1 << 20])
     finally:
         planner.close()
