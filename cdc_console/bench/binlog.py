@@ -36,6 +36,7 @@ from cdc_console.bench.common import (
     Measured,
     Measurement,
     SnapshotRunOptions,
+    SparkSetup,
     bar_line,
     bench_env,
     breakdown_line,
@@ -46,6 +47,7 @@ from cdc_console.bench.common import (
     pipeline_command,
     ratio,
     seed_rows,
+    spark_setups,
     worker_command,
     write_pipeline_config,
 )
@@ -176,6 +178,21 @@ class ChangeWriter:
         return int(cur.rowcount)
 
 
+@dataclass(frozen=True)
+class OursRun:
+    """One catch-up of ours: its binlog readers, where it runs, and the tag of its lines."""
+
+    readers: int
+    setup: SparkSetup
+    tag: str
+
+
+def _tag(options: BinlogOptions, readers: int, setup: SparkSetup) -> str:
+    """The lines of the first readers count are untagged unless executors are compared."""
+    tags = [f"{readers} readers"] if readers != options.binlog_readers[0] else []
+    return ", ".join([*tags, *([setup.tag] if setup.tag else [])])
+
+
 def head(env: BenchEnv) -> BinlogOffset:
     conn = env.connect()
     try:
@@ -193,33 +210,39 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
         seconds = seed_rows(env, 1, seeded)
         print(f"seeded {BENCH_TABLE} with {seeded:,} rows in {seconds:.1f}s", flush=True)
         folder = env.next_dir("ours-binlog")
-        readers = options.binlog_readers
+        runs = [
+            OursRun(count, setup, _tag(options, count, setup))
+            for count in options.binlog_readers
+            for setup in spark_setups(options.master, options.executors)
+        ]
 
-        def configure(where: Path, count: int) -> Path:
+        def configure(where: Path, planned: OursRun) -> Path:
             return write_pipeline_config(
                 where,
                 env,
                 chunk_size=options.chunk_size,
                 parallelism=options.parallelism,
                 changelog=options.changelog,
-                master=options.master,
-                extra={"pipeline": {"binlog_readers": count}},
+                master=planned.setup.master,
+                extra={"pipeline": {"binlog_readers": planned.readers}},
+                spark_conf=planned.setup.conf,
             )
 
-        config = configure(folder, readers[0])
+        config = configure(folder, runs[0])
         state = folder / "state" / "pipeline.sqlite"
-        others: list[tuple[int, Path]] = []
+        others: list[tuple[OursRun, Path]] = []
         if "ours" not in options.skip:
             first = env.run(pipeline_command(config), folder / "catch-up.log", options.timeout)
             print(
                 f"initial run (snapshot {seeded:,} rows, then caught up): {first.wall:.1f}s",
                 flush=True,
             )
-            for count in readers[1:]:
+            for later in runs[1:]:
                 # the same caught-up state, lake and checkpoint: each run catches up alike
-                copy = env.next_dir(f"ours-binlog-{count}-readers")
+                name = later.tag.replace(", ", "-").replace(" ", "-")
+                copy = env.next_dir(f"ours-binlog-{name}")
                 shutil.copytree(folder, copy, dirs_exist_ok=True)
-                others.append((count, configure(copy, count)))
+                others.append((later, configure(copy, later)))
         start = head(env)
         writer = ChangeWriter(env, seeded)
         seconds = writer.write(options.changes)
@@ -257,10 +280,10 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
                 )
             )
         if "ours" not in options.skip:
-            _ours(env, config, state, writer.written, options, result, readers[0], False)
-            for count, other in others:
+            _ours(env, config, state, writer.written, options, result, runs[0])
+            for later, other in others:
                 state_copy = other.parent / "state" / "pipeline.sqlite"
-                _ours(env, other, state_copy, writer.written, options, result, count, True)
+                _ours(env, other, state_copy, writer.written, options, result, later)
         result.notes.append(load_line("after"))
     print(
         "\n"
@@ -287,11 +310,11 @@ def _ours(
     changes: int,
     options: BinlogOptions,
     result: BinlogResult,
-    readers: int,
-    label: bool,
+    run: OursRun,
 ) -> None:
-    """One catch-up run of ours with ``[pipeline] binlog_readers = readers``."""
-    tag = f" [{readers} readers]" if label else ""
+    """One catch-up run of ours with ``[pipeline] binlog_readers = run.readers`` on its setup."""
+    tag = f" [{run.tag}]" if run.tag else ""
+    readers = run.readers
     before = events_applied(state)
     job = env.run(pipeline_command(config), config.parent / "stream.log", options.timeout)
     batches = batch_times(state, since=job.started_at)
@@ -308,7 +331,8 @@ def _ours(
             OURS_WINDOW + tag,
             changes,
             last - first,
-            note=f"{len(carrying)} batch(es), {emitted:,} records, {readers} binlog readers",
+            note=f"{len(carrying)} batch(es), {emitted:,} records, {readers} binlog readers"
+            + (f", {run.setup.master}" if run.setup.tag else ""),
         )
     )
     result.measurements.append(Measurement.of(job, OURS_WALL + tag, changes, job.wall))

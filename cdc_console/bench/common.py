@@ -93,6 +93,35 @@ class SnapshotRunOptions(RunOptions):
 
     chunk_size: int = 8096
     parallelism: int = 2
+    #: ``--executors 1,2``: ours once per executor count (``spark_setups``); empty: ``master``
+    executors: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class SparkSetup:
+    """Where one run of ours goes: a master, Spark settings, and the tag its lines carry."""
+
+    master: str
+    conf: Mapping[str, str] = field(default_factory=dict)
+    tag: str = ""
+
+
+def spark_setups(master: str, executors: Sequence[int]) -> list[SparkSetup]:
+    """``--executors``: one setup per count N, N executors of one core each: on a standalone
+    ``spark://`` master the same master with ``spark.cores.max = N``, otherwise
+    ``local-cluster[N,1,1024]`` (N executor JVMs started by the driver, as on a cluster).
+    Without counts, ``master`` as given and no tag."""
+    if not executors:
+        return [SparkSetup(master)]
+    setups = []
+    for count in executors:
+        tag = f"{count} executor{'s' if count > 1 else ''}"
+        if master.startswith("spark://"):
+            conf = {"spark.cores.max": str(count), "spark.executor.cores": "1"}
+            setups.append(SparkSetup(master, conf, tag))
+        else:
+            setups.append(SparkSetup(f"local-cluster[{count},1,1024]", {}, tag))
+    return setups
 
 
 @dataclass
@@ -135,7 +164,11 @@ class Measured:
     measurements: list[Measurement]
 
     def get(self, label: str) -> Measurement | None:
-        return next((m for m in self.measurements if m.label == label), None)
+        """The line ``label``, else the first tagged one (``label [2 executors]``)."""
+        exact = next((m for m in self.measurements if m.label == label), None)
+        if exact is not None:
+            return exact
+        return next((m for m in self.measurements if m.label.startswith(label + " [")), None)
 
 
 @dataclass
@@ -511,6 +544,7 @@ def write_pipeline_config(
     extra: Mapping[str, object] | None = None,
     tables: list[str] | None = None,
     trigger_seconds: float = 0.5,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> Path:
     """A pipeline TOML for the bench table, with its state, lake and checkpoint in ``folder``;
     ``extra`` adds sections (``{"lake": {...}}``). The defaults are the job's own (a snapshot,
@@ -538,6 +572,7 @@ def write_pipeline_config(
                 "master": master,
                 "trigger_seconds": trigger_seconds,
                 "checkpoint": "checkpoints",
+                **({"conf": dict(spark_conf)} if spark_conf else {}),
             },
             **(extra or {}),
         },

@@ -36,6 +36,7 @@ from cdc_console.bench.common import (
     Measured,
     Measurement,
     SnapshotRunOptions,
+    SparkSetup,
     bar_line,
     bench_env,
     breakdown_line,
@@ -46,6 +47,7 @@ from cdc_console.bench.common import (
     pipeline_command,
     ratio,
     seed_rows,
+    spark_setups,
     worker_command,
     write_pipeline_config,
 )
@@ -148,8 +150,12 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
             result.notes.append(f"spark jdbc CPU: {run.cpu_line()}")
             result.notes.append(f"spark jdbc memory: {run.memory_line()}")
     if "ours" not in options.skip:
+        setups = spark_setups(options.master, options.executors)
         for mode in options.snapshot_writes:
-            _ours(env, size, options, result, mode, label=mode != options.snapshot_writes[0])
+            for setup in setups:
+                tags = [mode] if mode != options.snapshot_writes[0] else []
+                tags += [setup.tag] if setup.tag else []
+                _ours(env, size, options, result, mode, setup, tag=", ".join(tags))
     result.notes.append(load_line("after"))
     reference = JDBC_JOB if result.get(JDBC_JOB) else PYMYSQL
     print(
@@ -221,6 +227,7 @@ def snapshot_ours(
     startup_mode: str = "snapshot-only",
     extra: Mapping[str, object] | None = None,
     tables: list[str] | None = None,
+    setup: SparkSetup | None = None,
 ) -> OursSnapshot:
     """Snapshot the bench table as ``bench snapshot``'s *ours* line does; ``bench verify`` snapshots
     it with a second table and keeps them streaming (``startup_mode = "initial"``)."""
@@ -232,9 +239,10 @@ def snapshot_ours(
         chunk_size=options.chunk_size,
         parallelism=options.parallelism,
         changelog=changelog,
-        master=options.master,
+        master=setup.master if setup is not None else options.master,
         extra=extra,
         tables=tables,
+        spark_conf=setup.conf if setup is not None else None,
     )
     job = env.run(pipeline_command(config), folder / "job.log", options.timeout)
     state = folder / "state" / "pipeline.sqlite"
@@ -253,24 +261,31 @@ def _ours(
     options: SnapshotOptions,
     result: SizeResult,
     mode: str,
+    setup: SparkSetup,
     *,
-    label: bool,
+    tag: str,
 ) -> None:
-    """One run of ours with ``[lake] snapshot_writes = mode``; ``label`` tags its lines."""
+    """One run of ours with ``[lake] snapshot_writes = mode`` on ``setup``; ``tag`` (if any)
+    marks its lines."""
     ours = snapshot_ours(
         env,
-        f"ours-snapshot-{mode}",
+        f"ours-snapshot-{mode}" + (f"-{setup.tag.replace(' ', '-')}" if setup.tag else ""),
         options,
         changelog=options.changelog,
         extra={"lake": {"snapshot_writes": mode}},
+        setup=setup,
     )
     job, rows, state = ours.job, ours.rows, ours.state
-    tag = f" [{mode}]" if label else ""
+    tag = f" [{tag}]" if tag else ""
     if rows != size:
         result.notes.append(f"WARNING: the pipeline snapshotted {rows:,} rows, expected {size:,}")
     result.measurements.append(
         Measurement.of(
-            job, OURS_WINDOW + tag, rows, ours.window, note=f"first plan to last commit, {mode}"
+            job,
+            OURS_WINDOW + tag,
+            rows,
+            ours.window,
+            note=f"first plan to last commit, {mode}" + (f", {setup.master}" if setup.tag else ""),
         )
     )
     result.measurements.append(Measurement.of(job, OURS_WALL + tag, rows, job.wall))

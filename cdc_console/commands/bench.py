@@ -92,6 +92,14 @@ def _common(parser: argparse.ArgumentParser, contenders: tuple[str, ...]) -> Non
     parser.add_argument("--parallelism", type=int, default=2, help="chunks read at once")
     parser.add_argument("--master", default="local[2]", help="Spark master for every contender")
     parser.add_argument(
+        "--executors",
+        type=_counts,
+        default=(),
+        help="ours once per executor count, side by side: e.g. 1,2 runs it with one and with "
+        "two one-core executors (local-cluster[N,1,1024], or spark.cores.max=N on a spark:// "
+        "--master); the peers stay on --master",
+    )
+    parser.add_argument(
         "--changelog",
         action="store_true",
         help="also write the Delta changelog (default: mirror only, one copy like the peers)",

@@ -76,6 +76,23 @@ def test_snapshot_bench_prints_every_contender(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("cdc-bench-*"))
 
 
+def test_snapshot_bench_runs_ours_once_per_executor_count(tmp_path: Path) -> None:
+    """``--executors 1,2``: ours on a local cluster of one, then two one-core executors."""
+    stdout, document = _bench(
+        tmp_path, "snapshot", "--rows", "20000", "--skip", "pymysql,jdbc", "--executors", "1,2"
+    )
+    for tag, master in (
+        ("1 executor", "local-cluster[1,1,1024]"),
+        ("2 executors", "local-cluster[2,1,1024]"),
+    ):
+        assert f"ours snapshot -> delta (window) [{tag}]" in stdout, stdout
+        assert f"ours [{tag}] breakdown:" in stdout, stdout
+        assert master in stdout, stdout
+    results = document["results"]
+    assert isinstance(results, list)
+    assert [m["rows"] for m in results[0]["measurements"]] == [20_000] * 4
+
+
 def test_binlog_bench_prints_every_contender(tmp_path: Path) -> None:
     stdout, document = _bench(tmp_path, "binlog", "--changes", "5000", "--seed-rows", "20000")
     for label in (
