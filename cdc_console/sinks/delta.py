@@ -746,10 +746,11 @@ def plan_table_batch(
 
     next_marker = 0
     for record, key, needs in zip(ordered, keys, needs_row, strict=True):
-        sort_key = record.sort_key
-        while next_marker < len(markers) and markers[next_marker][0] < sort_key:
-            replace_at(markers[next_marker])
-            next_marker += 1
+        if next_marker < len(markers):
+            sort_key = record.sort_key
+            while next_marker < len(markers) and markers[next_marker][0] < sort_key:
+                replace_at(markers[next_marker])
+                next_marker += 1
         row = next(rows) if needs else None
         upsert = record.op in UPSERT_OPS
         nets[key] = row if upsert else None

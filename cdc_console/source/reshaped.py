@@ -15,15 +15,15 @@ import logging
 from dataclasses import replace
 
 from cdc_console.core.offset import binlog_file_index
-from cdc_console.core.records import RecordDict
+from cdc_console.core.records import ChangeRecord
 from cdc_console.source.committer import WindowResult
 
 log = logging.getLogger(__name__)
 
 
 def drop_reshaped(
-    records: list[RecordDict], window: WindowResult | None
-) -> tuple[list[RecordDict], WindowResult | None]:
+    records: list[ChangeRecord], window: WindowResult | None
+) -> tuple[list[ChangeRecord], WindowResult | None]:
     """``records`` without the binlog changes of a table at or after its reported change of
     shape, and ``window`` with its counts of emitted changes lowered to match."""
     if window is None or not window.schema_changes:
@@ -32,19 +32,12 @@ def drop_reshaped(
         table: (binlog_file_index(change.position.file), change.position.pos)
         for table, change in window.schema_changes.items()
     }
-    kept: list[RecordDict] = []
+    kept: list[ChangeRecord] = []
     dropped: dict[str, int] = {}
     for record in records:
-        name = f"{record['database']!s}.{record['table']!s}"
+        name = f"{record.database}.{record.table}"
         cut = cuts.get(name)
-        file_index, pos = record["file_index"], record["pos"]
-        if (
-            cut is not None
-            and not record["split_id"]
-            and isinstance(file_index, int)
-            and isinstance(pos, int)
-            and (file_index, pos) >= cut
-        ):
+        if cut is not None and not record.split_id and (record.file_index, record.pos) >= cut:
             dropped[name] = dropped.get(name, 0) + 1
             continue
         kept.append(record)

@@ -31,7 +31,6 @@ from cdc_console.core.lifecycle import BatchStatus
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
-from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
 from cdc_console.sinks import Sink
 from cdc_console.sinks.base import (
@@ -50,10 +49,10 @@ from cdc_console.spark.protocol import (
     CHUNK_OPS,
     CONTROL_OP,
     FILES_OP,
+    change_records,
     read_controls,
     record_count,
     rows_payload,
-    unpack_changes,
 )
 from cdc_console.state.store import SplitResult, StateStore
 from cdc_console.values.canonical import canonical_chunk_key
@@ -157,13 +156,12 @@ class BatchApplier:
         ops = table["op"]
         carried = pc.is_in(ops, pa.array(CHUNK_OPS))
         appends = snapshot_chunks(table.filter(carried))
-        rows = unpack_changes(
+        changes = change_records(
             table.filter(pc.and_(pc.invert(carried), pc.not_equal(ops, CONTROL_OP)))
         )
         controls = _without_payload(table.filter(pc.equal(ops, CONTROL_OP))).to_pylist()
         reports = read_controls(controls)
-        rows, window = drop_reshaped(rows, reports.window)
-        records = [ChangeRecord.from_dict(r) for r in rows]
+        records, window = drop_reshaped(changes, reports.window)
         schemas: dict[TableId, TableSchema] = {
             t: schema_from_dict(d) for t, d in self.store.schemas().items()
         }

@@ -28,7 +28,7 @@ from pyspark.sql.datasource import InputPartition
 
 from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.records import FIELDS, RecordDict
+from cdc_console.core.records import FIELDS, ChangeRecord, RecordDict
 from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit
@@ -318,20 +318,40 @@ def pack_changes(rows: Iterable[RecordDict]) -> Iterator[RecordDict]:
         yield pack_record(pending)
 
 
-def unpack_changes(table: pa.Table) -> list[RecordDict]:
-    """The change records of ``table`` (no chunk or control records) in order, packs opened."""
+def change_records(table: pa.Table) -> list[ChangeRecord]:
+    """The change records of ``table`` (no chunk or control records) in order, packs opened.
+
+    Built from the Arrow columns, a list per field, with no dict per record and no field-name
+    checks (the columns are ``RECORD_SCHEMA``'s or the wire's): the driver applies a batch
+    after its readers are done, so this is on the stream's critical path, and it was a third
+    of a 124k-record apply (``from_dict``: 3.5 µs per record, against 1.5 µs).
+    """
     meta = table.drop_columns(["payload"]) if "payload" in table.column_names else table
-    if PACK_OP not in pc.unique(table["op"]).to_pylist():
-        plain: list[RecordDict] = meta.to_pylist()
-        return plain
+    ops = meta.column("op").to_pylist()
+    if PACK_OP not in ops:
+        return _records(meta)
     payloads = table["payload"]
-    records: list[RecordDict] = []
-    for index, row in enumerate(meta.to_pylist()):
-        if row["op"] == PACK_OP:
-            records.extend(rows_payload(payloads[index].as_py()).to_pylist())
-        else:
-            records.append(row)
+    records: list[ChangeRecord] = []
+    plain_from = 0
+    for index, op in enumerate(ops):
+        if op == PACK_OP:
+            if index > plain_from:
+                records.extend(_records(meta.slice(plain_from, index - plain_from)))
+            records.extend(_records(rows_payload(payloads[index].as_py())))
+            plain_from = index + 1
+    if plain_from < len(ops):
+        records.extend(_records(meta.slice(plain_from)))
     return records
+
+
+def _records(table: pa.Table) -> list[ChangeRecord]:
+    columns = [
+        pc.fill_null(table.column(name), "").to_pylist()
+        if kind == "string"
+        else table.column(name).to_pylist()
+        for name, kind in FIELDS
+    ]
+    return list(map(ChangeRecord, *columns))
 
 
 def record_count(table: pa.Table) -> int:

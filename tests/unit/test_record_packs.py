@@ -5,17 +5,17 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from cdc_console.core.records import RecordDict
+from cdc_console.core.records import ChangeRecord, RecordDict
 from cdc_console.spark import protocol
 from cdc_console.spark.protocol import (
     ARROW_SCHEMA,
     CONTROL_OP,
     FILES_OP,
     PACK_OP,
+    change_records,
     pack_changes,
     record_count,
     to_batches,
-    unpack_changes,
 )
 
 
@@ -78,7 +78,7 @@ def test_changes_come_out_equal_and_in_order_around_other_records(
     ]
     assert table.num_rows == 7
     assert record_count(table) == len(changes) + 2
-    assert unpack_changes(_plain(table)) == changes
+    assert change_records(_plain(table)) == [ChangeRecord.from_dict(c) for c in changes]
     assert table.filter(pa.array([op == FILES_OP for op in ops]))["payload"].to_pylist() == [
         b"payload 100"
     ]
@@ -88,7 +88,21 @@ def test_a_table_without_packs_reads_as_before() -> None:
     changes = [_change(n) for n in range(3)]
     table = pa.Table.from_batches(list(to_batches(iter(changes))), schema=ARROW_SCHEMA)
     assert record_count(table) == 3
-    assert unpack_changes(table) == changes
+    assert change_records(table) == [ChangeRecord.from_dict(c) for c in changes]
+
+
+def test_plain_records_between_packs_keep_their_place() -> None:
+    """A staged batch of an older version holds its records plain; packs and plain rows read
+    back in their order, and a null split id reads as a binlog change's empty one."""
+    changes = [_change(n, op) for n, op in enumerate(["+I", "-U", "+U", "-D", "+I", "+I"])]
+    plain = {**changes[5], "split_id": None}
+    rows = [*to_batches(iter(changes[:1])), *to_batches(protocol.pack_changes(iter(changes[1:5])))]
+    rows.append(pa.RecordBatch.from_pylist([plain], schema=ARROW_SCHEMA))
+    table = pa.Table.from_batches(rows, schema=ARROW_SCHEMA)
+    assert table["op"].to_pylist() == ["+I", PACK_OP, "+I"]
+    got = change_records(table)
+    assert got == [ChangeRecord.from_dict(c) for c in changes]
+    assert not got[-1].is_snapshot
 
 
 def test_a_task_with_only_a_control_record_has_no_pack() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cdc_console.config import config_from_dict
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.records import RecordDict
+from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit
 from cdc_console.source.committer import WindowResult
@@ -119,21 +119,8 @@ def test_the_parts_reports_merge_into_the_whole_windows() -> None:
     )
 
 
-def _change(table: str, pos: int, split_id: str = "") -> RecordDict:
-    return {
-        "database": "shop",
-        "table": table,
-        "op": "+I",
-        "key": f"[{pos}]",
-        "row": "{}",
-        "file_index": 3,
-        "pos": pos,
-        "event_index": 0,
-        "row_index": 0,
-        "seq": 0,
-        "ts_ms": 0,
-        "split_id": split_id,
-    }
+def _change(table: str, pos: int, split_id: str = "") -> ChangeRecord:
+    return ChangeRecord("shop", table, "+I", f"[{pos}]", "{}", 3, pos, 0, 0, 0, 0, split_id)
 
 
 def test_a_later_parts_changes_after_a_change_of_shape_are_dropped() -> None:
@@ -150,7 +137,7 @@ def test_a_later_parts_changes_after_a_change_of_shape_are_dropped() -> None:
     ]
     window = WindowResult({"shop.orders": 3, "shop.items": 2}, 0, {}, {"shop.orders": ddl})
     kept, counted = drop_reshaped(records, window)
-    assert [(r["table"], r["pos"]) for r in kept] == [
+    assert [(r.table, r.pos) for r in kept] == [
         ("orders", 800),
         ("items", 950),
         ("orders", 1300),
