@@ -130,7 +130,9 @@ class BatchApplier:
             if found.status == BatchStatus.PLANNED:
                 self.stage(batch_no, table)
                 crash_point("after-stage", table.num_rows > len(controls))
-            self.apply_staged(batch_no)
+                self.apply_staged(batch_no, just_staged=table)
+            else:
+                self.apply_staged(batch_no)  # staged before a crash: its file, not this replay
 
     def stage(self, batch_no: int, table: pa.Table) -> None:
         path = self.staging / f"batch-{batch_no:09d}.parquet"
@@ -147,12 +149,14 @@ class BatchApplier:
             self.apply_staged(batch.batch_no)
         return len(staged)
 
-    def apply_staged(self, batch_no: int) -> None:
+    def apply_staged(self, batch_no: int, just_staged: pa.Table | None = None) -> None:
+        """Apply a staged batch; ``just_staged`` is the table this process has just written to
+        its staged file (not read back), never a replay's (that may differ from the file)."""
         found = self.store.batch(batch_no)
         if found is None or found.staged_path is None:
             raise RuntimeError(f"batch {batch_no} is not staged")
         plan = found.plan
-        table = pq.read_table(found.staged_path)
+        table = just_staged if just_staged is not None else pq.read_table(found.staged_path)
         ops = table["op"]
         carried = pc.is_in(ops, pa.array(CHUNK_OPS))
         appends = snapshot_chunks(table.filter(carried))
