@@ -46,8 +46,10 @@ from cdc_console.bench.common import (
     met_line,
     pipeline_command,
     ratio,
+    run_tag,
     seed_rows,
     spark_setups,
+    tag_slug,
     worker_command,
     write_pipeline_config,
 )
@@ -187,12 +189,6 @@ class OursRun:
     tag: str
 
 
-def _tag(options: BinlogOptions, readers: int, setup: SparkSetup) -> str:
-    """The lines of the first readers count are untagged unless executors are compared."""
-    tags = [f"{readers} readers"] if readers != options.binlog_readers[0] else []
-    return ", ".join([*tags, *([setup.tag] if setup.tag else [])])
-
-
 def head(env: BenchEnv) -> BinlogOffset:
     conn = env.connect()
     try:
@@ -211,7 +207,11 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
         print(f"seeded {BENCH_TABLE} with {seeded:,} rows in {seconds:.1f}s", flush=True)
         folder = env.next_dir("ours-binlog")
         runs = [
-            OursRun(count, setup, _tag(options, count, setup))
+            OursRun(
+                count,
+                setup,
+                run_tag(f"{count} readers" if count != options.binlog_readers[0] else "", setup),
+            )
             for count in options.binlog_readers
             for setup in spark_setups(options.master, options.executors)
         ]
@@ -239,8 +239,7 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
             )
             for later in runs[1:]:
                 # the same caught-up state, lake and checkpoint: each run catches up alike
-                name = later.tag.replace(", ", "-").replace(" ", "-")
-                copy = env.next_dir(f"ours-binlog-{name}")
+                copy = env.next_dir(f"ours-binlog-{tag_slug(later.tag)}")
                 shutil.copytree(folder, copy, dirs_exist_ok=True)
                 others.append((later, configure(copy, later)))
         start = head(env)

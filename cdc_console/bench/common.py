@@ -106,6 +106,16 @@ class SparkSetup:
     tag: str = ""
 
 
+def run_tag(variant: str, setup: SparkSetup) -> str:
+    """The tag of one run of ours' lines: its variant (empty for the first) and its setup's."""
+    return ", ".join(t for t in (variant, setup.tag) if t)
+
+
+def tag_slug(tag: str) -> str:
+    """A tag as part of a folder name: ``2 readers, 1 executor`` -> ``2-readers-1-executor``."""
+    return tag.replace(", ", "-").replace(" ", "-")
+
+
 def spark_setups(master: str, executors: Sequence[int]) -> list[SparkSetup]:
     """``--executors``: one setup per count N, N executors of one core each: on a standalone
     ``spark://`` master the same master with ``spark.cores.max = N``, otherwise

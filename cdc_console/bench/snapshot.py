@@ -46,8 +46,10 @@ from cdc_console.bench.common import (
     met_line,
     pipeline_command,
     ratio,
+    run_tag,
     seed_rows,
     spark_setups,
+    tag_slug,
     worker_command,
     write_pipeline_config,
 )
@@ -153,9 +155,8 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
         setups = spark_setups(options.master, options.executors)
         for mode in options.snapshot_writes:
             for setup in setups:
-                tags = [mode] if mode != options.snapshot_writes[0] else []
-                tags += [setup.tag] if setup.tag else []
-                _ours(env, size, options, result, mode, setup, tag=", ".join(tags))
+                variant = mode if mode != options.snapshot_writes[0] else ""
+                _ours(env, size, options, result, mode, setup, tag=run_tag(variant, setup))
     result.notes.append(load_line("after"))
     reference = JDBC_JOB if result.get(JDBC_JOB) else PYMYSQL
     print(
@@ -269,7 +270,7 @@ def _ours(
     marks its lines."""
     ours = snapshot_ours(
         env,
-        f"ours-snapshot-{mode}" + (f"-{setup.tag.replace(' ', '-')}" if setup.tag else ""),
+        f"ours-snapshot-{mode}" + (f"-{tag_slug(setup.tag)}" if setup.tag else ""),
         options,
         changelog=options.changelog,
         extra={"lake": {"snapshot_writes": mode}},
