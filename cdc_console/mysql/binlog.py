@@ -26,7 +26,7 @@ from cdc_console.core.schema import TableId
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.untyped import BinlogLibObject, DriverImage
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError, redact
-from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
+from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader, DecodedRows
 from cdc_console.mysql.retry import TRANSIENT_CODES
 
 log = logging.getLogger(__name__)
@@ -244,15 +244,18 @@ def read_window_events(
     checked: dict[TableId, BinlogLibObject] = {}
     cache = stream.cdc_cache
     try:
-        for event in stream:
+        for event in stream.window_events():
             if isinstance(event, RotateEvent):
                 current_file = event.next_binlog
                 current_index = binlog_file_index(current_file)
                 if (current_index, event.position) >= end_key:
                     return
                 continue
-            packet = event.packet
-            event_start = packet.log_pos - packet.event_size
+            if isinstance(event, DecodedRows):
+                event_start = event.log_pos - event.event_size
+            else:
+                packet = event.packet
+                event_start = packet.log_pos - packet.event_size
             if (current_index, event_start) >= end_key:
                 return
             if event_start < start.pos and current_file == start.file:
@@ -268,7 +271,7 @@ def read_window_events(
                 except SchemaChangedError as exc:
                     if on_schema_change is None:
                         raise
-                    after = BinlogOffset(current_file, packet.log_pos)
+                    after = BinlogOffset(current_file, event.packet.log_pos)
                     for changed in exc.tables:
                         assert isinstance(changed, TableId)
                         resume = since_keys.get(changed)
@@ -279,6 +282,8 @@ def read_window_events(
                             if known == changed:
                                 ids[name_key] = None
                         on_schema_change(changed, SchemaChange(position, after, exc.statement))
+                continue
+            if not isinstance(event, DecodedRows):
                 continue
             name = (event.schema, event.table)
             if name in ids:
@@ -295,23 +300,24 @@ def read_window_events(
                 # The columns list is shared by every event of one cached TABLE_MAP, so each
                 # distinct list is checked once; a changed table brings a new list.
                 try:
-                    _check_columns(event, table_id, expected_columns.get(table_id), current_file)
+                    _check_columns(
+                        event.columns,
+                        table_id,
+                        expected_columns.get(table_id),
+                        BinlogOffset(current_file, event_start),
+                    )
                 except SchemaChangedError as exc:
                     if on_schema_change is None:
                         raise
                     wanted.discard(table_id)
                     ids[name] = None
-                    at = BinlogOffset(current_file, event_start)
-                    on_schema_change(table_id, SchemaChange(at, at, exc.statement))
+                    here = BinlogOffset(current_file, event_start)
+                    on_schema_change(table_id, SchemaChange(here, here, exc.statement))
                     continue
                 checked[table_id] = event.columns
-            if isinstance(event, WriteRowsEvent):
-                kind = "insert"
-            elif isinstance(event, DeleteRowsEvent):
-                kind = "delete"
-            else:
-                kind = "update"
-            yield RowEvent(table_id, kind, event.rows, current_file, event_start, event.timestamp)
+            yield RowEvent(
+                table_id, event.kind, event.rows, current_file, event_start, event.timestamp
+            )
     except pymysql.err.OperationalError as exc:
         raise _translate(exc, start) from None
     finally:
@@ -341,13 +347,12 @@ def _check_ddl(event: QueryEvent, wanted: set[TableId], position: BinlogOffset) 
 
 
 def _check_columns(
-    event: BinlogLibObject, table_id: TableId, expected: list[str] | None, file: str
+    columns: BinlogLibObject, table_id: TableId, expected: list[str] | None, position: BinlogOffset
 ) -> None:
     if expected is None:
         return
-    names = [c.name for c in event.columns]
+    names = [c.name for c in columns]
     if names != expected:
-        position = BinlogOffset(file, event.packet.log_pos - event.packet.event_size)
         if any(n is None or str(n).startswith("UNKNOWN_COL") for n in names):
             raise SourceError(
                 f"binlog events of {table_id} carry no column names at {position}",

@@ -10,11 +10,14 @@ then decodes every value through several layers of method calls per byte read. N
   result per exact body bytes and :class:`_CachedTableMapEvent` reuses it. A changed table (new
   columns, new metadata, new table id) has different bytes and is parsed afresh; nothing is ever
   looked up by table id or name alone;
-- :class:`_RowsPlan` decodes a row event's images straight from the packet bytes with one
-  precompiled reader per column, replicating the library's value decoding exactly (its quirks
-  included: see ``cdc_console.values.canonical``). Column types it does not cover, partial JSON
-  updates and any decoding failure go through the library's own decoder instead, so the values,
-  and the errors, are the library's.
+- ``cdc_console.mysql.row_images.RowsPlan`` decodes a row event's images straight from the
+  packet bytes with one precompiled reader per column, replicating the library's value decoding
+  exactly. Column types it does not cover, partial JSON updates and any decoding failure go
+  through the library's own decoder instead, so the values, and the errors, are the library's;
+- ``CachingBinLogStreamReader.window_events`` (the window reader's path) goes one step further:
+  a TABLE_MAP body seen before, a row event with a compiled plan and an event type the library
+  would not parse are handled from the packet's bytes with no wrapper or event object at all
+  (:class:`_FastPath`); everything else takes ``fetchone``'s path.
 
 Everything is scoped to :class:`CachingBinLogStreamReader` instances: the library's classes are
 subclassed, never patched, so a plain ``BinLogStreamReader`` in the same process (the benchmark's
@@ -24,20 +27,17 @@ outlives one window.
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import struct
 import warnings
-from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import ClassVar
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication import binlogstream as _binlogstream
-from pymysqlreplication.bitmap import BitCount
-from pymysqlreplication.constants import BINLOG, FIELD_TYPE, NONE_SOURCE
-from pymysqlreplication.event import BinLogEvent
-from pymysqlreplication.json_binary import parse_json
+from pymysqlreplication.constants import BINLOG
+from pymysqlreplication.event import BinLogEvent, NotImplementedEvent
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import (
     DeleteRowsEvent,
@@ -47,15 +47,10 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from cdc_console.core.untyped import (
-    BinlogLibObject,
-    Connection,
-    DriverImage,
-    DriverValue,
-    PassThrough,
-)
+from cdc_console.core.untyped import BinlogLibObject, Connection, PassThrough
+from cdc_console.mysql.row_images import NoneSources, RowDict, RowsPlan
 
-__all__ = ["CachingBinLogStreamReader", "DecodeCache"]
+__all__ = ["CachingBinLogStreamReader", "DecodeCache", "DecodedRows"]
 
 # Attributes ``BinLogEvent.__init__`` sets from the packet and the stream's state of the moment;
 # everything else a ``TableMapEvent`` holds is a function of its body bytes (and of the reader's
@@ -78,26 +73,20 @@ _BASE_EVENT_ATTRS = frozenset(
 )
 _MAX_TABLE_MAPS = 4096
 
-#: The none-sources of one image as mysql-replication keeps them: column name (None for a column
-#: the library could not name) -> why the value is None (``NONE_SOURCE``).
-NoneSources = dict[str | None, str]
-#: A row of a row event as mysql-replication shapes it: ``values``/``before_values``/
-#: ``after_values`` -> the image, ``none_sources``/... -> column -> ``NONE_SOURCE``.
-RowDict = dict[str, DriverImage]
-Reader = Callable[[bytes, int, NoneSources], tuple[DriverValue, int]]
-
 
 class DecodeCache:
     """Per-reader state: parsed TABLE_MAP bodies and the row decoders compiled for their tables."""
 
     def __init__(self) -> None:
         self.table_maps: dict[bytes, dict[str, BinlogLibObject]] = {}
-        self.plans: dict[tuple[int, bool], tuple[BinlogLibObject, _RowsPlan | None]] = {}
+        self.plans: dict[tuple[int, bool], tuple[BinlogLibObject, RowsPlan | None]] = {}
         self.context: tuple[BinlogLibObject, BinlogLibObject] | None = None
         self.hits = 0
         self.misses = 0
         self.fast_events = 0
         self.library_events = 0
+        #: row events decoded by ``window_events`` straight from the packet (no event object)
+        self.direct_events = 0
         self.group_start: int | None = None
 
     def check_context(
@@ -119,11 +108,11 @@ class DecodeCache:
             self.plans.clear()
         self.table_maps[body] = attrs
 
-    def plan_for(self, table: BinlogLibObject, ignore_decode_errors: bool) -> _RowsPlan | None:
+    def plan_for(self, table: BinlogLibObject, ignore_decode_errors: bool) -> RowsPlan | None:
         key = (id(table), ignore_decode_errors)
         entry = self.plans.get(key)
         if entry is None or entry[0] is not table:
-            entry = (table, _RowsPlan.compile(table.columns, ignore_decode_errors))
+            entry = (table, RowsPlan.compile(table.columns, ignore_decode_errors))
             self.plans[key] = entry
         return entry[1]
 
@@ -165,7 +154,7 @@ class _CachedTableMapEvent(TableMapEvent):  # type: ignore[misc]
 
 
 class _FastRowsMixin:
-    """Decodes the rows of a row event with the table's compiled ``_RowsPlan`` when it has one."""
+    """Decodes the rows of a row event with the table's compiled ``RowsPlan`` when it has one."""
 
     _images = 1
 
@@ -279,6 +268,176 @@ class _DecodingPacketWrapper(BinLogPacketWrapper):  # type: ignore[misc]
             cdc_cache.group_start = None
 
 
+@dataclass(frozen=True, slots=True)
+class DecodedRows:
+    """One row event of a table the reader follows: what a window reader needs of it.
+
+    ``rows`` are the library's row dicts, ``columns`` the TABLE_MAP's column list (one list per
+    parsed TABLE_MAP, so a changed table brings a new one), ``log_pos`` the position after the
+    event and ``event_size`` its size: ``log_pos - event_size`` is where it starts.
+    """
+
+    kind: str  # insert | update | delete
+    schema: str
+    table: str
+    columns: BinlogLibObject
+    rows: list[RowDict]
+    timestamp: int
+    log_pos: int
+    event_size: int
+
+
+def _row_kind(event: BinlogLibObject) -> str:
+    if isinstance(event, WriteRowsEvent):
+        return "insert"
+    if isinstance(event, DeleteRowsEvent):
+        return "delete"
+    return "update"
+
+
+#: Row event type -> (kind, the post-header length the library reads, the library's class).
+_ROW_EVENT_TYPES: dict[int, tuple[str, int, type]] = {
+    BINLOG.WRITE_ROWS_EVENT_V1: ("insert", 8, WriteRowsEvent),
+    BINLOG.WRITE_ROWS_EVENT_V2: ("insert", 10, WriteRowsEvent),
+    BINLOG.DELETE_ROWS_EVENT_V1: ("delete", 8, DeleteRowsEvent),
+    BINLOG.DELETE_ROWS_EVENT_V2: ("delete", 10, DeleteRowsEvent),
+    BINLOG.UPDATE_ROWS_EVENT_V1: ("update", 8, UpdateRowsEvent),
+    BINLOG.UPDATE_ROWS_EVENT_V2: ("update", 10, UpdateRowsEvent),
+}
+# OK byte, then the v4 event header: timestamp, type, server id, event size, next position, flags
+_HEADER = struct.Struct("<xIBIIIH")
+_HEADER_END = 20
+
+
+class _FastPath:
+    """``window_events``' handling of the two hot event types straight from the packet bytes.
+
+    ``handle`` returns True when it did everything the library's path would have done with the
+    packet and there is nothing to yield, a :class:`DecodedRows` to yield, or False to leave the
+    packet to the library. It replicates, for TABLE_MAP bodies already parsed and row events
+    with a compiled plan, exactly the state the library's path leaves behind (``table_map``,
+    ``log_pos``) and the rows it decodes, and hands over anything else (a first TABLE_MAP of a
+    body, an unusual post-header, extra row data, a value the plan cannot read).
+    """
+
+    def __init__(self, reader: CachingBinLogStreamReader) -> None:
+        me: BinlogLibObject = reader
+        self.reader = me
+        self.cache = reader.cdc_cache
+        allowed = me._BinLogStreamReader__allowed_events
+        self.row_types = {
+            code: (kind, known)
+            for code, (kind, known, cls) in _ROW_EVENT_TYPES.items()
+            if cls in allowed
+        }
+        self.only_tables = me._BinLogStreamReader__only_tables
+        self.ignored_tables = me._BinLogStreamReader__ignored_tables
+        self.only_schemas = me._BinLogStreamReader__only_schemas
+        self.ignored_schemas = me._BinLogStreamReader__ignored_schemas
+        self.ignore_decode_errors = bool(me._BinLogStreamReader__ignore_decode_errors)
+        self.enabled = not me._BinLogStreamReader__verify_checksum
+        # Event types the library's wrapper does not even parse (GTID, XID, ... unless asked
+        # for): all it does with them is move ``log_pos``.
+        in_packet = me._BinLogStreamReader__allowed_events_in_packet
+        classes = _DecodingPacketWrapper._BinLogPacketWrapper__event_map
+        self.passed_over = frozenset(
+            code for code in range(256) if classes.get(code, NotImplementedEvent) not in in_packet
+        )
+
+    def handle(self, data: bytes) -> DecodedRows | bool:
+        if not self.enabled or len(data) < _HEADER_END:
+            return False
+        kind = data[5]
+        if kind == BINLOG.TABLE_MAP_EVENT:
+            return self._table_map(data)
+        spec = self.row_types.get(kind)
+        if spec is not None:
+            return self._rows(data, kind, spec)
+        if kind in self.passed_over:
+            _, _, _, event_size, log_pos, _ = _HEADER.unpack_from(data)
+            if kind in _GROUP_START_TYPES:
+                self.cache.group_start = log_pos - event_size
+            if log_pos:
+                self.reader.log_pos = log_pos
+            return True
+        return False
+
+    def _body_end(self, event_size: int) -> int:
+        tail = 23 if self.reader._BinLogStreamReader__use_checksum else 19
+        return _HEADER_END + event_size - tail
+
+    def _table_map(self, data: bytes) -> bool:
+        me = self.reader
+        cache = self.cache
+        cache.check_context(me.mysql_version, me._BinLogStreamReader__post_header_lengths)
+        _, _, _, event_size, log_pos, _ = _HEADER.unpack_from(data)
+        attrs = cache.table_maps.get(data[_HEADER_END : self._body_end(event_size)])
+        if attrs is None:
+            return False
+        cache.hits += 1
+        if log_pos:
+            me.log_pos = log_pos
+        if attrs["_processed"]:
+            me.table_map[attrs["table_id"]] = attrs["table_obj"]
+        return True
+
+    def _skipped(self, table: BinlogLibObject) -> bool:
+        """The library's filters of ``RowsEvent.__init__`` (an unprocessed event is passed over)."""
+        name, schema = table.table, table.schema
+        if self.only_tables is not None and name not in self.only_tables:
+            return True
+        if self.ignored_tables is not None and name in self.ignored_tables:
+            return True
+        if self.only_schemas is not None and schema not in self.only_schemas:
+            return True
+        return self.ignored_schemas is not None and schema in self.ignored_schemas
+
+    def _rows(self, data: bytes, event_type: int, spec: tuple[str, int]) -> DecodedRows | bool:
+        me = self.reader
+        timestamp, _, _, event_size, log_pos, _ = _HEADER.unpack_from(data)
+        table = me.table_map.get(int.from_bytes(data[20:26], "little"))
+        if table is None or self._skipped(table):
+            if log_pos:
+                me.log_pos = log_pos
+            return True
+        kind, known = spec
+        lengths = me._BinLogStreamReader__post_header_lengths
+        if lengths and 0 <= event_type - 1 < len(lengths) and lengths[event_type - 1] != known:
+            return False
+        if known == 10:
+            if data[28:30] != b"\x02\x00":  # extra row data (NDB or partition info)
+                return False
+            pos = 30
+        else:
+            pos = 28
+        columns = data[pos]
+        if columns >= 251:
+            return False
+        size = (columns + 7) >> 3
+        bitmap = data[pos + 1 : pos + 1 + size]
+        pos += 1 + size
+        end = self._body_end(event_size)
+        plan = self.cache.plan_for(table, self.ignore_decode_errors)
+        if plan is None or pos > end:
+            return False
+        sources: NoneSources = {}
+        try:
+            if kind == "update":
+                bitmap2 = data[pos : pos + size]
+                rows, _ = plan.update_images(data, pos + size, end, bitmap, bitmap2, sources)
+            else:
+                rows, _ = plan.single_images(data, pos, end, bitmap, sources)
+        except Exception:
+            return False  # the library decodes it, or raises its own error, from the packet
+        self.cache.fast_events += 1
+        self.cache.direct_events += 1
+        if log_pos:
+            me.log_pos = log_pos
+        return DecodedRows(
+            kind, table.schema, table.table, table.columns, rows, timestamp, log_pos, event_size
+        )
+
+
 class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
     """``BinLogStreamReader`` whose events come from :class:`_DecodingPacketWrapper`.
 
@@ -304,8 +463,60 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
         )
 
     def fetchone(self) -> BinlogLibObject:  # pragma: no cover - exercised against a server
-        # A copy of pymysqlreplication 1.0.17's BinLogStreamReader.fetchone; only the wrapper
-        # class (and its cdc_cache argument) differ.
+        # pymysqlreplication 1.0.17's BinLogStreamReader.fetchone, in three parts shared with
+        # ``window_events``; only the wrapper class (and its cdc_cache argument) differ.
+        while True:
+            pkt = self._next_packet()
+            if pkt is None:
+                return None
+            event = self._library_event(pkt)
+            if event is not None:
+                return event
+
+    def window_events(self) -> Iterator[BinlogLibObject | DecodedRows]:
+        """The events ``fetchone`` returns, with every row event as :class:`DecodedRows`.
+
+        TABLE_MAP events whose body was parsed before and row events of a table with a compiled
+        plan are handled straight from the packet bytes, with no wrapper or event object: one
+        of each per row event cost a window reader a third of its time. Anything else (and any
+        surprise on the way) goes through ``fetchone``'s path, and so through the library.
+        """
+        me: BinlogLibObject = self
+        if me.end_log_pos or me.skip_to_timestamp or me._BinLogStreamReader__freeze_schema:
+            fast = None
+        else:
+            fast = _FastPath(self)
+        while True:
+            pkt = self._next_packet()
+            if pkt is None:
+                return
+            if fast is not None:
+                handled = fast.handle(pkt._data)
+                if handled is True:
+                    continue
+                if handled is not False:
+                    yield handled
+                    continue
+            event = self._library_event(pkt)
+            if event is None:
+                continue
+            if isinstance(event, RowsEvent):
+                packet = event.packet
+                yield DecodedRows(
+                    _row_kind(event),
+                    event.schema,
+                    event.table,
+                    event.columns,
+                    event.rows,
+                    event.timestamp,
+                    packet.log_pos,
+                    packet.event_size,
+                )
+            else:
+                yield event
+
+    def _next_packet(self) -> BinlogLibObject:  # pragma: no cover - exercised against a server
+        """The next OK packet of the stream, or None at its end (the stream is then closed)."""
         me: BinlogLibObject = self
         while True:
             if me.end_log_pos and me.is_past_end_log_pos:
@@ -345,542 +556,61 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
 
             if not pkt.is_ok_packet():
                 continue
+            return pkt
 
-            binlog_event = _DecodingPacketWrapper(
-                pkt,
-                me.table_map,
-                me._ctl_connection,
-                me.mysql_version,
-                me._BinLogStreamReader__use_checksum,
-                me._BinLogStreamReader__allowed_events_in_packet,
-                me._BinLogStreamReader__only_tables,
-                me._BinLogStreamReader__ignored_tables,
-                me._BinLogStreamReader__only_schemas,
-                me._BinLogStreamReader__ignored_schemas,
-                me._BinLogStreamReader__freeze_schema,
-                me._BinLogStreamReader__ignore_decode_errors,
-                me._BinLogStreamReader__verify_checksum,
-                me._BinLogStreamReader__optional_meta_data,
-                me._BinLogStreamReader__enable_logging,
-                me._BinLogStreamReader__use_column_name_cache,
-                me._BinLogStreamReader__post_header_lengths,
-                cdc_cache=self.cdc_cache,
-            )
-
-            if binlog_event.event_type == BINLOG.ROTATE_EVENT:
-                me.log_pos = binlog_event.event.position
-                me.log_file = binlog_event.event.next_binlog
-                # Table ids are not persistent across a server restart, which always rotates.
-                if binlog_event.timestamp != 0:
-                    me.table_map = {}
-
-            elif binlog_event.log_pos:
-                me.log_pos = binlog_event.log_pos
-
-            if me.end_log_pos and me.log_pos >= me.end_log_pos:
-                me.is_past_end_log_pos = True
-
-            if (
-                binlog_event.event_type == BINLOG.FORMAT_DESCRIPTION_EVENT
-                and binlog_event.event is not None
-            ):
-                me.mysql_version = binlog_event.event.mysql_version
-                me._BinLogStreamReader__post_header_lengths = binlog_event.event.post_header_len
-
-            if me.skip_to_timestamp and binlog_event.timestamp < me.skip_to_timestamp:
-                continue
-
-            if binlog_event.event_type == BINLOG.TABLE_MAP_EVENT and binlog_event.event is not None:
-                me.table_map[binlog_event.event.table_id] = binlog_event.event.get_table()
-
-            if binlog_event.event is None or (
-                binlog_event.event.__class__ not in me._BinLogStreamReader__allowed_events
-            ):
-                continue
-
-            return binlog_event.event
-
-
-# --------------------------------------------------------------------------- row decoding
-# Each reader mirrors the branch of RowsEvent.__read_values_name (1.0.17) for one column type:
-# same byte layout, same Python value, same none-source side effects.
-
-_S_B = struct.Struct("<B")
-_S_b = struct.Struct("<b")
-_S_H = struct.Struct("<H")
-_S_h = struct.Struct("<h")
-_S_I = struct.Struct("<I")
-_S_i = struct.Struct("<i")
-_S_Q = struct.Struct("<Q")
-_S_q = struct.Struct("<q")
-_S_f = struct.Struct("<f")
-_S_d = struct.Struct("<d")
-_S_BE_i = struct.Struct(">i")
-_COMPRESSED_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
-_FSP_BYTES = {1: 1, 2: 1, 3: 2, 4: 2, 5: 3, 6: 3}
-
-
-def _fixed(st: struct.Struct) -> Reader:
-    unpack = st.unpack_from
-    size = st.size
-
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        return unpack(data, pos)[0], pos + size
-
-    return read
-
-
-def _int24(unsigned: bool) -> Reader:
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        end = pos + 3
-        if len(data) < end:
-            raise ValueError("short int24")
-        return int.from_bytes(data[pos:end], "little", signed=not unsigned), end
-
-    return read
-
-
-def _uint_le(size: int) -> Callable[[bytes, int], int]:
-    """``read_uint_by_size`` for sizes 1..8 (the library returns None for others)."""
-    if not 1 <= size <= 8:
-        raise _Unsupported(f"uint size {size}")
-
-    def read(data: bytes, pos: int) -> int:
-        if len(data) < pos + size:
-            raise ValueError("short uint")
-        return int.from_bytes(data[pos : pos + size], "little")
-
-    return read
-
-
-def _string(length_size: int, column: BinlogLibObject, ignore_decode_errors: bool) -> Reader:
-    length_of = _uint_le(length_size)
-    errors = "ignore" if ignore_decode_errors else "strict"
-    charset = column.character_set_name
-    encoding = RowsEvent.charset_to_encoding(charset) if charset is not None else None
-
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        length = length_of(data, pos)
-        pos += length_size
-        end = pos + length
-        if len(data) < end:
-            raise ValueError("short string")
-        raw = data[pos:end]
-        if encoding is None:
-            return raw.decode(errors=errors), end
-        try:
-            return raw.decode(encoding, errors), end
-        except LookupError:
-            return raw, end
-
-    return read
-
-
-def _pascal_bytes(length_size: int) -> Reader:
-    length_of = _uint_le(length_size)
-
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        length = length_of(data, pos)
-        pos += length_size
-        end = pos + length
-        if len(data) < end:
-            raise ValueError("short bytes")
-        return data[pos:end], end
-
-    return read
-
-
-def _json(length_size: int) -> Reader:
-    length_of = _uint_le(length_size)
-
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        length = length_of(data, pos)
-        pos += length_size
-        if length == 0:
-            return None, pos
-        end = pos + length
-        if len(data) < end:
-            raise ValueError("short json")
-        value = data[pos:end]
-        return parse_json(value[0], value[1:]), end
-
-    return read
-
-
-def _be_signed(data: bytes, pos: int, size: int) -> int:
-    """``read_int_be_by_size`` for sizes 1..4: a signed big-endian integer."""
-    if len(data) < pos + size:
-        raise ValueError("short big-endian int")
-    return int.from_bytes(data[pos : pos + size], "big", signed=True)
-
-
-def _fsp_reader(fsp: int) -> Callable[[bytes, int], tuple[int, int]]:
-    """``__read_fsp``: the fractional seconds of a temporal value, in microseconds."""
-    size = _FSP_BYTES.get(fsp, 0)
-    if size == 0:
-        return lambda data, pos: (0, pos)
-    odd = fsp % 2
-    scale = 10 ** (6 - fsp)
-
-    def read(data: bytes, pos: int) -> tuple[int, int]:
-        micro = _be_signed(data, pos, size)
-        if odd:
-            micro = int(micro / 10)
-        return micro * scale, pos + size
-
-    return read
-
-
-def _decimal(column: BinlogLibObject) -> Reader:
-    precision, decimals = column.precision, column.decimals
-    integral = precision - decimals
-    uncomp_integral = int(integral / 9)
-    uncomp_fractional = int(decimals / 9)
-    comp_integral = integral - uncomp_integral * 9
-    comp_fractional = decimals - uncomp_fractional * 9
-    size_i = _COMPRESSED_BYTES[comp_integral]
-    size_f = _COMPRESSED_BYTES[comp_fractional]
-    total = size_i + 4 * uncomp_integral + 4 * uncomp_fractional + size_f
-    if total == 0:
-        raise _Unsupported("empty decimal")
-    unpack_be_i = _S_BE_i.unpack_from
-    Decimal = decimal.Decimal
-
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        end = pos + total
-        if len(data) < end:
-            raise ValueError("short decimal")
-        buf = bytearray(data[pos:end])
-        first = buf[0]
-        if first & 0x80 != 0:
-            res = ""
-            mask = 0
-        else:
-            mask = -1
-            res = "-"
-        buf[0] = first ^ 0x80
-        at = 0
-        if size_i > 0:
-            res += str(int.from_bytes(buf[0:size_i], "big", signed=True) ^ mask)
-            at = size_i
-        for _ in range(uncomp_integral):
-            res += f"{unpack_be_i(buf, at)[0] ^ mask:09d}"
-            at += 4
-        res += "."
-        for _ in range(uncomp_fractional):
-            res += f"{unpack_be_i(buf, at)[0] ^ mask:09d}"
-            at += 4
-        if size_f > 0:
-            value = int.from_bytes(buf[at : at + size_f], "big", signed=True) ^ mask
-            res += f"{value:0{comp_fractional}d}"
-        return Decimal(res), end
-
-    return read
-
-
-def _datetime2(column: BinlogLibObject, source_key: str | None) -> Reader:
-    fsp = _fsp_reader(column.fsp)
-    make = datetime.datetime
-
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        if len(data) < pos + 5:
-            raise ValueError("short datetime2")
-        value = int.from_bytes(data[pos : pos + 5], "big")
-        pos += 5
-        year_month = (value >> 22) & 0x1FFFF
-        try:
-            t = make(
-                year=int(year_month / 13),
-                month=year_month % 13,
-                day=(value >> 17) & 0x1F,
-                hour=(value >> 12) & 0x1F,
-                minute=(value >> 6) & 0x3F,
-                second=value & 0x3F,
-            )
-        except ValueError:
-            _, pos = fsp(data, pos)
-            sources[source_key] = NONE_SOURCE.OUT_OF_DATETIME2_RANGE
-            return None, pos
-        micro, pos = fsp(data, pos)
-        if micro > 0:
-            t = t.replace(microsecond=micro)
-        return t, pos
-
-    return read
-
-
-def _timestamp2(column: BinlogLibObject) -> Reader:
-    fsp = _fsp_reader(column.fsp)
-    from_timestamp = datetime.datetime.utcfromtimestamp
-
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        t = from_timestamp(_be_signed(data, pos, 4))
-        micro, pos = fsp(data, pos + 4)
-        if micro > 0:
-            t = t.replace(microsecond=micro)
-        return t, pos
-
-    return read
-
-
-def _time2(column: BinlogLibObject) -> Reader:
-    fsp = _fsp_reader(column.fsp)
-    timedelta = datetime.timedelta
-
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        value = _be_signed(data, pos, 3)
-        sign = 1 if (value >> 23) & 1 else -1
-        if sign == -1:
-            value = ~value + 1
-        micro, pos = fsp(data, pos + 3)
-        t = (
-            timedelta(
-                hours=(value >> 12) & 0x3FF,
-                minutes=(value >> 6) & 0x3F,
-                seconds=value & 0x3F,
-                microseconds=micro,
-            )
-            * sign
+    def _library_event(self, pkt: BinlogLibObject) -> BinlogLibObject:
+        """The library's handling of one packet: its event, or None when it is passed over."""
+        me: BinlogLibObject = self
+        binlog_event = _DecodingPacketWrapper(
+            pkt,
+            me.table_map,
+            me._ctl_connection,
+            me.mysql_version,
+            me._BinLogStreamReader__use_checksum,
+            me._BinLogStreamReader__allowed_events_in_packet,
+            me._BinLogStreamReader__only_tables,
+            me._BinLogStreamReader__ignored_tables,
+            me._BinLogStreamReader__only_schemas,
+            me._BinLogStreamReader__ignored_schemas,
+            me._BinLogStreamReader__freeze_schema,
+            me._BinLogStreamReader__ignore_decode_errors,
+            me._BinLogStreamReader__verify_checksum,
+            me._BinLogStreamReader__optional_meta_data,
+            me._BinLogStreamReader__enable_logging,
+            me._BinLogStreamReader__use_column_name_cache,
+            me._BinLogStreamReader__post_header_lengths,
+            cdc_cache=self.cdc_cache,
         )
-        return t, pos
 
-    return read
+        if binlog_event.event_type == BINLOG.ROTATE_EVENT:
+            me.log_pos = binlog_event.event.position
+            me.log_file = binlog_event.event.next_binlog
+            # Table ids are not persistent across a server restart, which always rotates.
+            if binlog_event.timestamp != 0:
+                me.table_map = {}
 
+        elif binlog_event.log_pos:
+            me.log_pos = binlog_event.log_pos
 
-def _date(source_key: str | None) -> Reader:
-    make = datetime.date
+        if me.end_log_pos and me.log_pos >= me.end_log_pos:
+            me.is_past_end_log_pos = True
 
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        if len(data) < pos + 3:
-            raise ValueError("short date")
-        value = int.from_bytes(data[pos : pos + 3], "little")
-        pos += 3
-        if value == 0:
-            sources[source_key] = NONE_SOURCE.OUT_OF_DATE_RANGE
-            return None, pos
-        year = (value >> 9) & 0x7FFF
-        month = (value >> 5) & 0xF
-        day = value & 0x1F
-        if year == 0 or month == 0 or day == 0:
-            sources[source_key] = NONE_SOURCE.OUT_OF_DATE_RANGE
-            return None, pos
-        return make(year=year, month=month, day=day), pos
+        if (
+            binlog_event.event_type == BINLOG.FORMAT_DESCRIPTION_EVENT
+            and binlog_event.event is not None
+        ):
+            me.mysql_version = binlog_event.event.mysql_version
+            me._BinLogStreamReader__post_header_lengths = binlog_event.event.post_header_len
 
-    return read
-
-
-def _year(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-    return data[pos] + 1900, pos + 1
-
-
-def _enum(column: BinlogLibObject) -> Reader:
-    size = column.size
-    index_of = _uint_le(size)
-    values = column.enum_values
-
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        index = index_of(data, pos)
-        if values:
-            return values[index], pos + size
-        return None, pos + size
-
-    return read
-
-
-def _set(column: BinlogLibObject) -> Reader:
-    size = column.size
-    mask_of = _uint_le(size)
-    members = column.set_values
-    name = column.name
-
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        bit_mask = mask_of(data, pos)
-        pos += size
-        if members:
-            ret = {val for idx, val in enumerate(members) if bit_mask & (1 << idx)}
-            if not ret:
-                sources[name] = NONE_SOURCE.EMPTY_SET
-                return None, pos
-            return ret, pos
-        sources[name] = NONE_SOURCE.EMPTY_SET
-        return None, pos
-
-    return read
-
-
-def _bit(column: BinlogLibObject) -> Reader:
-    nbytes = column.bytes
-    bits = column.bits
-    first_end = bits if nbytes == 1 else (bits % 8 or 8)
-
-    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
-        if len(data) < pos + nbytes:
-            raise ValueError("short bit")
-        resp = ""
-        for index in range(nbytes):
-            byte = data[pos + index]
-            end = first_end if index == 0 else 8
-            current = ""
-            for bit in range(end):
-                current += "1" if byte & (1 << bit) else "0"
-            resp += current[::-1]
-        return resp, pos + nbytes
-
-    return read
-
-
-class _Unsupported(Exception):
-    """A column this module leaves to the library's decoder."""
-
-
-def _column_reader(column: BinlogLibObject, index: int, ignore_decode_errors: bool) -> Reader:
-    kind = column.type
-    unsigned = column.unsigned
-    source_key = column.name
-    if kind == FIELD_TYPE.TINY:
-        return _fixed(_S_B if unsigned else _S_b)
-    if kind == FIELD_TYPE.SHORT:
-        return _fixed(_S_H if unsigned else _S_h)
-    if kind == FIELD_TYPE.LONG:
-        return _fixed(_S_I if unsigned else _S_i)
-    if kind == FIELD_TYPE.INT24:
-        return _int24(bool(unsigned))
-    if kind == FIELD_TYPE.LONGLONG:
-        return _fixed(_S_Q if unsigned else _S_q)
-    if kind == FIELD_TYPE.FLOAT:
-        return _fixed(_S_f)
-    if kind == FIELD_TYPE.DOUBLE:
-        return _fixed(_S_d)
-    if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
-        return _string(2 if column.max_length > 255 else 1, column, ignore_decode_errors)
-    if kind == FIELD_TYPE.NEWDECIMAL:
-        return _decimal(column)
-    if kind == FIELD_TYPE.BLOB:
-        return _string(column.length_size, column, ignore_decode_errors)
-    if kind == FIELD_TYPE.DATETIME2:
-        return _datetime2(column, source_key)
-    if kind == FIELD_TYPE.TIME2:
-        return _time2(column)
-    if kind == FIELD_TYPE.DATE:
-        return _date(source_key)
-    if kind == FIELD_TYPE.TIMESTAMP2:
-        return _timestamp2(column)
-    if kind == FIELD_TYPE.YEAR:
-        return _year
-    if kind == FIELD_TYPE.ENUM:
-        return _enum(column)
-    if kind == FIELD_TYPE.SET:
-        return _set(column)
-    if kind == FIELD_TYPE.BIT:
-        return _bit(column)
-    if kind == FIELD_TYPE.GEOMETRY:
-        return _pascal_bytes(column.length_size)
-    if kind == FIELD_TYPE.JSON:
-        return _json(column.length_size)
-    # DATETIME, TIME and TIMESTAMP of the pre-5.6 formats and anything unknown.
-    raise _Unsupported(f"column type {kind}")
-
-
-class _RowsPlan:
-    """The compiled decoders of one table's columns: ``(value key, none-source key, reader)``."""
-
-    def __init__(self, columns: list[tuple[str, str | None, Reader]]) -> None:
-        self.columns = columns
-        self.count = len(columns)
-        self._bitmaps: dict[bytes, tuple[tuple[bool, ...], int, bool]] = {}
-
-    @classmethod
-    def compile(cls, columns: BinlogLibObject, ignore_decode_errors: bool) -> _RowsPlan | None:
-        compiled = []
-        try:
-            for index, column in enumerate(columns):
-                name = column.name
-                key = name if name else "UNKNOWN_COL" + str(index)
-                compiled.append((key, name, _column_reader(column, index, ignore_decode_errors)))
-        except (_Unsupported, AttributeError, TypeError, KeyError):
+        if me.skip_to_timestamp and binlog_event.timestamp < me.skip_to_timestamp:
             return None
-        return cls(compiled)
 
-    def _bitmap(self, bitmap: bytes) -> tuple[tuple[bool, ...], int, bool]:
-        info = self._bitmaps.get(bitmap)
-        if info is None:
-            present = tuple(bool(bitmap[i >> 3] & (1 << (i & 7))) for i in range(self.count))
-            info = (present, (BitCount(bitmap) + 7) // 8, all(present))
-            self._bitmaps[bitmap] = info
-        return info
+        if binlog_event.event_type == BINLOG.TABLE_MAP_EVENT and binlog_event.event is not None:
+            me.table_map[binlog_event.event.table_id] = binlog_event.event.get_table()
 
-    def _image(
-        self,
-        data: bytes,
-        pos: int,
-        bitmap: tuple[tuple[bool, ...], int, bool],
-        sources: NoneSources,
-    ) -> tuple[DriverImage, int]:
-        present, null_bytes, full = bitmap
-        nulls = data[pos : pos + null_bytes]
-        if len(nulls) != null_bytes:
-            raise ValueError("short null bitmap")
-        pos += null_bytes
-        values: DriverImage = {}
-        null_index = 0
-        null_source = NONE_SOURCE.NULL
-        for i, (key, source_key, read) in enumerate(self.columns):
-            if not full and not present[i]:
-                sources[source_key] = NONE_SOURCE.COLS_BITMAP
-                values[key] = None
-                continue
-            if nulls[null_index >> 3] & (1 << (null_index & 7)):
-                sources[source_key] = null_source
-                values[key] = None
-            else:
-                values[key], pos = read(data, pos, sources)
-            null_index += 1
-        return values, pos
+        if binlog_event.event is None or (
+            binlog_event.event.__class__ not in me._BinLogStreamReader__allowed_events
+        ):
+            return None
 
-    @staticmethod
-    def _none_sources(values: DriverImage, sources: NoneSources) -> dict[str, str]:
-        return {k: sources.get(k, "null") for k, v in values.items() if v is None}
-
-    def single_images(
-        self, data: bytes, pos: int, end: int, bitmap: bytes, sources: NoneSources
-    ) -> tuple[list[RowDict], int]:
-        info = self._bitmap(bitmap)
-        rows = []
-        image = self._image
-        none_sources = self._none_sources
-        while pos < end:
-            values, pos = image(data, pos, info, sources)
-            rows.append({"values": values, "none_sources": none_sources(values, sources)})
-        if pos != end:
-            raise ValueError("row images overran the event")
-        return rows, pos
-
-    def update_images(
-        self,
-        data: bytes,
-        pos: int,
-        end: int,
-        bitmap: bytes,
-        bitmap2: bytes,
-        sources: NoneSources,
-    ) -> tuple[list[RowDict], int]:
-        info = self._bitmap(bitmap)
-        info2 = self._bitmap(bitmap2)
-        rows = []
-        image = self._image
-        none_sources = self._none_sources
-        while pos < end:
-            before, pos = image(data, pos, info, sources)
-            before_sources = none_sources(before, sources)
-            after, pos = image(data, pos, info2, sources)
-            rows.append(
-                {
-                    "before_values": before,
-                    "before_none_sources": before_sources,
-                    "after_values": after,
-                    "after_none_sources": none_sources(after, sources),
-                }
-            )
-        if pos != end:
-            raise ValueError("row images overran the event")
-        return rows, pos
+        return binlog_event.event

@@ -33,7 +33,7 @@ from cdc_console.core.splits import (
 )
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError
 from cdc_console.mysql.binlog import RowChange, read_window, read_window_events, stream_settings
-from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
+from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader, DecodedRows
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import load_table_schema
@@ -108,6 +108,14 @@ def _events(stream: Any, end: BinlogOffset) -> Iterator[Any]:
         stream.close()
 
 
+def _kind_name(event: Any) -> str:
+    """The library's row event class ``event`` is (or derives from)."""
+    for kind in (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent):
+        if isinstance(event, kind):
+            return kind.__name__
+    raise AssertionError(f"not a row event: {event!r}")
+
+
 def decoded(cls: type, db: SourceDb, server_id: int, start: BinlogOffset, end: BinlogOffset) -> Any:
     out = []
     for file, pos, event in _events(_stream(cls, db, server_id, start), end):
@@ -116,7 +124,7 @@ def decoded(cls: type, db: SourceDb, server_id: int, start: BinlogOffset, end: B
             continue
         out.append(
             (
-                type(event).__mro__[-3].__name__,  # the library class it is (or derives from)
+                _kind_name(event),
                 file,
                 pos,
                 event.timestamp,
@@ -173,7 +181,7 @@ def test_caching_reader_decodes_like_the_library_across_alters(source_db: Source
             continue
         got.append(
             (
-                type(event).__mro__[-3].__name__,
+                _kind_name(event),
                 file,
                 pos,
                 event.timestamp,
@@ -186,9 +194,55 @@ def test_caching_reader_decodes_like_the_library_across_alters(source_db: Source
     assert got == expected
     shapes = {repr(e[6]) for e in expected if e[0] != "query"}
     assert len(shapes) == 6  # every shape of t and fidelity seen, each decoded right
-    assert cache.fast_events == sum(1 for e in expected if e[0] != "query")
+    row_events = sum(1 for e in expected if e[0] != "query")
+    assert cache.fast_events == row_events
     assert cache.library_events == 0
     assert cache.misses >= len(shapes)
+
+    # window_events: the same, with TABLE_MAP hits and row events handled from the bytes
+    stream = _stream(CachingBinLogStreamReader, source_db, 5434, start)
+    assert _window_decoded(stream, end) == expected
+    assert stream.cdc_cache.direct_events == row_events
+    assert stream.cdc_cache.hits > 0
+
+
+def _window_decoded(stream: Any, end: BinlogOffset) -> list[Any]:
+    """``decoded``'s tuples from ``CachingBinLogStreamReader.window_events``."""
+    names = {"insert": "WriteRowsEvent", "update": "UpdateRowsEvent", "delete": "DeleteRowsEvent"}
+    end_key = (binlog_file_index(end.file), end.pos)
+    current = stream.log_file
+    out: list[Any] = []
+    try:
+        for event in stream.window_events():
+            if isinstance(event, RotateEvent):
+                current = event.next_binlog
+                if (binlog_file_index(current), event.position) >= end_key:
+                    break
+                continue
+            if isinstance(event, DecodedRows):
+                pos = event.log_pos - event.event_size
+            else:
+                pos = event.packet.log_pos - event.packet.event_size
+            if (binlog_file_index(current), pos) >= end_key:
+                break
+            if isinstance(event, QueryEvent):
+                out.append(("query", current, pos, event.query))
+                continue
+            out.append(
+                (
+                    names[event.kind],
+                    current,
+                    pos,
+                    event.timestamp,
+                    event.schema,
+                    event.table,
+                    [c.data for c in event.columns],
+                    canonical(event.rows),
+                )
+            )
+    finally:
+        stream.close()
+    return out
 
 
 def _reference_read_window(

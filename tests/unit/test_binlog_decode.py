@@ -12,6 +12,7 @@ import datetime as dt
 import math
 import random
 import struct
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -31,7 +32,9 @@ from cdc_console.mysql import binlog_decode
 from cdc_console.mysql.binlog_decode import (
     _BASE_EVENT_ATTRS,
     _SUBSTITUTES,
+    CachingBinLogStreamReader,
     DecodeCache,
+    DecodedRows,
     _DecodingPacketWrapper,
 )
 
@@ -341,6 +344,7 @@ class Side:
         self.table_map: dict[int, Any] = {}
         self.ctl = FakeCtl(dbms)
         self.cache = DecodeCache()
+        self.only_schemas: list[str] | None = None
 
     def feed(self, pkt: MysqlPacket) -> Any:
         args = (
@@ -352,7 +356,7 @@ class Side:
             OUR_EVENTS if self.ours else LIBRARY_EVENTS,
             None,
             None,
-            None,
+            self.only_schemas,
             None,
             False,
             False,
@@ -417,6 +421,68 @@ def image(r: random.Random, cols: list[Col], null_rate: float = 0.15) -> list[An
     return [None if r.random() < null_rate else c.encode(r) for c in cols]
 
 
+def mixed_stream(r: random.Random, cols: list[Col], events: int, table_id: int = 77) -> list[bytes]:
+    """A TABLE_MAP, then inserts, updates and deletes of 1-5 rows, the TABLE_MAP now and then."""
+    stream = [raw_packet(BINLOG.TABLE_MAP_EVENT, table_map_body(table_id, "shop", "mix", cols))]
+    kinds = (BINLOG.WRITE_ROWS_EVENT_V2, BINLOG.UPDATE_ROWS_EVENT_V2, BINLOG.DELETE_ROWS_EVENT_V2)
+    for n in range(events):
+        kind = kinds[n % 3]
+        count = r.choice([1, 1, 2, 5])
+        update = kind == BINLOG.UPDATE_ROWS_EVENT_V2
+        images = [image(r, cols) for _ in range(2 * count if update else count)]
+        stream.append(raw_packet(kind, rows_body(table_id, cols, images, update=update)))
+        if n % 7 == 0:  # a TABLE_MAP before some statements, as servers send them
+            stream.append(stream[0])
+    return stream
+
+
+class OfflineReader(CachingBinLogStreamReader):  # type: ignore[misc]
+    """The real reader, fed crafted packets instead of a server's (nothing connects)."""
+
+    def __init__(self, stream: list[bytes], dbms: str = "mysql", **kwargs: Any) -> None:
+        super().__init__(
+            connection_settings={},
+            server_id=1,
+            only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, RotateEvent],
+            **kwargs,
+        )
+        self._packets = iter([MysqlPacket(raw, "utf8") for raw in stream])
+        self._ctl_connection = FakeCtl(dbms)
+        self._BinLogStreamReader__connected_ctl = True
+        self._BinLogStreamReader__connected_stream = True
+        self._BinLogStreamReader__use_checksum = True
+        self._BinLogStreamReader__optional_meta_data = True
+        self.mysql_version = (10, 11, 0)
+
+    def _next_packet(self) -> Any:
+        return next(self._packets, None)
+
+
+def window_decoded(reader: OfflineReader) -> list[Any]:
+    """``window_events``' row events as ``decode`` shapes them (with the library class's name)."""
+    names = {"insert": "WriteRowsEvent", "update": "UpdateRowsEvent", "delete": "DeleteRowsEvent"}
+    out = []
+    for event in reader.window_events():
+        if isinstance(event, DecodedRows):
+            assert event.log_pos == 1000 and event.timestamp == 1700000000
+            out.append((names[event.kind], canonical(event.rows), [c.name for c in event.columns]))
+    return out
+
+
+def library_rows(
+    stream: list[bytes], dbms: str = "mysql", only_schemas: list[str] | None = None
+) -> list[Any]:
+    library = Side(False, dbms)
+    library.only_schemas = only_schemas
+    out = []
+    for raw in stream:
+        event = library.feed(MysqlPacket(raw, "utf8"))
+        if event is not None and not isinstance(event, TableMapEvent):
+            kind = type(event).__name__
+            out.append((kind, canonical(event.rows), [c.name for c in event.columns]))
+    return out
+
+
 # --------------------------------------------------------------------------- tests
 
 
@@ -426,24 +492,7 @@ def test_rows_decode_exactly_like_the_library(dbms: str) -> None:
     cols = mixed_columns()
     if dbms == "mariadb":  # GEOMETRY is a character column there: leave it to the next test
         cols = [c for c in cols if c.kind != FIELD_TYPE.GEOMETRY]
-    stream = [raw_packet(BINLOG.TABLE_MAP_EVENT, table_map_body(77, "shop", "mix", cols))]
-    for n in range(300):
-        kind = n % 3
-        count = r.choice([1, 1, 2, 5])
-        if kind == 0:
-            images = [image(r, cols) for _ in range(count)]
-            body = rows_body(77, cols, images)
-            stream.append(raw_packet(BINLOG.WRITE_ROWS_EVENT_V2, body))
-        elif kind == 1:
-            images = [image(r, cols) for _ in range(2 * count)]
-            body = rows_body(77, cols, images, update=True)
-            stream.append(raw_packet(BINLOG.UPDATE_ROWS_EVENT_V2, body))
-        else:
-            images = [image(r, cols) for _ in range(count)]
-            body = rows_body(77, cols, images)
-            stream.append(raw_packet(BINLOG.DELETE_ROWS_EVENT_V2, body))
-        if n % 7 == 0:  # a TABLE_MAP before some statements, as servers send them
-            stream.append(stream[0])
+    stream = mixed_stream(r, cols, 300)
     ours, decoded = both(stream, dbms)
     assert (
         ours.cache.misses == 1
@@ -631,3 +680,60 @@ def test_split_reader_json_matches_dump_json() -> None:
     ]
     for value in values:
         assert _encode_json(value) == dump_json(value)
+
+
+@pytest.mark.parametrize("dbms", ["mysql", "mariadb"])
+def test_window_events_decode_straight_from_the_packets_like_the_library(dbms: str) -> None:
+    r = random.Random(20261126)
+    cols = mixed_columns()
+    if dbms == "mariadb":
+        cols = [c for c in cols if c.kind != FIELD_TYPE.GEOMETRY]
+    stream = mixed_stream(r, cols, 300)
+    reader = OfflineReader(stream, dbms)
+    assert window_decoded(reader) == library_rows(stream, dbms)
+    cache = reader.cdc_cache
+    # only the first TABLE_MAP is parsed into an event; every row event skips the wrapper
+    assert (cache.misses, cache.direct_events, cache.library_events) == (1, 300, 0)
+    assert reader.log_pos == 1000
+
+
+def test_window_events_pass_over_what_the_library_passes_over() -> None:
+    """Rows of a filtered schema or of an unknown table id: nothing yielded, position kept."""
+    r = random.Random(3)
+    cols = [Col("id", FIELD_TYPE.LONG, encode=lambda r: r.randbytes(4))]
+    rows = raw_packet(BINLOG.WRITE_ROWS_EVENT_V2, rows_body(9, cols, [image(r, cols, 0.0)]))
+    other = raw_packet(BINLOG.TABLE_MAP_EVENT, table_map_body(9, "other", "t", cols))
+    unknown = packet(BINLOG.WRITE_ROWS_EVENT_V2, rows_body(10, cols, [image(r, cols, 0.0)]), 2000)
+    stream = [other, rows, other, rows, unknown._data]
+    reader = OfflineReader(stream, only_schemas=["shop"])
+    assert window_decoded(reader) == library_rows(stream, only_schemas=["shop"]) == []
+    assert reader.table_map == {} and reader.log_pos == 2000
+
+
+def test_window_events_leave_unusual_row_events_to_the_library() -> None:
+    """Extra row data (partition info), a column the plan does not read, garbage: all go
+    through the library's decoder and come out (or fail) as it decodes them."""
+    r = random.Random(5)
+    cols = [c for c in mixed_columns() if c.kind != FIELD_TYPE.GEOMETRY][:6]
+    body = rows_body(77, cols, [image(r, cols) for _ in range(3)])
+    partitioned = body[:8] + struct.pack("<HBH", 5, 1, 3) + body[10:]
+    stream = [
+        raw_packet(BINLOG.TABLE_MAP_EVENT, table_map_body(77, "shop", "mix", cols)),
+        raw_packet(BINLOG.WRITE_ROWS_EVENT_V2, partitioned),
+        raw_packet(BINLOG.WRITE_ROWS_EVENT_V2, body),
+    ]
+    reader = OfflineReader(stream)
+    got = window_decoded(reader)
+    assert got == library_rows(stream) and len(got) == 2
+    assert reader.cdc_cache.direct_events == 1  # the plain event only
+    for cut in (1, 3, 7, 20):
+        truncated = [stream[0], raw_packet(BINLOG.WRITE_ROWS_EVENT_V2, body[:-cut])]
+        ours = outcome(lambda stream: window_decoded(OfflineReader(stream)), truncated)
+        assert ours == outcome(library_rows, truncated), cut
+
+
+def outcome(decode: Callable[[list[bytes]], list[Any]], stream: list[bytes]) -> Any:
+    try:
+        return decode(stream)
+    except Exception as exc:
+        return ("error", type(exc).__name__)

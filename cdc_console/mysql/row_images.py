@@ -1,0 +1,516 @@
+"""Row images decoded straight from a row event's bytes, exactly as pymysqlreplication decodes them.
+
+:class:`RowsPlan` holds one precompiled reader per column of a table (from its TABLE_MAP's
+columns) and decodes a row event's images with them, replicating the library's value decoding
+(1.0.17) byte for byte, its quirks included (see ``cdc_console.values.canonical``): same Python
+value, same none-source side effects. A column type it does not cover makes ``compile`` return
+None, and the caller leaves the table to the library's decoder; a value it cannot read raises,
+and the caller lets the library decode (or fail on) the untouched event.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import struct
+from collections.abc import Callable
+
+from pymysqlreplication.bitmap import BitCount
+from pymysqlreplication.constants import FIELD_TYPE, NONE_SOURCE
+from pymysqlreplication.json_binary import parse_json
+from pymysqlreplication.row_event import RowsEvent
+
+from cdc_console.core.untyped import BinlogLibObject, DriverImage, DriverValue
+
+__all__ = ["NoneSources", "RowDict", "RowsPlan"]
+
+#: The none-sources of one image as mysql-replication keeps them: column name (None for a column
+#: the library could not name) -> why the value is None (``NONE_SOURCE``).
+NoneSources = dict[str | None, str]
+#: A row of a row event as mysql-replication shapes it: ``values``/``before_values``/
+#: ``after_values`` -> the image, ``none_sources``/... -> column -> ``NONE_SOURCE``.
+RowDict = dict[str, DriverImage]
+Reader = Callable[[bytes, int, NoneSources], tuple[DriverValue, int]]
+
+# Each reader mirrors the branch of RowsEvent.__read_values_name (1.0.17) for one column type:
+# same byte layout, same Python value, same none-source side effects.
+
+_S_B = struct.Struct("<B")
+_S_b = struct.Struct("<b")
+_S_H = struct.Struct("<H")
+_S_h = struct.Struct("<h")
+_S_I = struct.Struct("<I")
+_S_i = struct.Struct("<i")
+_S_Q = struct.Struct("<Q")
+_S_q = struct.Struct("<q")
+_S_f = struct.Struct("<f")
+_S_d = struct.Struct("<d")
+_S_BE_i = struct.Struct(">i")
+_COMPRESSED_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+_FSP_BYTES = {1: 1, 2: 1, 3: 2, 4: 2, 5: 3, 6: 3}
+
+
+def _fixed(st: struct.Struct) -> Reader:
+    unpack = st.unpack_from
+    size = st.size
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        return unpack(data, pos)[0], pos + size
+
+    return read
+
+
+def _int24(unsigned: bool) -> Reader:
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        end = pos + 3
+        if len(data) < end:
+            raise ValueError("short int24")
+        return int.from_bytes(data[pos:end], "little", signed=not unsigned), end
+
+    return read
+
+
+def _uint_le(size: int) -> Callable[[bytes, int], int]:
+    """``read_uint_by_size`` for sizes 1..8 (the library returns None for others)."""
+    if not 1 <= size <= 8:
+        raise _Unsupported(f"uint size {size}")
+
+    def read(data: bytes, pos: int) -> int:
+        if len(data) < pos + size:
+            raise ValueError("short uint")
+        return int.from_bytes(data[pos : pos + size], "little")
+
+    return read
+
+
+def _string(length_size: int, column: BinlogLibObject, ignore_decode_errors: bool) -> Reader:
+    length_of = _uint_le(length_size)
+    errors = "ignore" if ignore_decode_errors else "strict"
+    charset = column.character_set_name
+    encoding = RowsEvent.charset_to_encoding(charset) if charset is not None else None
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        length = length_of(data, pos)
+        pos += length_size
+        end = pos + length
+        if len(data) < end:
+            raise ValueError("short string")
+        raw = data[pos:end]
+        if encoding is None:
+            return raw.decode(errors=errors), end
+        try:
+            return raw.decode(encoding, errors), end
+        except LookupError:
+            return raw, end
+
+    return read
+
+
+def _pascal_bytes(length_size: int) -> Reader:
+    length_of = _uint_le(length_size)
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        length = length_of(data, pos)
+        pos += length_size
+        end = pos + length
+        if len(data) < end:
+            raise ValueError("short bytes")
+        return data[pos:end], end
+
+    return read
+
+
+def _json(length_size: int) -> Reader:
+    length_of = _uint_le(length_size)
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        length = length_of(data, pos)
+        pos += length_size
+        if length == 0:
+            return None, pos
+        end = pos + length
+        if len(data) < end:
+            raise ValueError("short json")
+        value = data[pos:end]
+        return parse_json(value[0], value[1:]), end
+
+    return read
+
+
+def _be_signed(data: bytes, pos: int, size: int) -> int:
+    """``read_int_be_by_size`` for sizes 1..4: a signed big-endian integer."""
+    if len(data) < pos + size:
+        raise ValueError("short big-endian int")
+    return int.from_bytes(data[pos : pos + size], "big", signed=True)
+
+
+def _fsp_reader(fsp: int) -> Callable[[bytes, int], tuple[int, int]]:
+    """``__read_fsp``: the fractional seconds of a temporal value, in microseconds."""
+    size = _FSP_BYTES.get(fsp, 0)
+    if size == 0:
+        return lambda data, pos: (0, pos)
+    odd = fsp % 2
+    scale = 10 ** (6 - fsp)
+
+    def read(data: bytes, pos: int) -> tuple[int, int]:
+        micro = _be_signed(data, pos, size)
+        if odd:
+            micro = int(micro / 10)
+        return micro * scale, pos + size
+
+    return read
+
+
+def _decimal(column: BinlogLibObject) -> Reader:
+    precision, decimals = column.precision, column.decimals
+    integral = precision - decimals
+    uncomp_integral = int(integral / 9)
+    uncomp_fractional = int(decimals / 9)
+    comp_integral = integral - uncomp_integral * 9
+    comp_fractional = decimals - uncomp_fractional * 9
+    size_i = _COMPRESSED_BYTES[comp_integral]
+    size_f = _COMPRESSED_BYTES[comp_fractional]
+    total = size_i + 4 * uncomp_integral + 4 * uncomp_fractional + size_f
+    if total == 0:
+        raise _Unsupported("empty decimal")
+    unpack_be_i = _S_BE_i.unpack_from
+    Decimal = decimal.Decimal
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        end = pos + total
+        if len(data) < end:
+            raise ValueError("short decimal")
+        buf = bytearray(data[pos:end])
+        first = buf[0]
+        if first & 0x80 != 0:
+            res = ""
+            mask = 0
+        else:
+            mask = -1
+            res = "-"
+        buf[0] = first ^ 0x80
+        at = 0
+        if size_i > 0:
+            res += str(int.from_bytes(buf[0:size_i], "big", signed=True) ^ mask)
+            at = size_i
+        for _ in range(uncomp_integral):
+            res += f"{unpack_be_i(buf, at)[0] ^ mask:09d}"
+            at += 4
+        res += "."
+        for _ in range(uncomp_fractional):
+            res += f"{unpack_be_i(buf, at)[0] ^ mask:09d}"
+            at += 4
+        if size_f > 0:
+            value = int.from_bytes(buf[at : at + size_f], "big", signed=True) ^ mask
+            res += f"{value:0{comp_fractional}d}"
+        return Decimal(res), end
+
+    return read
+
+
+def _datetime2(column: BinlogLibObject, source_key: str | None) -> Reader:
+    fsp = _fsp_reader(column.fsp)
+    make = datetime.datetime
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        if len(data) < pos + 5:
+            raise ValueError("short datetime2")
+        value = int.from_bytes(data[pos : pos + 5], "big")
+        pos += 5
+        year_month = (value >> 22) & 0x1FFFF
+        try:
+            t = make(
+                year=int(year_month / 13),
+                month=year_month % 13,
+                day=(value >> 17) & 0x1F,
+                hour=(value >> 12) & 0x1F,
+                minute=(value >> 6) & 0x3F,
+                second=value & 0x3F,
+            )
+        except ValueError:
+            _, pos = fsp(data, pos)
+            sources[source_key] = NONE_SOURCE.OUT_OF_DATETIME2_RANGE
+            return None, pos
+        micro, pos = fsp(data, pos)
+        if micro > 0:
+            t = t.replace(microsecond=micro)
+        return t, pos
+
+    return read
+
+
+def _timestamp2(column: BinlogLibObject) -> Reader:
+    fsp = _fsp_reader(column.fsp)
+    from_timestamp = datetime.datetime.utcfromtimestamp
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        t = from_timestamp(_be_signed(data, pos, 4))
+        micro, pos = fsp(data, pos + 4)
+        if micro > 0:
+            t = t.replace(microsecond=micro)
+        return t, pos
+
+    return read
+
+
+def _time2(column: BinlogLibObject) -> Reader:
+    fsp = _fsp_reader(column.fsp)
+    timedelta = datetime.timedelta
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        value = _be_signed(data, pos, 3)
+        sign = 1 if (value >> 23) & 1 else -1
+        if sign == -1:
+            value = ~value + 1
+        micro, pos = fsp(data, pos + 3)
+        t = (
+            timedelta(
+                hours=(value >> 12) & 0x3FF,
+                minutes=(value >> 6) & 0x3F,
+                seconds=value & 0x3F,
+                microseconds=micro,
+            )
+            * sign
+        )
+        return t, pos
+
+    return read
+
+
+def _date(source_key: str | None) -> Reader:
+    make = datetime.date
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        if len(data) < pos + 3:
+            raise ValueError("short date")
+        value = int.from_bytes(data[pos : pos + 3], "little")
+        pos += 3
+        if value == 0:
+            sources[source_key] = NONE_SOURCE.OUT_OF_DATE_RANGE
+            return None, pos
+        year = (value >> 9) & 0x7FFF
+        month = (value >> 5) & 0xF
+        day = value & 0x1F
+        if year == 0 or month == 0 or day == 0:
+            sources[source_key] = NONE_SOURCE.OUT_OF_DATE_RANGE
+            return None, pos
+        return make(year=year, month=month, day=day), pos
+
+    return read
+
+
+def _year(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+    return data[pos] + 1900, pos + 1
+
+
+def _enum(column: BinlogLibObject) -> Reader:
+    size = column.size
+    index_of = _uint_le(size)
+    values = column.enum_values
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        index = index_of(data, pos)
+        if values:
+            return values[index], pos + size
+        return None, pos + size
+
+    return read
+
+
+def _set(column: BinlogLibObject) -> Reader:
+    size = column.size
+    mask_of = _uint_le(size)
+    members = column.set_values
+    name = column.name
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        bit_mask = mask_of(data, pos)
+        pos += size
+        if members:
+            ret = {val for idx, val in enumerate(members) if bit_mask & (1 << idx)}
+            if not ret:
+                sources[name] = NONE_SOURCE.EMPTY_SET
+                return None, pos
+            return ret, pos
+        sources[name] = NONE_SOURCE.EMPTY_SET
+        return None, pos
+
+    return read
+
+
+def _bit(column: BinlogLibObject) -> Reader:
+    nbytes = column.bytes
+    bits = column.bits
+    first_end = bits if nbytes == 1 else (bits % 8 or 8)
+
+    def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
+        if len(data) < pos + nbytes:
+            raise ValueError("short bit")
+        resp = ""
+        for index in range(nbytes):
+            byte = data[pos + index]
+            end = first_end if index == 0 else 8
+            current = ""
+            for bit in range(end):
+                current += "1" if byte & (1 << bit) else "0"
+            resp += current[::-1]
+        return resp, pos + nbytes
+
+    return read
+
+
+class _Unsupported(Exception):
+    """A column this module leaves to the library's decoder."""
+
+
+def _column_reader(column: BinlogLibObject, index: int, ignore_decode_errors: bool) -> Reader:
+    kind = column.type
+    unsigned = column.unsigned
+    source_key = column.name
+    if kind == FIELD_TYPE.TINY:
+        return _fixed(_S_B if unsigned else _S_b)
+    if kind == FIELD_TYPE.SHORT:
+        return _fixed(_S_H if unsigned else _S_h)
+    if kind == FIELD_TYPE.LONG:
+        return _fixed(_S_I if unsigned else _S_i)
+    if kind == FIELD_TYPE.INT24:
+        return _int24(bool(unsigned))
+    if kind == FIELD_TYPE.LONGLONG:
+        return _fixed(_S_Q if unsigned else _S_q)
+    if kind == FIELD_TYPE.FLOAT:
+        return _fixed(_S_f)
+    if kind == FIELD_TYPE.DOUBLE:
+        return _fixed(_S_d)
+    if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
+        return _string(2 if column.max_length > 255 else 1, column, ignore_decode_errors)
+    if kind == FIELD_TYPE.NEWDECIMAL:
+        return _decimal(column)
+    if kind == FIELD_TYPE.BLOB:
+        return _string(column.length_size, column, ignore_decode_errors)
+    if kind == FIELD_TYPE.DATETIME2:
+        return _datetime2(column, source_key)
+    if kind == FIELD_TYPE.TIME2:
+        return _time2(column)
+    if kind == FIELD_TYPE.DATE:
+        return _date(source_key)
+    if kind == FIELD_TYPE.TIMESTAMP2:
+        return _timestamp2(column)
+    if kind == FIELD_TYPE.YEAR:
+        return _year
+    if kind == FIELD_TYPE.ENUM:
+        return _enum(column)
+    if kind == FIELD_TYPE.SET:
+        return _set(column)
+    if kind == FIELD_TYPE.BIT:
+        return _bit(column)
+    if kind == FIELD_TYPE.GEOMETRY:
+        return _pascal_bytes(column.length_size)
+    if kind == FIELD_TYPE.JSON:
+        return _json(column.length_size)
+    # DATETIME, TIME and TIMESTAMP of the pre-5.6 formats and anything unknown.
+    raise _Unsupported(f"column type {kind}")
+
+
+class RowsPlan:
+    """The compiled decoders of one table's columns: ``(value key, none-source key, reader)``."""
+
+    def __init__(self, columns: list[tuple[str, str | None, Reader]]) -> None:
+        self.columns = columns
+        self.count = len(columns)
+        self._bitmaps: dict[bytes, tuple[tuple[bool, ...], int, bool]] = {}
+
+    @classmethod
+    def compile(cls, columns: BinlogLibObject, ignore_decode_errors: bool) -> RowsPlan | None:
+        compiled = []
+        try:
+            for index, column in enumerate(columns):
+                name = column.name
+                key = name if name else "UNKNOWN_COL" + str(index)
+                compiled.append((key, name, _column_reader(column, index, ignore_decode_errors)))
+        except (_Unsupported, AttributeError, TypeError, KeyError):
+            return None
+        return cls(compiled)
+
+    def _bitmap(self, bitmap: bytes) -> tuple[tuple[bool, ...], int, bool]:
+        info = self._bitmaps.get(bitmap)
+        if info is None:
+            present = tuple(bool(bitmap[i >> 3] & (1 << (i & 7))) for i in range(self.count))
+            info = (present, (BitCount(bitmap) + 7) // 8, all(present))
+            self._bitmaps[bitmap] = info
+        return info
+
+    def _image(
+        self,
+        data: bytes,
+        pos: int,
+        bitmap: tuple[tuple[bool, ...], int, bool],
+        sources: NoneSources,
+    ) -> tuple[DriverImage, int]:
+        present, null_bytes, full = bitmap
+        nulls = data[pos : pos + null_bytes]
+        if len(nulls) != null_bytes:
+            raise ValueError("short null bitmap")
+        pos += null_bytes
+        values: DriverImage = {}
+        null_index = 0
+        null_source = NONE_SOURCE.NULL
+        for i, (key, source_key, read) in enumerate(self.columns):
+            if not full and not present[i]:
+                sources[source_key] = NONE_SOURCE.COLS_BITMAP
+                values[key] = None
+                continue
+            if nulls[null_index >> 3] & (1 << (null_index & 7)):
+                sources[source_key] = null_source
+                values[key] = None
+            else:
+                values[key], pos = read(data, pos, sources)
+            null_index += 1
+        return values, pos
+
+    @staticmethod
+    def _none_sources(values: DriverImage, sources: NoneSources) -> dict[str, str]:
+        return {k: sources.get(k, "null") for k, v in values.items() if v is None}
+
+    def single_images(
+        self, data: bytes, pos: int, end: int, bitmap: bytes, sources: NoneSources
+    ) -> tuple[list[RowDict], int]:
+        info = self._bitmap(bitmap)
+        rows = []
+        image = self._image
+        none_sources = self._none_sources
+        while pos < end:
+            values, pos = image(data, pos, info, sources)
+            rows.append({"values": values, "none_sources": none_sources(values, sources)})
+        if pos != end:
+            raise ValueError("row images overran the event")
+        return rows, pos
+
+    def update_images(
+        self,
+        data: bytes,
+        pos: int,
+        end: int,
+        bitmap: bytes,
+        bitmap2: bytes,
+        sources: NoneSources,
+    ) -> tuple[list[RowDict], int]:
+        info = self._bitmap(bitmap)
+        info2 = self._bitmap(bitmap2)
+        rows = []
+        image = self._image
+        none_sources = self._none_sources
+        while pos < end:
+            before, pos = image(data, pos, info, sources)
+            before_sources = none_sources(before, sources)
+            after, pos = image(data, pos, info2, sources)
+            rows.append(
+                {
+                    "before_values": before,
+                    "before_none_sources": before_sources,
+                    "after_values": after,
+                    "after_none_sources": none_sources(after, sources),
+                }
+            )
+        if pos != end:
+            raise ValueError("row images overran the event")
+        return rows, pos
