@@ -24,7 +24,7 @@ from cdc_console.core.records import ChangeRecord, RecordDict
 from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
-from cdc_console.core.values import RawKey
+from cdc_console.core.values import CanonicalValue, RawKey
 from cdc_console.mysql.binlog import read_window_events
 from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
 
@@ -74,6 +74,14 @@ def should_emit(watermarks: SplitWatermarks, position: BinlogOffset, key: RawKey
 # ``dump_json``'s exact encoding (checked by tests/unit/test_binlog_fastpath.py), with the encoder
 # built once instead of on every call: two encodings per record are a visible share of the reader.
 _encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _encode_key(key: tuple[CanonicalValue, ...]) -> str:
+    """``_encode_json(list(key))``, spelled directly for a lone integer key (the usual id)."""
+    if len(key) == 1 and type(key[0]) is int:
+        return f"[{key[0]}]"
+    return _encode_json(list(key))
+
 
 _HALVES: dict[str, tuple[tuple[str, str, str], ...]] = {
     # kind -> (op, image key, none-sources key) per record; an update is two records, each
@@ -146,6 +154,7 @@ class BinlogSplitReader:
         log.info("binlog split [%s, %s): %d tables", split.start, split.end, len(watermarks))
         seq = 0
         encode = _encode_json
+        encode_key = _encode_key
         on_change = self._schema_changed if self.park_on_schema_change else None
         for event in read_window_events(
             self.source,
@@ -194,7 +203,7 @@ class BinlogSplitReader:
                         "database": database,
                         "table": table,
                         "op": op,
-                        "key": encode(list(key_of(canonical))),
+                        "key": encode_key(key_of(canonical)),
                         "row": encode(canonical),
                         "file_index": file_index,
                         "pos": pos,

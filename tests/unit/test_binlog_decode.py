@@ -669,7 +669,7 @@ def test_plain_reader_classes_are_untouched() -> None:
 
 
 def test_split_reader_json_matches_dump_json() -> None:
-    from cdc_console.source.binlog_reader import _encode_json
+    from cdc_console.source.binlog_reader import _encode_json, _encode_key
     from cdc_console.source.jsonvalues import dump_json
 
     values: list[Any] = [
@@ -680,6 +680,8 @@ def test_split_reader_json_matches_dump_json() -> None:
     ]
     for value in values:
         assert _encode_json(value) == dump_json(value)
+    for key in [(0,), (-7,), (2**64,), (-(2**63),), (True,), (1.5,), ("a",), (1, 2), (None,)]:
+        assert _encode_key(key) == _encode_json(list(key)) == dump_json(list(key))
 
 
 @pytest.mark.parametrize("dbms", ["mysql", "mariadb"])
