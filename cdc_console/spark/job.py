@@ -405,11 +405,12 @@ class PipelineJob:
         )
 
     def _stream(self, store: StateStore, applier: BatchApplier, until_caught_up: bool) -> int:
+        from cdc_console.spark.class_archive import driver_java_options
         from cdc_console.spark.datasource import SOURCE_NAME, CdcDataSource
         from cdc_console.spark.session import spark_session
         from cdc_console.spark.warm_up import warm_python_workers
 
-        spark = spark_session(self.config)
+        spark = spark_session(self.config, driver_java_options(self.config))
         install_signal_handlers(self)  # the SparkContext put its own SIGINT handler in place
         ui = spark.sparkContext.uiWebUrl
         store.update_run(self.run_id, spark_ui=ui)

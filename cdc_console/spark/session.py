@@ -7,12 +7,15 @@ import sys
 from typing import TYPE_CHECKING
 
 from cdc_console.config import PipelineConfig
+from cdc_console.spark.class_archive import DRIVER_JAVA_OPTIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def spark_session(config: PipelineConfig) -> SparkSession:
+def spark_session(config: PipelineConfig, java_options: str = DRIVER_JAVA_OPTIONS) -> SparkSession:
+    """A session for ``config``; ``java_options`` are the driver JVM's (``class_archive``'s
+    ``driver_java_options`` adds the class archive; empty leaves them to ``[spark.conf]``)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -26,7 +29,6 @@ def spark_session(config: PipelineConfig) -> SparkSession:
         .config("spark.sql.streaming.stopTimeout", "60s")
         .config("spark.python.worker.reuse", "true")
         .config("spark.python.daemon.module", "cdc_console.spark.daemon")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -Xss8m")
         # The job runs a micro-batch every second or so, for weeks: Spark's UI would keep the
         # last 1,000 jobs, stages and SQL executions and 100,000 tasks alive in the driver heap.
         .config("spark.ui.retainedJobs", "100")
@@ -34,6 +36,8 @@ def spark_session(config: PipelineConfig) -> SparkSession:
         .config("spark.ui.retainedTasks", "2000")
         .config("spark.sql.ui.retainedExecutions", "100")
     )
+    if java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", java_options)
     if config.spark.ui_port is not None:
         builder = builder.config("spark.ui.port", str(config.spark.ui_port))
     for key, value in config.spark.conf.items():
