@@ -167,7 +167,7 @@ def driver_java_options(config: PipelineConfig) -> str:
                 archive,
                 pid,
             )
-    except OSError as exc:  # an unwritable cache costs the speed-up, nothing else
+    except Exception as exc:  # an unwritable cache, say: it costs the speed-up, nothing else
         log.info("driver JVM: no class archive (%s)", exc)
     return DRIVER_JAVA_OPTIONS
 

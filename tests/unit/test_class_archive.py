@@ -166,3 +166,14 @@ def test_a_failed_build_publishes_nothing_and_frees_the_lock(
         class_archive.build(archive)
     assert not usable_archive(archive)
     assert list(archive.parent.iterdir()) == []
+
+
+def test_an_unwritable_cache_costs_only_the_speed_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv(class_archive.CACHE_ENV, str(blocked / "cache"))
+    monkeypatch.setattr(class_archive, "current_key", lambda: KEY)
+    config = config_from_dict({"source": {"tables": ["shop.*"]}}, base=tmp_path)
+    assert driver_java_options(config) == DRIVER_JAVA_OPTIONS
