@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import struct
 import warnings
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from typing import ClassVar
 
 import pymysql
@@ -268,23 +267,68 @@ class _DecodingPacketWrapper(BinLogPacketWrapper):  # type: ignore[misc]
             cdc_cache.group_start = None
 
 
-@dataclass(frozen=True, slots=True)
 class DecodedRows:
     """One row event of a table the reader follows: what a window reader needs of it.
 
-    ``rows`` are the library's row dicts, ``columns`` the TABLE_MAP's column list (one list per
-    parsed TABLE_MAP, so a changed table brings a new one), ``log_pos`` the position after the
-    event and ``event_size`` its size: ``log_pos - event_size`` is where it starts.
+    ``columns`` is the TABLE_MAP's column list (one list per parsed TABLE_MAP, so a changed
+    table brings a new one), ``log_pos`` the position after the event and ``event_size`` its
+    size: ``log_pos - event_size`` is where it starts. ``rows`` (the library's row dicts) are
+    decoded on first use, so a reader that passes over an event (a table it does not capture,
+    one left out since its DDL, an event before a table's resume position) never decodes it,
+    nor fails on a value it could not decode; as with the library's own lazy rows, that use
+    must come before the reader moves on.
     """
 
-    kind: str  # insert | update | delete
-    schema: str
-    table: str
-    columns: BinlogLibObject
-    rows: list[RowDict]
-    timestamp: int
-    log_pos: int
-    event_size: int
+    __slots__ = (
+        "_decode",
+        "_rows",
+        "_valid",
+        "columns",
+        "event_size",
+        "kind",
+        "log_pos",
+        "schema",
+        "table",
+        "timestamp",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        schema: str,
+        table: str,
+        columns: BinlogLibObject,
+        timestamp: int,
+        log_pos: int,
+        event_size: int,
+        decode: Callable[[], list[RowDict]],
+        valid: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.kind = kind  # insert | update | delete
+        self.schema = schema
+        self.table = table
+        self.columns = columns
+        self.timestamp = timestamp
+        self.log_pos = log_pos
+        self.event_size = event_size
+        self._rows: list[RowDict] | None = None
+        self._decode = decode
+        self._valid = valid
+
+    @property
+    def rows(self) -> list[RowDict]:
+        if self._rows is None:
+            if not self._valid():
+                raise RuntimeError(
+                    "a row event's rows were first asked for after the reader moved on"
+                )
+            self._rows = self._decode()
+        return self._rows
+
+
+def _rows_of(event: BinlogLibObject) -> Callable[[], list[RowDict]]:
+    """The library's own lazy decoding of a row event, as ``DecodedRows`` asks for it."""
+    return lambda: list(event.rows)
 
 
 def _row_kind(event: BinlogLibObject) -> str:
@@ -323,6 +367,7 @@ class _FastPath:
     def __init__(self, reader: CachingBinLogStreamReader) -> None:
         me: BinlogLibObject = reader
         self.reader = me
+        self.owner = reader
         self.cache = reader.cdc_cache
         allowed = me._BinLogStreamReader__allowed_events
         self.row_types = {
@@ -336,6 +381,8 @@ class _FastPath:
         self.ignored_schemas = me._BinLogStreamReader__ignored_schemas
         self.ignore_decode_errors = bool(me._BinLogStreamReader__ignore_decode_errors)
         self.enabled = not me._BinLogStreamReader__verify_checksum
+        # A reader that asked for TABLE_MAP events gets each one, as an event object.
+        self.table_maps_passed_over = not ({TableMapEvent, _CachedTableMapEvent} & set(allowed))
         # Event types the library's wrapper does not even parse (GTID, XID, ... unless asked
         # for): all it does with them is move ``log_pos``.
         in_packet = me._BinLogStreamReader__allowed_events_in_packet
@@ -344,15 +391,16 @@ class _FastPath:
             code for code in range(256) if classes.get(code, NotImplementedEvent) not in in_packet
         )
 
-    def handle(self, data: bytes) -> DecodedRows | bool:
+    def handle(self, pkt: BinlogLibObject) -> DecodedRows | bool:
+        data: bytes = pkt._data
         if not self.enabled or len(data) < _HEADER_END:
             return False
         kind = data[5]
         if kind == BINLOG.TABLE_MAP_EVENT:
-            return self._table_map(data)
+            return self.table_maps_passed_over and self._table_map(data)
         spec = self.row_types.get(kind)
         if spec is not None:
-            return self._rows(data, kind, spec)
+            return self._rows(pkt, data, kind, spec)
         if kind in self.passed_over:
             _, _, _, event_size, log_pos, _ = _HEADER.unpack_from(data)
             if kind in _GROUP_START_TYPES:
@@ -392,7 +440,9 @@ class _FastPath:
             return True
         return self.ignored_schemas is not None and schema in self.ignored_schemas
 
-    def _rows(self, data: bytes, event_type: int, spec: tuple[str, int]) -> DecodedRows | bool:
+    def _rows(
+        self, pkt: BinlogLibObject, data: bytes, event_type: int, spec: tuple[str, int]
+    ) -> DecodedRows | bool:
         me = self.reader
         timestamp, _, _, event_size, log_pos, _ = _HEADER.unpack_from(data)
         table = me.table_map.get(int.from_bytes(data[20:26], "little"))
@@ -410,31 +460,44 @@ class _FastPath:
             pos = 30
         else:
             pos = 28
-        columns = data[pos]
-        if columns >= 251:
+        end = self._body_end(event_size)
+        if pos >= end or data[pos] >= 251:
             return False
-        size = (columns + 7) >> 3
+        size = (data[pos] + 7) >> 3
         bitmap = data[pos + 1 : pos + 1 + size]
         pos += 1 + size
-        end = self._body_end(event_size)
         plan = self.cache.plan_for(table, self.ignore_decode_errors)
         if plan is None or pos > end:
             return False
-        sources: NoneSources = {}
-        try:
-            if kind == "update":
-                bitmap2 = data[pos : pos + size]
-                rows, _ = plan.update_images(data, pos + size, end, bitmap, bitmap2, sources)
-            else:
-                rows, _ = plan.single_images(data, pos, end, bitmap, sources)
-        except Exception:
-            return False  # the library decodes it, or raises its own error, from the packet
-        self.cache.fast_events += 1
-        self.cache.direct_events += 1
         if log_pos:
             me.log_pos = log_pos
+        cache = self.cache
+
+        def decode() -> list[RowDict]:
+            sources: NoneSources = {}
+            try:
+                if kind == "update":
+                    bitmap2 = data[pos : pos + size]
+                    rows, _ = plan.update_images(data, pos + size, end, bitmap, bitmap2, sources)
+                else:
+                    rows, _ = plan.single_images(data, pos, end, bitmap, sources)
+            except Exception:
+                # The library decodes it, or raises its own error, from the untouched packet.
+                return list(me._library_event(pkt).rows)
+            cache.fast_events += 1
+            cache.direct_events += 1
+            return rows
+
         return DecodedRows(
-            kind, table.schema, table.table, table.columns, rows, timestamp, log_pos, event_size
+            kind,
+            table.schema,
+            table.table,
+            table.columns,
+            timestamp,
+            log_pos,
+            event_size,
+            decode,
+            self.owner._in_turn(),
         )
 
 
@@ -453,6 +516,8 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         me: BinlogLibObject = self
         self.cdc_cache = DecodeCache()
+        #: packets read by ``window_events`` (see ``DecodedRows.rows``)
+        self._turn = 0
         allowed = me._BinLogStreamReader__allowed_events
         me._BinLogStreamReader__allowed_events = frozenset(
             allowed | {fast for base, fast in _SUBSTITUTES.items() if base in allowed}
@@ -488,10 +553,11 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
             fast = _FastPath(self)
         while True:
             pkt = self._next_packet()
+            self._turn += 1
             if pkt is None:
                 return
             if fast is not None:
-                handled = fast.handle(pkt._data)
+                handled = fast.handle(pkt)
                 if handled is True:
                     continue
                 if handled is not False:
@@ -507,13 +573,19 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
                     event.schema,
                     event.table,
                     event.columns,
-                    event.rows,
                     event.timestamp,
                     packet.log_pos,
                     packet.event_size,
+                    _rows_of(event),
+                    self._in_turn(),
                 )
             else:
                 yield event
+
+    def _in_turn(self) -> Callable[[], bool]:
+        """True until the reader reads its next packet: when an event's lazy rows may decode."""
+        turn = self._turn
+        return lambda: self._turn == turn
 
     def _next_packet(self) -> BinlogLibObject:  # pragma: no cover - exercised against a server
         """The next OK packet of the stream, or None at its end (the stream is then closed)."""
