@@ -531,7 +531,7 @@ def prepare_class_archive() -> None:
     """Build the driver JVM's class archive before anything is timed (the job maps it; a first
     run on a fresh machine would otherwise measure a start without it, beside its build)."""
     done = subprocess.run(
-        [sys.executable, "-m", "cdc_console.spark.class_archive", "--if-missing"],
+        [sys.executable, "-m", "cdc_console.spark.class_archive_build", "--if-missing"],
         capture_output=True,
         text=True,
         check=False,

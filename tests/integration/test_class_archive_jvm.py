@@ -18,7 +18,7 @@ from cdc_console.spark.class_archive import DRIVER_JAVA_OPTIONS, sharing_options
 def test_an_archive_built_here_is_mapped_by_a_fresh_driver_jvm(tmp_path: Path) -> None:
     archive = tmp_path / "jvm" / "spark.jsa"
     built = subprocess.run(
-        [sys.executable, "-m", "cdc_console.spark.class_archive", str(archive)],
+        [sys.executable, "-m", "cdc_console.spark.class_archive_build", str(archive)],
         capture_output=True,
         text=True,
         timeout=600,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cdc_console.config import config_from_dict
-from cdc_console.spark import class_archive
+from cdc_console.spark import class_archive, class_archive_build
 from cdc_console.spark.class_archive import (
     DRIVER_JAVA_OPTIONS,
     ArchiveKey,
@@ -33,11 +33,13 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "cache"
 
 
-def publish(archive: Path, size: int, manifest_size: int | None = None) -> None:
+def publish(
+    archive: Path, size: int, manifest_size: int | None = None, home: str | None = None
+) -> None:
     archive.parent.mkdir(parents=True, exist_ok=True)
     archive.write_bytes(b"\0" * size)
     archive.with_suffix(".json").write_text(
-        json.dumps({"size": size if manifest_size is None else manifest_size})
+        json.dumps({"size": size if manifest_size is None else manifest_size, "home": home})
     )
 
 
@@ -84,8 +86,11 @@ def test_a_missing_archive_is_built_in_the_background_once(
         def __init__(self, args: list[str], **kwargs: object) -> None:
             started.append(args)
             assert kwargs.get("start_new_session") is True
+            env = kwargs.get("env")
+            assert isinstance(env, dict) and "PYSPARK_GATEWAY_SECRET" not in env
 
     monkeypatch.setattr(class_archive.subprocess, "Popen", FakePopen)
+    monkeypatch.setenv("PYSPARK_GATEWAY_SECRET", "left by a parent spark-submit")
     config = config_from_dict({"source": {"tables": ["shop.*"]}}, base=tmp_path)
     assert driver_java_options(config) == DRIVER_JAVA_OPTIONS
     assert driver_java_options(config) == DRIVER_JAVA_OPTIONS  # the first build holds the lock
@@ -95,12 +100,12 @@ def test_a_missing_archive_is_built_in_the_background_once(
 
 def test_a_stale_build_lock_is_taken_over(cache: Path) -> None:
     archive = archive_path(KEY)
-    assert class_archive._take_lock(archive)
-    assert not class_archive._take_lock(archive)
+    assert class_archive.take_lock(archive)
+    assert not class_archive.take_lock(archive)
     lock = archive.with_suffix(".building")
     old = time.time() - class_archive.STALE_BUILD_SECONDS - 5
     os.utime(lock, (old, old))
-    assert class_archive._take_lock(archive)
+    assert class_archive.take_lock(archive)
     assert lock.read_text() == str(os.getpid())
 
 
@@ -132,27 +137,28 @@ def test_without_java_there_is_nothing_to_map(
     assert not (cache / "jvm").exists()
 
 
-def test_a_new_archive_supersedes_the_old_ones(
+def test_a_new_archive_supersedes_the_old_ones_of_its_installation(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    old = archive_path(ArchiveKey("4.2.0", KEY.java, KEY.jars))
-    publish(old, 10)
+    old = archive_path(ArchiveKey("4.2.0", KEY.java, KEY.jars, "/venv/a/pyspark"))
+    publish(old, 10, home="/venv/a/pyspark")
+    other = archive_path(ArchiveKey("4.3.0", KEY.java, KEY.jars, "/venv/b/pyspark"))
+    publish(other, 10, home="/venv/b/pyspark")
     archive = archive_path(KEY)
 
     def dump(partial: Path, work: Path, timeout: float) -> None:
         partial.write_bytes(b"\1" * 64)
 
-    monkeypatch.setattr(class_archive, "_dump_classes", dump)
-    assert class_archive._take_lock(archive)
-    class_archive.build(archive)
-    assert usable_archive(archive)
-    assert sorted(p.name for p in archive.parent.iterdir()) == sorted(
-        [archive.name, archive.with_suffix(".json").name]
-    )
+    monkeypatch.setattr(class_archive_build, "_dump_classes", dump)
+    assert class_archive.take_lock(archive)
+    class_archive_build.build(archive, home="/venv/a/pyspark")
+    assert usable_archive(archive) and usable_archive(other)
+    assert not old.exists() and not old.with_suffix(".json").exists()
+    assert not archive.with_suffix(".building").exists()
 
 
-def test_a_failed_build_publishes_nothing_and_frees_the_lock(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_failed_build_publishes_nothing_and_is_not_retried_by_every_job(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     archive = archive_path(KEY)
 
@@ -160,12 +166,30 @@ def test_a_failed_build_publishes_nothing_and_frees_the_lock(
         partial.write_bytes(b"\1" * 64)  # what a JVM killed mid-dump leaves
         raise RuntimeError("the archiving JVM exited with 137")
 
-    monkeypatch.setattr(class_archive, "_dump_classes", dump)
-    assert class_archive._take_lock(archive)
+    monkeypatch.setattr(class_archive_build, "_dump_classes", dump)
+    assert class_archive.take_lock(archive)
     with pytest.raises(RuntimeError, match="137"):
-        class_archive.build(archive)
+        class_archive_build.build(archive)
     assert not usable_archive(archive)
-    assert list(archive.parent.iterdir()) == []
+    assert [p.name for p in archive.parent.iterdir()] == [archive.with_suffix(".failed").name]
+
+    def no_build(archive: Path) -> int:
+        raise AssertionError("a build started within a day of a failed one")
+
+    monkeypatch.setattr(class_archive, "start_build", no_build)
+    config = config_from_dict({"source": {"tables": ["shop.*"]}}, base=tmp_path)
+    assert driver_java_options(config) == DRIVER_JAVA_OPTIONS
+
+
+def test_under_spark_submit_the_running_jvm_is_left_alone(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """spark-submit starts the driver JVM before our Python: no option reaches it, and a
+    builder would join that JVM (pyspark follows PYSPARK_GATEWAY_PORT)."""
+    publish(archive_path(KEY), 4096)
+    monkeypatch.setenv(class_archive.GATEWAY_ENV, "41234")
+    config = config_from_dict({"source": {"tables": ["shop.*"]}}, base=tmp_path)
+    assert driver_java_options(config) == DRIVER_JAVA_OPTIONS
 
 
 def test_an_unwritable_cache_costs_only_the_speed_up(
