@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import struct
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import ClassVar
 
 import pymysql
@@ -281,8 +281,9 @@ class DecodedRows:
 
     __slots__ = (
         "_decode",
+        "_reader",
         "_rows",
-        "_valid",
+        "_turn",
         "columns",
         "event_size",
         "kind",
@@ -301,8 +302,8 @@ class DecodedRows:
         timestamp: int,
         log_pos: int,
         event_size: int,
-        decode: Callable[[], list[RowDict]],
-        valid: Callable[[], bool] = lambda: True,
+        reader: CachingBinLogStreamReader,
+        decode: tuple[BinlogLibObject, ...],
     ) -> None:
         self.kind = kind  # insert | update | delete
         self.schema = schema
@@ -312,23 +313,25 @@ class DecodedRows:
         self.log_pos = log_pos
         self.event_size = event_size
         self._rows: list[RowDict] | None = None
+        #: how to decode: ``(library_event,)``, or ``_FastPath.decode``'s arguments
         self._decode = decode
-        self._valid = valid
+        self._reader = reader
+        self._turn = reader._turn
 
     @property
     def rows(self) -> list[RowDict]:
         if self._rows is None:
-            if not self._valid():
+            if self._reader._turn != self._turn:
                 raise RuntimeError(
                     "a row event's rows were first asked for after the reader moved on"
                 )
-            self._rows = self._decode()
+            decode = self._decode
+            fast = self._reader._fast_path
+            if len(decode) == 1 or fast is None:
+                self._rows = decode[0].rows
+            else:
+                self._rows = fast.decode(*decode)
         return self._rows
-
-
-def _rows_of(event: BinlogLibObject) -> Callable[[], list[RowDict]]:
-    """The library's own lazy decoding of a row event, as ``DecodedRows`` asks for it."""
-    return lambda: list(event.rows)
 
 
 def _row_kind(event: BinlogLibObject) -> str:
@@ -471,23 +474,6 @@ class _FastPath:
             return False
         if log_pos:
             me.log_pos = log_pos
-        cache = self.cache
-
-        def decode() -> list[RowDict]:
-            sources: NoneSources = {}
-            try:
-                if kind == "update":
-                    bitmap2 = data[pos : pos + size]
-                    rows, _ = plan.update_images(data, pos + size, end, bitmap, bitmap2, sources)
-                else:
-                    rows, _ = plan.single_images(data, pos, end, bitmap, sources)
-            except Exception:
-                # The library decodes it, or raises its own error, from the untouched packet.
-                return list(me._library_event(pkt).rows)
-            cache.fast_events += 1
-            cache.direct_events += 1
-            return rows
-
         return DecodedRows(
             kind,
             table.schema,
@@ -496,9 +482,36 @@ class _FastPath:
             timestamp,
             log_pos,
             event_size,
-            decode,
-            self.owner._in_turn(),
+            self.owner,
+            (pkt, data, kind == "update", plan, pos, end, bitmap, size),
         )
+
+    def decode(
+        self,
+        pkt: BinlogLibObject,
+        data: bytes,
+        update: bool,
+        plan: RowsPlan,
+        pos: int,
+        end: int,
+        bitmap: bytes,
+        size: int,
+    ) -> list[RowDict]:
+        """A row event's rows by its table's plan; the library's, from the packet, on a surprise."""
+        sources: NoneSources = {}
+        try:
+            if update:
+                bitmap2 = data[pos : pos + size]
+                rows, _ = plan.update_images(data, pos + size, end, bitmap, bitmap2, sources)
+            else:
+                rows, _ = plan.single_images(data, pos, end, bitmap, sources)
+        except Exception:
+            # The library decodes it, or raises its own error, from the untouched packet.
+            rows = self.reader._library_event(pkt).rows
+            return list(rows)
+        self.cache.fast_events += 1
+        self.cache.direct_events += 1
+        return rows
 
 
 class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
@@ -518,6 +531,7 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
         self.cdc_cache = DecodeCache()
         #: packets read by ``window_events`` (see ``DecodedRows.rows``)
         self._turn = 0
+        self._fast_path: _FastPath | None = None
         allowed = me._BinLogStreamReader__allowed_events
         me._BinLogStreamReader__allowed_events = frozenset(
             allowed | {fast for base, fast in _SUBSTITUTES.items() if base in allowed}
@@ -550,7 +564,7 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
         if me.end_log_pos or me.skip_to_timestamp or me._BinLogStreamReader__freeze_schema:
             fast = None
         else:
-            fast = _FastPath(self)
+            fast = self._fast_path = _FastPath(self)
         while True:
             pkt = self._next_packet()
             self._turn += 1
@@ -576,16 +590,11 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
                     event.timestamp,
                     packet.log_pos,
                     packet.event_size,
-                    _rows_of(event),
-                    self._in_turn(),
+                    self,
+                    (event,),
                 )
             else:
                 yield event
-
-    def _in_turn(self) -> Callable[[], bool]:
-        """True until the reader reads its next packet: when an event's lazy rows may decode."""
-        turn = self._turn
-        return lambda: self._turn == turn
 
     def _next_packet(self) -> BinlogLibObject:  # pragma: no cover - exercised against a server
         """The next OK packet of the stream, or None at its end (the stream is then closed)."""
