@@ -108,17 +108,23 @@ def _events(stream: Any, end: BinlogOffset) -> Iterator[Any]:
         stream.close()
 
 
+_KIND_NAMES = {"insert": "WriteRowsEvent", "update": "UpdateRowsEvent", "delete": "DeleteRowsEvent"}
+
+
 def _kind_name(event: Any) -> str:
-    """The library's row event class ``event`` is (or derives from)."""
+    """The library's row event class ``event`` is (or derives from), or stands for."""
+    if isinstance(event, DecodedRows):
+        return _KIND_NAMES[event.kind]
     for kind in (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent):
         if isinstance(event, kind):
             return kind.__name__
     raise AssertionError(f"not a row event: {event!r}")
 
 
-def decoded(cls: type, db: SourceDb, server_id: int, start: BinlogOffset, end: BinlogOffset) -> Any:
-    out = []
-    for file, pos, event in _events(_stream(cls, db, server_id, start), end):
+def _comparable(events: Iterator[tuple[str, int, Any]]) -> list[Any]:
+    """Each ``(file, pos, event)`` as a tuple that holds everything decoded, types told apart."""
+    out: list[Any] = []
+    for file, pos, event in events:
         if isinstance(event, QueryEvent):
             out.append(("query", file, pos, event.query))
             continue
@@ -135,6 +141,10 @@ def decoded(cls: type, db: SourceDb, server_id: int, start: BinlogOffset, end: B
             )
         )
     return out
+
+
+def decoded(cls: type, db: SourceDb, server_id: int, start: BinlogOffset, end: BinlogOffset) -> Any:
+    return _comparable(_events(_stream(cls, db, server_id, start), end))
 
 
 def test_caching_reader_decodes_like_the_library_across_alters(source_db: SourceDb) -> None:
@@ -174,24 +184,7 @@ def test_caching_reader_decodes_like_the_library_across_alters(source_db: Source
     expected = decoded(BinLogStreamReader, source_db, 5431, start, end)
     stream = _stream(CachingBinLogStreamReader, source_db, 5432, start)
     cache = stream.cdc_cache
-    got = []
-    for file, pos, event in _events(stream, end):
-        if isinstance(event, QueryEvent):
-            got.append(("query", file, pos, event.query))
-            continue
-        got.append(
-            (
-                _kind_name(event),
-                file,
-                pos,
-                event.timestamp,
-                event.schema,
-                event.table,
-                [c.data for c in event.columns],
-                canonical(event.rows),
-            )
-        )
-    assert got == expected
+    assert _comparable(_events(stream, end)) == expected
     shapes = {repr(e[6]) for e in expected if e[0] != "query"}
     assert len(shapes) == 6  # every shape of t and fidelity seen, each decoded right
     row_events = sum(1 for e in expected if e[0] != "query")
@@ -201,48 +194,31 @@ def test_caching_reader_decodes_like_the_library_across_alters(source_db: Source
 
     # window_events: the same, with TABLE_MAP hits and row events handled from the bytes
     stream = _stream(CachingBinLogStreamReader, source_db, 5434, start)
-    assert _window_decoded(stream, end) == expected
+    assert _comparable(_window_events(stream, end)) == expected
     assert stream.cdc_cache.direct_events == row_events
     assert stream.cdc_cache.hits > 0
 
 
-def _window_decoded(stream: Any, end: BinlogOffset) -> list[Any]:
-    """``decoded``'s tuples from ``CachingBinLogStreamReader.window_events``."""
-    names = {"insert": "WriteRowsEvent", "update": "UpdateRowsEvent", "delete": "DeleteRowsEvent"}
+def _window_events(stream: Any, end: BinlogOffset) -> Iterator[tuple[str, int, Any]]:
+    """``_events`` from ``CachingBinLogStreamReader.window_events``."""
     end_key = (binlog_file_index(end.file), end.pos)
     current = stream.log_file
-    out: list[Any] = []
     try:
         for event in stream.window_events():
             if isinstance(event, RotateEvent):
                 current = event.next_binlog
                 if (binlog_file_index(current), event.position) >= end_key:
-                    break
+                    return
                 continue
             if isinstance(event, DecodedRows):
                 pos = event.log_pos - event.event_size
             else:
                 pos = event.packet.log_pos - event.packet.event_size
             if (binlog_file_index(current), pos) >= end_key:
-                break
-            if isinstance(event, QueryEvent):
-                out.append(("query", current, pos, event.query))
-                continue
-            out.append(
-                (
-                    names[event.kind],
-                    current,
-                    pos,
-                    event.timestamp,
-                    event.schema,
-                    event.table,
-                    [c.data for c in event.columns],
-                    canonical(event.rows),
-                )
-            )
+                return
+            yield current, pos, event
     finally:
         stream.close()
-    return out
 
 
 def _reference_read_window(
