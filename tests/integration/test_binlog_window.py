@@ -90,17 +90,22 @@ def _stream(cls: type, db: SourceDb, server_id: int, start: BinlogOffset) -> Any
     )
 
 
-def _events(stream: Any, end: BinlogOffset) -> Iterator[Any]:
+def _events(stream: Any, end: BinlogOffset, window: bool = False) -> Iterator[Any]:
+    """``(file, pos, event)`` up to ``end``: from ``fetchone``, or with ``window`` from
+    ``window_events`` (row events as ``DecodedRows``)."""
     end_key = (binlog_file_index(end.file), end.pos)
     current = stream.log_file
     try:
-        for event in stream:
+        for event in stream.window_events() if window else stream:
             if isinstance(event, RotateEvent):
                 current = event.next_binlog
                 if (binlog_file_index(current), event.position) >= end_key:
                     return
                 continue
-            start = event.packet.log_pos - event.packet.event_size
+            if isinstance(event, DecodedRows):
+                start = event.log_pos - event.event_size
+            else:
+                start = event.packet.log_pos - event.packet.event_size
             if (binlog_file_index(current), start) >= end_key:
                 return
             yield current, start, event
@@ -194,31 +199,9 @@ def test_caching_reader_decodes_like_the_library_across_alters(source_db: Source
 
     # window_events: the same, with TABLE_MAP hits and row events handled from the bytes
     stream = _stream(CachingBinLogStreamReader, source_db, 5434, start)
-    assert _comparable(_window_events(stream, end)) == expected
+    assert _comparable(_events(stream, end, window=True)) == expected
     assert stream.cdc_cache.direct_events == row_events
     assert stream.cdc_cache.hits > 0
-
-
-def _window_events(stream: Any, end: BinlogOffset) -> Iterator[tuple[str, int, Any]]:
-    """``_events`` from ``CachingBinLogStreamReader.window_events``."""
-    end_key = (binlog_file_index(end.file), end.pos)
-    current = stream.log_file
-    try:
-        for event in stream.window_events():
-            if isinstance(event, RotateEvent):
-                current = event.next_binlog
-                if (binlog_file_index(current), event.position) >= end_key:
-                    return
-                continue
-            if isinstance(event, DecodedRows):
-                pos = event.log_pos - event.event_size
-            else:
-                pos = event.packet.log_pos - event.packet.event_size
-            if (binlog_file_index(current), pos) >= end_key:
-                return
-            yield current, pos, event
-    finally:
-        stream.close()
 
 
 def _reference_read_window(
