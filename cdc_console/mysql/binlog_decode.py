@@ -357,18 +357,20 @@ _HEADER_END = 20
 
 
 class _FastPath:
-    """``window_events``' handling of the two hot event types straight from the packet bytes.
+    """``window_events``' handling of the hot event types straight from the packet bytes.
 
     ``handle`` returns True when it did everything the library's path would have done with the
     packet and there is nothing to yield, a :class:`DecodedRows` to yield, or False to leave the
-    packet to the library. It replicates, for TABLE_MAP bodies already parsed and row events
-    with a compiled plan, exactly the state the library's path leaves behind (``table_map``,
-    ``log_pos``) and the rows it decodes, and hands over anything else (a first TABLE_MAP of a
-    body, an unusual post-header, extra row data, a value the plan cannot read).
+    packet to the library. For TABLE_MAP bodies already parsed, row events with a compiled plan
+    (their rows decoded later, by ``decode``) and event types the library would not parse, it
+    leaves exactly the state the library's path leaves (``table_map``, ``log_pos``, the
+    transaction start); it hands over anything else (a first TABLE_MAP of a body, an unusual
+    post-header, extra row data, and, at decode time, a value the plan cannot read).
     """
 
     def __init__(self, reader: CachingBinLogStreamReader) -> None:
         me: BinlogLibObject = reader
+        #: the reader, untyped: the library's private attributes are read through it
         self.reader = me
         self.owner = reader
         self.cache = reader.cdc_cache
