@@ -372,7 +372,6 @@ class _FastPath:
         me: BinlogLibObject = reader
         #: the reader, untyped: the library's private attributes are read through it
         self.reader = me
-        self.owner = reader
         self.cache = reader.cdc_cache
         allowed = me._BinLogStreamReader__allowed_events
         self.row_types = {
@@ -484,7 +483,7 @@ class _FastPath:
             timestamp,
             log_pos,
             event_size,
-            self.owner,
+            self.reader,
             (pkt, data, kind == "update", plan, pos, end, bitmap, size),
         )
 
@@ -509,8 +508,8 @@ class _FastPath:
                 rows, _ = plan.single_images(data, pos, end, bitmap, sources)
         except Exception:
             # The library decodes it, or raises its own error, from the untouched packet.
-            rows = self.reader._library_event(pkt).rows
-            return list(rows)
+            library_rows: list[RowDict] = self.reader._library_event(pkt).rows
+            return library_rows
         self.cache.fast_events += 1
         self.cache.direct_events += 1
         return rows
