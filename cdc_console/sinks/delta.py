@@ -84,7 +84,7 @@ from cdc_console.sinks.base import (
     TypedChunk,
     WrittenChunk,
 )
-from cdc_console.sinks.delta_files import LakeTarget, check_rows, check_written, write_chunk
+from cdc_console.sinks.delta_files import check_rows, check_written, write_chunk
 from cdc_console.sinks.delta_tables import (
     check_schema,
     open_or_create,
@@ -102,6 +102,7 @@ from cdc_console.sinks.lake_layout import (
     mirror_path,
     to_lake,
 )
+from cdc_console.sinks.lake_target import LakeTarget
 from cdc_console.values.arrow import (
     codec_for,
     columns_to_table,

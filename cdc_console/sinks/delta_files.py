@@ -30,7 +30,7 @@ import math
 import os
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -39,7 +39,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from cdc_console.config import LakeConfig
 from cdc_console.core.schema import TableSchema
 from cdc_console.core.values import JSONValue
 from cdc_console.sinks.base import DataFile, SinkSchemaError, TypedChunk, WrittenChunk
@@ -51,6 +50,7 @@ from cdc_console.sinks.lake_layout import (
     stats_columns,
     to_lake,
 )
+from cdc_console.sinks.lake_target import LakeTarget
 from cdc_console.values.arrow import arrow_schema, mirror_schema
 
 #: names of the files readers write; ``maintenance.vacuum`` spares young ones (in flight)
@@ -58,15 +58,6 @@ FILE_PREFIX = "snap-"
 #: a file this young may belong to a batch still being read or applied
 IN_FLIGHT_SECONDS = 3600.0
 _EXACT_DECIMAL_DIGITS = 18
-
-
-@dataclass(frozen=True)
-class LakeTarget:
-    """Where and how a reader writes its chunks' files: the sink's root and settings."""
-
-    root: Path
-    changelog: bool
-    lake: LakeConfig
 
 
 def write_chunk(

@@ -29,7 +29,6 @@ from dataclasses import dataclass, replace
 
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily
 from cdc_console.core.schema import ColumnInfo, TableSchema
-from cdc_console.values.arrow import codec_for
 
 _ALTER = re.compile(
     r"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:`[^`]+`|[^\s`]+)(?:\s*\.\s*(?:`[^`]+`|[^\s`]+))?\s*(.*)$",
@@ -352,6 +351,10 @@ def _rewritten(was: ColumnInfo, now: ColumnInfo, is_key: bool) -> str:
     Delta type without row events (the binlog never tells), or "" when every existing value
     reads the same: the same Arrow type, no new NOT NULL, the same charset, scale and
     fractional digits, members only appended, and for a key column the same collation."""
+    # Here, not at the top: the planner (in Spark's streaming runner) imports this module, and
+    # the Arrow codecs pull in pyarrow.compute, which only a DDL needs there.
+    from cdc_console.values.arrow import codec_for
+
     change = f"{was.column_type} -> {now.column_type}"
     if codec_for(was).arrow_type != codec_for(now).arrow_type:
         return (

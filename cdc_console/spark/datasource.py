@@ -79,7 +79,8 @@ class CdcStreamReader(DataSourceStreamReader):
         return list(self._get_planner().partitions(int(start["batch"]), int(end["batch"])))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from cdc_console.spark.protocol import PlanPartition, pack_changes, to_batches
+        from cdc_console.spark.partitions import PlanPartition
+        from cdc_console.spark.protocol import pack_changes, to_batches
         from cdc_console.spark.tasks import run_partition
 
         assert isinstance(partition, PlanPartition)

@@ -31,15 +31,20 @@ from cdc_console.mysql.position import (
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.mysql.schema import null_default_columns
 from cdc_console.mysql.window_end import bounded_window_end, transaction_starts
-from cdc_console.sinks.delta_files import LakeTarget
-from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
+from cdc_console.sinks.lake_target import LakeTarget
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.batch_budget import BatchBudget
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.evolution import Reread, evolution
 from cdc_console.source.failover import connect_following
 from cdc_console.source.splitter import ChunkSplitter
-from cdc_console.spark.protocol import BinlogTask, ChunkTask, NoopTask, PlanPartition, SnapshotTask
+from cdc_console.spark.partitions import (
+    BinlogTask,
+    ChunkTask,
+    NoopTask,
+    PlanPartition,
+    SnapshotTask,
+)
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
@@ -250,6 +255,10 @@ class Planner:
         detail: str,
         schema: TableSchema | None,
     ) -> None:
+        # Here, not at the top: the schema history writes Delta, and the planner lives in Spark's
+        # streaming runner, which should not load deltalake for a DDL that may never come.
+        from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
+
         entry = SchemaChangeEntry(table_id, change.position, change.what, outcome, detail, schema)
         record_schema_change(self.config.sink.path, entry)
 

@@ -1,18 +1,16 @@
-"""What travels between the driver and the executors: task descriptions, records and reports.
+"""Executor -> driver: the records and reports a batch's tasks send back.
 
-Driver -> executor: a ``PlanPartition`` carries one typed task of a planned batch (a
-``SnapshotTask``: one reader slot's chunks; a ``BinlogTask``: the batch's binlog window; or a
-``NoopTask`` for a batch that is no longer planned). Executor -> driver: Arrow batches of change
-records in one schema for all tables, which is generated here from ``core.records.FIELDS`` plus a
-``payload`` column; among them one *control* record per task that reports what the task did (a
-split's watermarks as a ``SplitResult``, a window's counts as a ``WindowResult``), so progress is
-recorded exactly when the data is; and, for a first-snapshot chunk, one ``ROWS`` record whose
-payload is the chunk as typed Arrow (IPC stream bytes), or, when the task wrote the chunk's
-Delta files itself (``SnapshotTask.lake``), one ``FILES`` record whose payload is the
-``WrittenChunk`` as JSON.
+Arrow batches of change records in one schema for all tables, which is generated here from
+``core.records.FIELDS`` plus a ``payload`` column; among them one *control* record per task
+that reports what the task did (a split's watermarks as a ``SplitResult``, a window's counts as
+a ``WindowResult``), so progress is recorded exactly when the data is; and, for a
+first-snapshot chunk, one ``ROWS`` record whose payload is the chunk as typed Arrow (IPC stream
+bytes), or, when the task wrote the chunk's Delta files itself (``SnapshotTask.lake``), one
+``FILES`` record whose payload is the ``WrittenChunk`` as JSON. What goes the other way, the
+tasks, is ``partitions.py``'s.
 
-Both ends import this module and nothing else of each other: ``datasource.py`` (the Spark
-callbacks) -> ``planner.py`` (driver) and ``tasks.py`` (executors) -> here.
+Both ends import these two modules and nothing else of each other: ``datasource.py`` (the
+Spark callbacks) -> ``planner.py`` (driver) and ``tasks.py`` (executors) -> here.
 """
 
 from __future__ import annotations
@@ -24,17 +22,14 @@ from typing import Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import InputPartition
 
-from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.records import FIELDS, ChangeRecord, RecordDict
-from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.core.schema import TableId
 from cdc_console.core.schema_change import SchemaChange
-from cdc_console.core.splits import BinlogSplit, SnapshotSplit
 from cdc_console.core.values import JSONObject
 from cdc_console.sinks.base import WrittenChunk
-from cdc_console.sinks.delta_files import LakeTarget, chunk_to_json
+from cdc_console.sinks.delta_files import chunk_to_json
 from cdc_console.source.committer import WindowResult
 from cdc_console.spark.wire import WIRE_FIELDS
 from cdc_console.state.store import SplitResult
@@ -64,71 +59,6 @@ _EMPTY_RECORD: Final[RecordDict] = {
 ARROW_CHUNK_ROWS = 8192
 ARROW_CHUNK_BYTES = 16 << 20  # payload bytes per Arrow batch handed to Spark
 PACK_RECORDS = 8192
-
-
-# -- tasks ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ChunkTask:
-    """One chunk to read: ``typed`` ships it as typed Arrow rows for the sink to append."""
-
-    split: SnapshotSplit
-    schema: TableSchema
-    typed: bool = False
-
-
-@dataclass(frozen=True)
-class SnapshotTask:
-    """One reader slot's chunks, read one after the other on one connection and server id."""
-
-    server_id: int
-    chunks: tuple[ChunkTask, ...]
-    #: ``[pipeline] schema_changes = "park"``: a DDL inside a chunk's window ends the chunk there
-    park_on_schema_change: bool = False
-    #: set: the task writes its typed chunks' Delta files itself (``[lake] snapshot_writes``)
-    lake: LakeTarget | None = None
-
-
-@dataclass(frozen=True)
-class BinlogTask:
-    """The batch's binlog window, filtered per table by its finished splits' high watermarks."""
-
-    split: BinlogSplit
-    server_id: int
-    schemas: tuple[TableSchema, ...]
-    #: ``[pipeline] schema_changes = "park"``: a table whose shape changes is parked, not fatal
-    park_on_schema_change: bool = False
-
-    def schema_map(self) -> dict[TableId, TableSchema]:
-        return {s.table_id: s for s in self.schemas}
-
-
-@dataclass(frozen=True)
-class NoopTask:
-    """A batch that is no longer planned (already applied): reports itself and reads nothing."""
-
-
-Task = SnapshotTask | BinlogTask | NoopTask
-
-
-@dataclass
-class PlanPartition(InputPartition):
-    """One Spark task of a batch.
-
-    The source config travels inside the partition, so executors need no copy of the config
-    file; it holds no password (executors read it from the environment).
-    """
-
-    batch_no: int
-    task: Task
-    source: SourceConfig
-
-    def __init__(self, batch_no: int, task: Task, source: SourceConfig) -> None:
-        super().__init__(value=None)
-        self.batch_no = batch_no
-        self.task = task
-        self.source = source
 
 
 # -- records ----------------------------------------------------------------------------------

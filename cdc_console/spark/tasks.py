@@ -28,11 +28,8 @@ from cdc_console.source.snapshot_reader import (
     SnapshotSplitResult,
     open_text_mode,
 )
+from cdc_console.spark.partitions import BinlogTask, ChunkTask, PlanPartition, SnapshotTask
 from cdc_console.spark.protocol import (
-    BinlogTask,
-    ChunkTask,
-    PlanPartition,
-    SnapshotTask,
     files_record,
     noop_control,
     rows_record,

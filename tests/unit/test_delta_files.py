@@ -24,13 +24,13 @@ from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.delta_files import (
     FILE_PREFIX,
     IN_FLIGHT_SECONDS,
-    LakeTarget,
     chunk_from_json,
     chunk_to_json,
     file_stats,
     write_chunk,
 )
 from cdc_console.sinks.lake_layout import stats_columns
+from cdc_console.sinks.lake_target import LakeTarget
 from cdc_console.sinks.maintenance import LakeTable, vacuum
 from cdc_console.values.arrow import rows_to_table
 from tests.unit.test_delta_sink import ORDERS, orders_schema

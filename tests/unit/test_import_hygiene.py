@@ -44,3 +44,18 @@ def test_source_package_is_importable_alone() -> None:
         text=True,
     )
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_planner_leaves_the_delta_writer_and_arrow_compute_unloaded() -> None:
+    """The planner runs inside Spark's streaming runner for the job's whole life: what it
+    imports there is paid in that process's memory and in the query's start-up. The Delta
+    writer (deltalake, pyarrow's compute and Parquet modules) is the driver's and the
+    executors' business; the planner touches it only for a DDL, and imports it then."""
+    code = (
+        "import sys, cdc_console.spark.planner, cdc_console.spark.datasource\n"
+        "heavy = ('deltalake', 'pyarrow.compute', 'pyarrow.parquet', 'cdc_console.sinks.delta')\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith(heavy))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"the planner pulled in {result.stdout.strip()}"

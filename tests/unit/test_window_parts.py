@@ -10,8 +10,9 @@ from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit
 from cdc_console.source.committer import WindowResult
 from cdc_console.source.reshaped import drop_reshaped
+from cdc_console.spark.partitions import BinlogTask
 from cdc_console.spark.planner import window_parts
-from cdc_console.spark.protocol import BinlogTask, read_controls, window_control
+from cdc_console.spark.protocol import read_controls, window_control
 
 MIB = 1 << 20
 
