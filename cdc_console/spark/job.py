@@ -415,16 +415,21 @@ class PipelineJob:
         ui = spark.sparkContext.uiWebUrl
         store.update_run(self.run_id, spark_ui=ui)
         log.info("spark %s on %s, UI %s", spark.version, self.config.spark.master, ui)
-        warm_python_workers(spark)
         spark.dataSource.register(CdcDataSource)
         trigger = f"{self.config.spark.trigger_seconds} seconds"
+        warmed: list[threading.Thread] = []
 
         def start_query() -> StreamingQuery:
+            source = spark.readStream.format(SOURCE_NAME).option("config", str(self.config.path))
+            frame = source.load()
+            if not warmed:
+                # After the stream's load, not beside it: Spark creates a Python data source in
+                # a helper worker it keeps idle for a minute; created together, the two loads
+                # would fork two of them (55 MB at the job's peak), one after the other they
+                # share one, and the warm-up's load stays off the critical path.
+                warmed.append(warm_python_workers(spark))
             return (
-                spark.readStream.format(SOURCE_NAME)
-                .option("config", str(self.config.path))
-                .load()
-                .writeStream.foreachBatch(applier)
+                frame.writeStream.foreachBatch(applier)
                 .option("checkpointLocation", str(self.config.spark.checkpoint))
                 .trigger(processingTime=trigger)
                 .queryName(f"cdc-{self.config.name}")
