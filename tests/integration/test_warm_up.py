@@ -4,6 +4,10 @@ Spark keys its worker daemons by interpreter, modules and environment; a warm-up
 path (an RDD job) starts a daemon no data source task ever uses, which is why it must go through
 a Python data source read. The proof: after the warm-up, a Python data source's task runs in a
 worker forked from the daemon the warm-up started, and no further daemon appears.
+
+The session also starts without Spark's scan for pip-installed Python data sources
+(``session.NO_DATA_SOURCE_SCAN``): registering and reading data sources works, and no scan
+helper ever appears.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from cdc_console.config import config_from_dict
-from cdc_console.spark.session import spark_session
+from cdc_console.spark.session import NO_DATA_SOURCE_SCAN, spark_session
 from cdc_console.spark.warm_up import warm_python_workers
 
 pytestmark = pytest.mark.spark
@@ -48,6 +52,18 @@ def _parent_pid_source() -> type[DataSource]:
             return ParentPidReader()
 
     return ParentPidSource
+
+
+def _helpers(module: str) -> list[psutil.Process]:
+    """Spark's Python helper processes under this test process that run ``module``."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if module in " ".join(child.cmdline()):
+                found.append(child)
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    return found
 
 
 def _our_daemons() -> set[int]:
@@ -86,3 +102,14 @@ def test_warm_up_starts_the_daemon_that_data_source_tasks_use(spark: SparkSessio
 
     assert _our_daemons() == warmed, "the data source's tasks needed a daemon of their own"
     assert parents == warmed
+
+
+def test_data_sources_work_without_sparks_scan_for_installed_ones(spark: SparkSession) -> None:
+    warm_python_workers(spark).join(timeout=180)
+    spark.dataSource.register(_parent_pid_source())
+    assert len(spark.read.format("test_parent_pid").load().collect()) == 2
+
+    # the read went through Spark's other helpers: the test looks where the scan would be
+    assert _helpers("pyspark.sql.worker.create_data_source")
+    assert not _helpers("pyspark.sql.worker.lookup_data_sources")
+    assert os.environ.get("PYSPARK_DRIVER_PYTHON") != NO_DATA_SOURCE_SCAN
