@@ -12,28 +12,17 @@ import json
 import logging
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
+from cdc_console.core.reports import SplitResult, WindowResult
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import TableStreamFilter
 from cdc_console.source.parking import park
-from cdc_console.state.store import SplitResult, StateStore
+from cdc_console.state.store import StateStore
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class WindowResult:
-    """What the binlog partition of a batch reports: per-table emitted counts and event times."""
-
-    emitted: dict[str, int] = field(default_factory=dict)
-    skipped: int = 0
-    last_event_ts: dict[str, int] = field(default_factory=dict)
-    #: per ``"database.table"``: where its shape changed and the DDL; parked at that position
-    schema_changes: dict[str, SchemaChange] = field(default_factory=dict)
 
 
 def _hold_for_evolution(

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from cdc_console.core.offset import binlog_file_index
 from cdc_console.core.records import ChangeRecord
-from cdc_console.source.committer import WindowResult
+from cdc_console.core.reports import WindowResult
 
 log = logging.getLogger(__name__)
 

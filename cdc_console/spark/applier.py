@@ -31,6 +31,7 @@ from cdc_console.core.lifecycle import BatchStatus
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
+from cdc_console.core.reports import SplitResult
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
 from cdc_console.sinks import Sink
 from cdc_console.sinks.base import (
@@ -54,7 +55,7 @@ from cdc_console.spark.protocol import (
     record_count,
     rows_payload,
 )
-from cdc_console.state.store import SplitResult, StateStore
+from cdc_console.state.store import StateStore
 from cdc_console.values.canonical import canonical_chunk_key
 
 if TYPE_CHECKING:

@@ -25,14 +25,13 @@ import pyarrow.compute as pc
 
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.records import FIELDS, ChangeRecord, RecordDict
+from cdc_console.core.reports import SplitResult, WindowResult
 from cdc_console.core.schema import TableId
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.values import JSONObject
 from cdc_console.sinks.base import WrittenChunk
 from cdc_console.sinks.delta_files import chunk_to_json
-from cdc_console.source.committer import WindowResult
 from cdc_console.spark.wire import WIRE_FIELDS
-from cdc_console.state.store import SplitResult
 
 CONTROL_OP: Final = "CTRL"
 ROWS_OP: Final = "ROWS"

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from cdc_console.core.offset import binlog_file_index
 from cdc_console.core.records import RecordDict
+from cdc_console.core.reports import SplitResult, WindowResult
 from cdc_console.core.schema import TableId
 from cdc_console.core.untyped import Connection
 from cdc_console.logs import from_environment
@@ -22,7 +23,6 @@ from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
 from cdc_console.sinks.base import TypedChunk
 from cdc_console.sinks.delta_files import write_chunk
 from cdc_console.source.binlog_reader import BinlogSplitReader
-from cdc_console.source.committer import WindowResult
 from cdc_console.source.snapshot_reader import (
     SnapshotSplitReader,
     SnapshotSplitResult,
@@ -36,7 +36,6 @@ from cdc_console.spark.protocol import (
     split_control,
     window_control,
 )
-from cdc_console.state.store import SplitResult
 from cdc_console.values.arrow import rows_to_table
 
 log = logging.getLogger(__name__)

@@ -110,21 +110,6 @@ class BatchRow:
 
 
 @dataclass(frozen=True)
-class SplitResult:
-    """What a finished snapshot split reports through the batch that carried its rows."""
-
-    split_id: str
-    low_watermark: BinlogOffset
-    high_watermark: BinlogOffset
-    rows: int
-    backfill_events: int
-    started_at: float
-    duration_ms: int
-    #: why the chunk was not read: its table's columns changed during its snapshot ("" if read)
-    reshaped: str = ""
-
-
-@dataclass(frozen=True)
 class RunRow:
     """One start of the job (``job_runs``): its process, heartbeat and how it ended."""
 

@@ -14,12 +14,12 @@ from cdc_console.core.lifecycle import (
     SplitStatus,
 )
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.reports import SplitResult
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import FinishedSnapshotSplitInfo, SnapshotSplit
 from cdc_console.core.untyped import SqliteRow
 from cdc_console.state.database import StateDatabase
 from cdc_console.state.rows import (
-    SplitResult,
     SplitState,
     offset_json,
     offset_of,

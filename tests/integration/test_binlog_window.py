@@ -24,6 +24,7 @@ from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.records import ChangeRecord
+from cdc_console.core.reports import WindowResult
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import (
     BinlogSplit,
@@ -39,7 +40,6 @@ from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import load_table_schema
 from cdc_console.mysql.window_end import transaction_starts
 from cdc_console.source.binlog_reader import BinlogSplitReader, SplitWatermarks, should_emit
-from cdc_console.source.committer import WindowResult
 from cdc_console.source.jsonvalues import dump_json
 from cdc_console.source.reshaped import drop_reshaped
 from cdc_console.spark.protocol import merge_windows

@@ -30,6 +30,7 @@ from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, PlannedSplit
 from cdc_console.core.records import OPS
+from cdc_console.core.reports import SplitResult
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.errors import BinlogPurgedError, CdcError, ExitCode, SchemaChangedError
@@ -41,7 +42,7 @@ from cdc_console.sinks.changelog_json import replay_changelog
 from cdc_console.source.committer import commit_batch
 from cdc_console.source.parking import park_table
 from cdc_console.spark.job import PipelineJob, error_from_failure, narrow_pending_plan
-from cdc_console.state.store import SplitResult, StateStore
+from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import (
     JobProcess,

@@ -11,14 +11,15 @@ from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, BatchTiming
+from cdc_console.core.reports import SplitResult, WindowResult
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.batch_budget import BatchBudget
-from cdc_console.source.committer import WindowResult, commit_batch
+from cdc_console.source.committer import commit_batch
 from cdc_console.source.evolution import Reread
-from cdc_console.state.store import SplitResult, StateStore
+from cdc_console.state.store import StateStore
 
 ORDERS = TableId("shop", "orders")
 USERS = TableId("shop", "users")

@@ -13,12 +13,13 @@ import pytest
 from cdc_console.core.lifecycle import CommandStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
+from cdc_console.core.reports import SplitResult, WindowResult
 from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
 from cdc_console.errors import SourceError
 from cdc_console.source.assigner import HybridSplitAssigner
-from cdc_console.source.committer import WindowResult, commit_batch
+from cdc_console.source.committer import commit_batch
 from cdc_console.source.control import CommandProcessor, refusal
-from cdc_console.state.store import SplitResult, StateStore
+from cdc_console.state.store import StateStore
 from tests.unit.test_assigner import ORDERS, USERS, Head, fake_split, schema
 
 EVENTS = TableId("shop", "events")

@@ -14,6 +14,7 @@ from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
+from cdc_console.core.reports import SplitResult
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import (
     BinlogSplit,
@@ -23,7 +24,7 @@ from cdc_console.core.splits import (
 )
 from cdc_console.errors import SourceError
 from cdc_console.source.failover import follow_failover
-from cdc_console.state.store import SplitResult, StateStore
+from cdc_console.state.store import StateStore
 
 ORDERS = TableId("shop", "orders")
 USERS = TableId("shop", "users")

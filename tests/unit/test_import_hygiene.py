@@ -59,3 +59,16 @@ def test_planner_leaves_the_delta_writer_and_arrow_compute_unloaded() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "", f"the planner pulled in {result.stdout.strip()}"
+
+
+def test_executor_tasks_leave_the_state_store_unloaded() -> None:
+    """Every module the executors' tasks import is preloaded by our worker daemon and counted
+    again in each worker forked from it; the state store is the driver's alone."""
+    code = (
+        "import sys, cdc_console.spark.tasks\n"
+        "heavy = ('sqlite_utils', 'sqlite3', 'cdc_console.state')\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith(heavy))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"the executors' tasks pulled in {result.stdout.strip()}"

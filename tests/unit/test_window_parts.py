@@ -6,9 +6,9 @@ from __future__ import annotations
 from cdc_console.config import config_from_dict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.records import ChangeRecord
+from cdc_console.core.reports import WindowResult
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit
-from cdc_console.source.committer import WindowResult
 from cdc_console.source.reshaped import drop_reshaped
 from cdc_console.spark.partitions import BinlogTask
 from cdc_console.spark.planner import window_parts
