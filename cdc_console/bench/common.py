@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import signal
@@ -233,7 +234,30 @@ class ChildRun:
 
 
 class BenchError(RuntimeError):
-    """A contender failed; the message carries its log tail."""
+    """A contender failed; the message carries its log tail, ``log_path`` the whole log."""
+
+    def __init__(self, message: str, log_path: Path | None = None) -> None:
+        super().__init__(message)
+        self.log_path = log_path
+
+
+#: a log line that names an exception: Python's last line, a JVM's ``Caused by``, or py4j's
+#: ``: java.lang.SomeException`` under its ``Py4JJavaError``
+_CAUSE = re.compile(r"^(Caused by: |: )?[\w.$]+(Error|Exception)\b")
+
+
+def failure_note(label: str, exc: BenchError, causes: int = 3) -> str:
+    """A failed contender in a few lines, for a bench that goes on without it: how it ended,
+    and the last lines of its log that name an exception (a JVM's stack ends in frames, so the
+    log's tail alone seldom says why)."""
+    head = str(exc).partition("\n")[0]
+    text = str(exc)
+    if exc.log_path is not None:
+        with suppress(OSError):
+            text = exc.log_path.read_text(errors="replace")
+    why = list(dict.fromkeys(line.strip() for line in text.splitlines() if _CAUSE.match(line)))
+    lines = [f"{label} failed, not measured: {head}", *(f"  {line}" for line in why[-causes:])]
+    return "\n".join(lines)
 
 
 def process_kind(proc: psutil.Process, root_pid: int) -> str:
@@ -397,7 +421,8 @@ def run_child(
             proc.wait(30)
             sampler.stop()
             raise BenchError(
-                f"{' '.join(args[:5])} did not finish within {timeout:.0f}s; log: {log_path}"
+                f"{' '.join(args[:5])} did not finish within {timeout:.0f}s; log: {log_path}",
+                log_path,
             ) from None
         except BaseException:
             with suppress(ProcessLookupError):
@@ -429,7 +454,9 @@ def run_child(
         sampler.rss_at_peak_mb(),
     )
     if code != 0:
-        raise BenchError(f"{' '.join(args[:5])} exited {code}; log {log_path}:\n{run.log_tail()}")
+        raise BenchError(
+            f"{' '.join(args[:5])} exited {code}; log {log_path}:\n{run.log_tail()}", log_path
+        )
     return run
 
 
