@@ -417,17 +417,18 @@ class PipelineJob:
         log.info("spark %s on %s, UI %s", spark.version, self.config.spark.master, ui)
         spark.dataSource.register(CdcDataSource)
         trigger = f"{self.config.spark.trigger_seconds} seconds"
-        warmed: list[threading.Thread] = []
+        warm_up: threading.Thread | None = None
 
         def start_query() -> StreamingQuery:
+            nonlocal warm_up
             source = spark.readStream.format(SOURCE_NAME).option("config", str(self.config.path))
             frame = source.load()
-            if not warmed:
+            if warm_up is None:
                 # After the stream's load, not beside it: Spark creates a Python data source in
                 # a helper worker it keeps idle for a minute; created together, the two loads
                 # would fork two of them (55 MB at the job's peak), one after the other they
                 # share one, and the warm-up's load stays off the critical path.
-                warmed.append(warm_python_workers(spark))
+                warm_up = warm_python_workers(spark)
             return (
                 frame.writeStream.foreachBatch(applier)
                 .option("checkpointLocation", str(self.config.spark.checkpoint))
