@@ -57,21 +57,20 @@ class SnapshotArrowBuilder:
         self.per_value_columns: list[str] = []
 
     def table(self, raw: RawResult) -> pa.Table:
-        if len(raw.columns) != len(self._columns):
+        if len(raw.arrays) != len(self._columns):
             raise ValueError(
-                f"{self.schema.table_id}: snapshot rows have {len(raw.columns)} values for "
+                f"{self.schema.table_id}: snapshot rows have {len(raw.arrays)} values for "
                 f"{len(self._columns)} columns"
             )
         if raw.row_count == 0:
             return self.arrow_schema.empty_table()
         arrays = []
         self.per_value_columns = []
-        for index, (plan, values) in enumerate(zip(self._columns, raw.columns, strict=True)):
+        for index, (plan, values) in enumerate(zip(self._columns, raw.arrays, strict=True)):
             array = None
             if plan.fast or plan.plain:
-                text = pa.array(values, type=pa.binary())
                 try:
-                    text = text.cast(pa.string())
+                    text = values.cast(pa.string())
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                     pass  # not UTF-8: the driver's decoder raises the real error below
                 else:
@@ -79,7 +78,7 @@ class SnapshotArrowBuilder:
                 if array is None:
                     self.per_value_columns.append(plan.column.name)
             if array is None:
-                driver = [raw.driver_value(index, v) for v in values]
+                driver = [raw.driver_value(index, v) for v in raw.values(index)]
                 array = plan.codec.to_arrow(plan.canonical(driver))
             arrays.append(array)
         return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
