@@ -126,9 +126,14 @@ def select_raw(conn: Connection, sql: str, args: object = None) -> RawResult:
     return RawResult(columns.arrays(), decoders)
 
 
+def built() -> bool:
+    """Whether the compiled parser was built at install."""
+    return _textrows is not None
+
+
 def compiled() -> bool:
-    """Whether results are walked by the compiled parser."""
-    return _textrows is not None and os.environ.get("CDC_CONSOLE_PURE_PYTHON_ROWS", "") != "1"
+    """Whether results are walked by the compiled parser (built, and not switched off)."""
+    return built() and os.environ.get("CDC_CONSOLE_PURE_PYTHON_ROWS", "") != "1"
 
 
 def row_columns(count: int) -> RowColumns:
