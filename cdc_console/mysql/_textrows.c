@@ -167,6 +167,21 @@ grow(void **buf, int64_t *cap, int64_t need, size_t item)
     return 0;
 }
 
+/* Make the validity bitmap cover ``nbytes`` bytes, the new ones all valid; -1 on MemoryError. */
+static int
+cover_validity(Column *col, int64_t nbytes)
+{
+    if (nbytes <= col->vcap) {
+        return 0;
+    }
+    int64_t old = col->vcap;
+    if (grow((void **)&col->validity, &col->vcap, nbytes, 1) < 0) {
+        return -1;
+    }
+    memset(col->validity + old, 0xFF, (size_t)(col->vcap - old));
+    return 0;
+}
+
 /* Append the parsed row to the columns; -1 with MemoryError set. */
 static int
 append_row(RowColumns *self)
@@ -179,13 +194,8 @@ append_row(RowColumns *self)
             return -1;
         }
         if (v->at == NULL) {
-            int64_t need = row / 8 + 1;
-            if (need > col->vcap) {
-                int64_t old = col->vcap;
-                if (grow((void **)&col->validity, &col->vcap, need, 1) < 0) {
-                    return -1;
-                }
-                memset(col->validity + old, 0xFF, (size_t)(col->vcap - old));
+            if (cover_validity(col, row / 8 + 1) < 0) {
+                return -1;
             }
             col->validity[row / 8] &= (uint8_t) ~(1u << (row % 8));
             col->nulls++;
@@ -309,6 +319,11 @@ RowColumns_finish(RowColumns *self, PyObject *Py_UNUSED(ignored))
         Column *col = &self->cols[c];
         PyObject *validity;
         if (col->nulls > 0) {
+            /* the bitmap grew only with the NULLs: the rows after the last one are valid */
+            if (cover_validity(col, (self->rows + 7) / 8) < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
             validity = PyBytes_FromStringAndSize(
                 (const char *)col->validity, (Py_ssize_t)((self->rows + 7) / 8));
         } else {

@@ -116,13 +116,32 @@ def test_the_python_walk_can_be_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_both_walks_read_the_same_columns_wherever_the_reads_cut(seed: int) -> None:
     rng = random.Random(seed)
     columns = rng.randrange(1, 6)
-    rows = random_rows(rng, 300, columns)
+    rows = random_rows(rng, rng.choice([300, 3_000]), columns)
     stream = result_stream(rows)
     cuts = sorted(rng.sample(range(1, len(stream)), 40))
     expected = [[row[c] for row in rows] for c in range(columns)]
     seq_after = (3 + len(rows) + 1) % 256
     for factory in (NativeRowColumns, PyRowColumns):
         assert walk(factory, stream, cuts, columns) == (END, seq_after, 0, expected)
+
+
+@pytest.mark.parametrize("factory", IMPLEMENTATIONS)
+@pytest.mark.parametrize("null_rows", [[0], [3, 700], [511, 512], [4095]], ids=str)
+def test_only_the_rows_the_server_sent_as_null_are_null(
+    factory: Factory, null_rows: list[int]
+) -> None:
+    """Thousands of rows with a few NULLs: every other row is valid, however far from the last
+    NULL (the compiled walk's bitmap grows with the NULLs, so this is where it could go wrong)."""
+    rows: list[list[RawValue]] = [
+        [str(i).encode(), None if i in null_rows else b"v"] for i in range(5_000)
+    ]
+    target = factory(2)
+    stream = result_stream(rows)
+    assert target.feed(stream, 0, 3)[2] == END
+    ids, values = target.arrays()
+    assert values.null_count == len(null_rows) and ids.null_count == 0
+    assert [i for i, v in enumerate(values.to_pylist()) if v is None] == null_rows
+    values.validate(full=True)
 
 
 @pytest.mark.parametrize("factory", IMPLEMENTATIONS)
