@@ -13,7 +13,7 @@ The walk over the row packets is compiled (``_textrows.c``, built at install whe
 is there): the pure-Python walk (``PyRowColumns``) costs about 1.5 µs per row of five columns,
 two thirds of a first-snapshot reader's CPU, and the compiled one a few per cent of that. Both
 have one interface and are held to each other by the tests; the Python one is the fallback
-where nothing was compiled, and ``CDC_CONSOLE_PURE_PYTHON_ROWS=1`` selects it (benchmarks).
+where nothing was compiled (``mysql.native`` says how to choose it on purpose).
 
 Protocol (classic, as pymysql speaks it: no CLIENT_DEPRECATE_EOF): column count, one column
 definition per column, EOF; row packets; EOF. A row is a sequence of length-encoded strings,
@@ -23,7 +23,6 @@ definition per column, EOF; row packets; EOF. A row is a sequence of length-enco
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -34,6 +33,7 @@ from pymysql.connections import TEXT_TYPES, FieldDescriptorPacket, MysqlPacket
 from pymysql.constants import COMMAND, FIELD_TYPE
 
 from cdc_console.core.untyped import Connection, DriverRow, DriverValue
+from cdc_console.mysql.native import compiled_rows_wanted
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -133,7 +133,7 @@ def built() -> bool:
 
 def compiled() -> bool:
     """Whether results are walked by the compiled parser (built, and not switched off)."""
-    return built() and os.environ.get("CDC_CONSOLE_PURE_PYTHON_ROWS", "") != "1"
+    return built() and compiled_rows_wanted()
 
 
 def row_columns(count: int) -> RowColumns:

@@ -35,7 +35,7 @@ from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, UsageError, redact
 from cdc_console.figures import binlog_needs
 from cdc_console.metrics.server import serve_metrics
-from cdc_console.mysql import rawrows
+from cdc_console.mysql import native
 from cdc_console.mysql.checks import preflight
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import binary_logs, current_position
@@ -416,15 +416,15 @@ class PipelineJob:
         ui = spark.sparkContext.uiWebUrl
         store.update_run(self.run_id, spark_ui=ui)
         log.info("spark %s on %s, UI %s", spark.version, self.config.spark.master, ui)
-        if not rawrows.compiled():
+        if not (native.compiled_rows_built() and native.compiled_rows_wanted()):
             why = (
-                "switched off (CDC_CONSOLE_PURE_PYTHON_ROWS=1)"
-                if rawrows.built()
+                f"switched off ({native.PURE_PYTHON_ENV}=1)"
+                if native.compiled_rows_built()
                 else "not built (install gcc and python3-dev, then reinstall cdc-console)"
             )
             log.warning(
-                "snapshot readers: the compiled row walk is %s; chunks are read by the "
-                "pure-Python walk, same rows at about three times the readers' CPU",
+                "the compiled row decoders are %s; snapshot and binlog readers decode in pure "
+                "Python: the same rows at two to three times their CPU",
                 why,
             )
         spark.dataSource.register(CdcDataSource)

@@ -484,8 +484,31 @@ def library_rows(
 # --------------------------------------------------------------------------- tests
 
 
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with the compiled image decoder (``_rowimages.c``) and the Python one."""
+    monkeypatch.setenv("CDC_CONSOLE_PURE_PYTHON_ROWS", "1" if request.param == "python" else "0")
+    return str(request.param)
+
+
+def test_the_compiled_image_decoder_was_built() -> None:
+    """The install compiles ``_rowimages.c`` (``.ci/setup`` makes sure a C compiler is there);
+    a silent fall back to the Python image loop would cost the binlog readers a third more CPU."""
+    from cdc_console.mysql import row_images
+
+    assert row_images._rowimages is not None, (
+        "cdc_console/mysql/_rowimages.c was not compiled: install gcc and the Python headers "
+        "(python3-dev), then `pip install -e .` again"
+    )
+
+
+def assert_decoded_by(side: Side, decoder: str) -> None:
+    plans = [plan for _, plan in side.cache.plans.values() if plan is not None]
+    assert plans and all(plan.compiled == (decoder == "compiled") for plan in plans)
+
+
 @pytest.mark.parametrize("dbms", ["mysql", "mariadb"])
-def test_rows_decode_exactly_like_the_library(dbms: str) -> None:
+def test_rows_decode_exactly_like_the_library(dbms: str, decoder: str) -> None:
     r = random.Random(20261122)
     cols = mixed_columns()
     if dbms == "mariadb":  # GEOMETRY is a character column there: leave it to the next test
@@ -498,6 +521,7 @@ def test_rows_decode_exactly_like_the_library(dbms: str) -> None:
     )
     assert ours.cache.library_events == 0
     assert ours.cache.fast_events == len([d for d in decoded if d[0] == "rows"])
+    assert_decoded_by(ours, decoder)
 
 
 def test_minimal_row_images_and_partial_bitmaps() -> None:
@@ -516,7 +540,7 @@ def test_minimal_row_images_and_partial_bitmaps() -> None:
     assert ours.cache.fast_events > 0
 
 
-def test_garbage_fails_or_decodes_exactly_like_the_library() -> None:
+def test_garbage_fails_or_decodes_exactly_like_the_library(decoder: str) -> None:
     """Random bytes in every value: whatever the library does (values or an error), we do."""
     r = random.Random(99)
     cols = [c for c in mixed_columns() if c.kind != FIELD_TYPE.GEOMETRY]
@@ -533,6 +557,7 @@ def test_garbage_fails_or_decodes_exactly_like_the_library() -> None:
     ours, decoded = both(stream)
     assert any(d[0] == "error" for d in decoded)
     assert ours.cache.fast_events > 0 and ours.cache.library_events > 0
+    assert_decoded_by(ours, decoder)
 
 
 def test_unsupported_types_go_through_the_library() -> None:
