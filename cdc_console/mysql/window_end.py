@@ -34,6 +34,7 @@ from cdc_console.mysql.position import binary_logs, gtid_of
 #: events that start an event group (a transaction, or one DDL)
 _GROUP_STARTS = frozenset({"Gtid", "Anonymous_Gtid", "Gtid_log_event"})
 _MARIADB_GTID = re.compile(r"GTID (\d+)-(\d+)-(\d+)")
+_MARIADB_ENTRY = re.compile(r"\d+-\d+-\d+")
 _MYSQL_GTID = re.compile(r"GTID_NEXT\s*=\s*'([0-9A-Fa-f-]{36}):(\d+)'")
 #: event headers read per ``SHOW BINLOG EVENTS`` round trip
 PAGE_EVENTS = 4000
@@ -53,9 +54,19 @@ def bounded_window_end(
     when that comes before ``head``; ``start`` must be an event boundary."""
     if head <= start or (head.file == start.file and head.pos - start.pos < max_bytes):
         return head
-    files = [name for name, _size in binary_logs(conn)]
+    logs = binary_logs(conn)
+    files = [name for name, _size in logs]
     if start.file not in files:
         return head  # purged or reset: the window's reader reports it with the fix
+    target = start.pos + max_bytes
+    size = dict(logs)[start.file]
+    if _server_knows_gtids(start) and target < (head.pos if head.file == start.file else size):
+        limit = head.pos if head.file == start.file else size
+        found = _first_group_start_from(conn, start.file, start.pos, target, limit)
+        if found is not None:
+            cut = gtid_of(conn, BinlogOffset(start.file, found))
+            if cut.gtid is not None or start.gtid is None:
+                return cut
     gtid = start.gtid
     passed = 0  # bytes of the files left behind
     file, pos, file_start = start.file, start.pos, start.pos
@@ -81,6 +92,60 @@ def bounded_window_end(
         passed += pos - file_start
         file = files[files.index(file) + 1]
         pos = file_start = 4
+
+
+def _server_knows_gtids(start: BinlogOffset) -> bool:
+    """Whether the GTID state at a cut can be asked of the server (``BINLOG_GTID_POS``) instead
+    of being added up from the start's: a MariaDB state (``domain-server-seq`` per domain), or
+    none at all. A MySQL GTID set is added up from every GTID passed (a full listing)."""
+    if start.gtid is None:
+        return True
+    entries = _entries(start.gtid)
+    return bool(entries) and all(_MARIADB_ENTRY.fullmatch(e) for e in entries)
+
+
+def _first_group_start_from(
+    conn: pymysql.connections.Connection, file: str, base: int, target: int, limit: int
+) -> int | None:
+    """The first transaction start at or after byte ``target`` of ``file`` and before
+    ``limit``, or None; ``base`` is an event boundary before ``target``.
+
+    Listing every header from ``base`` (``bounded_window_end``'s full walk) costs 0.6 s of
+    Python per 16 MiB window, on the planner's path before every bounded batch. Instead the
+    events up to about ``target`` are skipped server-side (``LIMIT skip, 1`` probes aimed a
+    little short, each re-estimating the bytes per event), and only the headers from the last
+    probe that did not pass ``target`` are read.
+    """
+    sample = _events(conn, file, base, count=STEP_EVENTS)
+    if not sample:
+        return None
+    per_event = max(1.0, (int(sample[-1][4]) - base) / len(sample))
+    known_skip, known_pos = 0, base  # the known_skip-th event after base starts at known_pos
+    for _probe in range(PROBES + 2):
+        if target - known_pos <= per_event * STEP_EVENTS:
+            break
+        skip = known_skip + max(1, int((target - known_pos) / per_event * 0.97))
+        rows = _events(conn, file, base, skip=skip, count=1)
+        probed = int(rows[0][1]) if rows else None
+        if probed is None or probed >= limit:
+            per_event *= 2  # past the window: the events there are larger than estimated
+            continue
+        per_event = max(1.0, (probed - base) / skip)
+        if probed <= target:
+            known_skip, known_pos = skip, probed
+    page_from, skip = base, known_skip
+    while True:
+        rows = _events(conn, file, page_from, skip=skip, count=PAGE_EVENTS)
+        skip = 0
+        for row in rows:
+            pos = int(row[1])
+            if pos >= limit:
+                return None
+            if pos >= target and str(row[2]) in _GROUP_STARTS:
+                return pos
+        if len(rows) < PAGE_EVENTS:
+            return None
+        page_from = int(rows[-1][4])
 
 
 def transaction_starts(

@@ -93,6 +93,28 @@ def test_a_long_window_ends_at_the_first_transaction_past_the_budget(
         conn.close()
 
 
+def test_the_cut_found_by_skipping_is_the_one_a_full_listing_finds(
+    written: tuple[SourceDb, BinlogOffset],
+) -> None:
+    """Within one file the cut is found by skipping events server-side and listing only the
+    headers near it: for budgets of a few events up to most of the window, it is exactly the
+    first transaction start the whole listing shows past the budget, with the server's GTID."""
+    db, start = written
+    _write(db, 1_500)
+    conn = connect(db.source_config())
+    try:
+        head = current_position(conn, with_gtid=True)
+        starts = [p for p in _group_starts(conn, start.file) if p > start.pos]
+        window = head.pos - start.pos
+        for budget in (3_000, 50_000, 100_000, window // 3, window - 20_000):
+            end = bounded_window_end(conn, start, head, budget)
+            assert end.pos == min(p for p in starts if p - start.pos >= budget), budget
+            assert end.gtid is not None
+            assert set(end.gtid.split(",")) == _exact_gtid(conn, end)
+    finally:
+        conn.close()
+
+
 def test_a_window_over_a_binlog_rotation_is_cut_in_the_next_file(
     written: tuple[SourceDb, BinlogOffset],
 ) -> None:
