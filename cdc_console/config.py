@@ -239,7 +239,7 @@ class PipelineConfig:
     #: ``[pipeline] binlog_readers``: tasks that read one binlog window in parts, when it holds
     #: at least ``binlog_part_bytes`` per part (a catch-up); each needs a server id of its own
     binlog_readers: int = 2
-    binlog_part_bytes: int = 4 << 20
+    binlog_part_bytes: int = 2 << 20
     #: ``[pipeline] max_window_bytes``: a batch's binlog window ends at the first transaction
     #: starting this far past its start (``mysql.window_end``); a catch-up takes several batches
     #: instead of one held whole in the driver's memory
@@ -829,7 +829,7 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
             _typed(pipe, "pipeline", "log_format", str, "text"), "pipeline.log_format"
         ),
         binlog_readers=_binlog_readers(pipe),
-        binlog_part_bytes=_pipeline_size(pipe, "binlog_part_bytes", 1 << 10, "4MiB"),
+        binlog_part_bytes=_pipeline_size(pipe, "binlog_part_bytes", 1 << 10, "2MiB"),
         max_window_bytes=_pipeline_size(pipe, "max_window_bytes", 4 << 10, "16MiB"),
         console=_console(_section(doc, "console"), base),
         lake=_lake(_section(doc, "lake")),

@@ -67,7 +67,7 @@ def test_a_large_window_is_cut_at_transaction_starts_into_parts_of_about_equal_b
 def test_a_window_stays_whole_when_small_across_files_or_without_spare_ids() -> None:
     start = BinlogOffset("bin.000003", 4)
     starts = Transactions(every=1000)
-    small = window(start, BinlogOffset("bin.000003", 4 + 7 * MIB))
+    small = window(start, BinlogOffset("bin.000003", 4 + 3 * MIB))
     assert window_parts(small, config(), starts) == [small]
     two_files = window(start, BinlogOffset("bin.000004", 4 + 100 * MIB))
     assert window_parts(two_files, config(), starts) == [two_files]
