@@ -133,19 +133,9 @@ def _first_group_start_from(
         per_event = max(1.0, (probed - base) / skip)
         if probed <= target:
             known_skip, known_pos = skip, probed
-    page_from, skip = base, known_skip
-    while True:
-        rows = _events(conn, file, page_from, skip=skip, count=PAGE_EVENTS)
-        skip = 0
-        for row in rows:
-            pos = int(row[1])
-            if pos >= limit:
-                return None
-            if pos >= target and str(row[2]) in _GROUP_STARTS:
-                return pos
-        if len(rows) < PAGE_EVENTS:
-            return None
-        page_from = int(rows[-1][4])
+    return _group_start_after(
+        conn, file, base, known_skip, limit, at_least=target, count=PAGE_EVENTS
+    )
 
 
 def transaction_starts(
@@ -212,21 +202,29 @@ def _skip_to(
 
 
 def _group_start_after(
-    conn: pymysql.connections.Connection, file: str, base: int, skip: int, end: int
+    conn: pymysql.connections.Connection,
+    file: str,
+    base: int,
+    skip: int,
+    end: int,
+    *,
+    at_least: int = 0,
+    count: int = STEP_EVENTS,
 ) -> int | None:
-    """The first transaction start after ``base`` among the events from the ``skip``-th after
-    ``base`` on and before ``end``; None if none."""
+    """The first transaction start after ``base`` (and at or after ``at_least``) among the
+    events from the ``skip``-th after ``base`` on and before ``end``; None if none. Reads
+    ``count`` headers per round trip."""
     page_from = base
     while True:
-        rows = _events(conn, file, page_from, skip=skip, count=STEP_EVENTS)
+        rows = _events(conn, file, page_from, skip=skip, count=count)
         skip = 0
         for row in rows:
             pos = int(row[1])
             if pos >= end:
                 return None
-            if str(row[2]) in _GROUP_STARTS and pos > base:
+            if str(row[2]) in _GROUP_STARTS and pos > base and pos >= at_least:
                 return pos
-        if len(rows) < STEP_EVENTS:
+        if len(rows) < count:
             return None
         page_from = int(rows[-1][4])
 

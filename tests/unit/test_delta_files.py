@@ -26,8 +26,10 @@ from cdc_console.sinks.delta_files import (
     IN_FLIGHT_SECONDS,
     chunk_from_json,
     chunk_to_json,
+    dictionary_columns,
     file_stats,
     write_chunk,
+    write_files,
 )
 from cdc_console.sinks.lake_layout import stats_columns
 from cdc_console.sinks.lake_target import LakeTarget
@@ -183,3 +185,30 @@ def test_writing_files_needs_no_delta_rs_on_the_executors() -> None:
     code = "import sys, cdc_console.sinks.delta_files; print('deltalake' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_only_columns_that_repeat_are_dictionary_encoded(tmp_path: Path) -> None:
+    """A status repeats, a key and an amount do not: the writer's dictionary attempt is spent
+    only where it pays, and every value reads back as written."""
+    import pyarrow.parquet as pq
+
+    n = 5_000
+    data = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "status": pa.array([("new", "paid", "shipped")[i % 3] for i in range(n)]),
+            "amount": pa.array([Decimal(i) / 100 for i in range(n)], pa.decimal128(12, 2)),
+            "note": pa.array([None] * n, pa.string()),
+        }
+    )
+    assert dictionary_columns(data) == ["status", "note"]
+    assert dictionary_columns(data.rename_columns(["id", "a.b", "amount", "note"])) is True
+    (written,) = write_files(tmp_path, data, 64 << 20, "part")
+    parquet = pq.ParquetFile(tmp_path / written.path)
+    encodings = {
+        parquet.schema_arrow.names[i]: parquet.metadata.row_group(0).column(i).encodings
+        for i in range(data.num_columns)
+    }
+    assert any("DICTIONARY" in e for e in encodings["status"])
+    assert not any("DICTIONARY" in e for e in encodings["id"] + encodings["amount"])
+    assert parquet.read().equals(data)
