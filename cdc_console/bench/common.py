@@ -34,6 +34,7 @@ import pymysql
 
 from cdc_console.config_writer import write_config
 from cdc_console.core.untyped import PassThrough
+from cdc_console.mysql import native
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.sandbox import MySQLSandbox
 from cdc_console.state.readonly import BatchTimes
@@ -637,8 +638,18 @@ def machine_line() -> str:
     return (
         f"machine: {platform.node()}, {os.cpu_count()} cores, {mem:.0f} GiB, "
         f"{platform.system()} {platform.release()}, python {platform.python_version()}; "
-        f"load average {load}"
+        f"load average {load}; row decoders {_decoders()}"
     )
+
+
+def _decoders() -> str:
+    """Which row decoders ours runs (``mysql.native``): figures of the Python twins are not
+    the compiled ones'."""
+    if not native.compiled_rows_built():
+        return "pure Python (the compiled ones were not built)"
+    if not native.compiled_rows_wanted():
+        return f"pure Python ({native.PURE_PYTHON_ENV}=1)"
+    return "compiled"
 
 
 def load_line(phase: str) -> str:
