@@ -126,14 +126,9 @@ def select_raw(conn: Connection, sql: str, args: object = None) -> RawResult:
     return RawResult(columns.arrays(), decoders)
 
 
-def built() -> bool:
-    """Whether the compiled parser was built at install."""
-    return _textrows is not None
-
-
 def compiled() -> bool:
     """Whether results are walked by the compiled parser (built, and not switched off)."""
-    return built() and compiled_rows_wanted()
+    return _textrows is not None and compiled_rows_wanted()
 
 
 def row_columns(count: int) -> RowColumns:

@@ -103,6 +103,10 @@ def test_the_compiled_parser_was_built() -> None:
         "(python3-dev), then `pip install -e .` again"
     )
     assert rawrows.compiled()
+    statuses = ("NEED_MORE", "END", "SPECIAL", "BAD_SEQUENCE", "MALFORMED")
+    assert [getattr(rawrows._textrows, s) for s in statuses] == [
+        getattr(rawrows, s) for s in statuses
+    ]
 
 
 def test_the_python_walk_can_be_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
