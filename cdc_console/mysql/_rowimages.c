@@ -523,6 +523,11 @@ read_value(ImageDecoder *self, const Column *col, PyObject *data_obj, const uint
             Py_DECREF(result);
             return NULL;
         }
+        if (next < p) {
+            Py_DECREF(result);
+            PyErr_SetString(PyExc_ValueError, "a reader moved backwards");
+            return NULL;
+        }
         PyObject *value = Py_NewRef(PyTuple_GET_ITEM(result, 0));
         Py_DECREF(result);
         *pos = next;
