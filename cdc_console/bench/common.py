@@ -645,9 +645,10 @@ def machine_line() -> str:
 def _decoders() -> str:
     """Which row decoders ours runs (``mysql.native``): figures of the Python twins are not
     the compiled ones'."""
-    if not native.compiled_rows_built():
+    decoders = native.decoders_in_use()
+    if decoders == "not built":
         return "pure Python (the compiled ones were not built)"
-    if not native.compiled_rows_wanted():
+    if decoders == "switched off":
         return f"pure Python ({native.PURE_PYTHON_ENV}=1)"
     return "compiled"
 

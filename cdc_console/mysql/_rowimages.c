@@ -355,28 +355,19 @@ read_value(ImageDecoder *self, const Column *col, PyObject *data_obj, const uint
         }
         return PyLong_FromLong((long)((int32_t)(u << 8) >> 8));
     }
-    case K_FLOAT: {
-        if (len < p + 4) {
-            short_data("float");
-            return NULL;
-        }
-        double v = PyFloat_Unpack4((const char *)data + p, 1);
-        if (v == -1.0 && PyErr_Occurred()) {
-            return NULL;
-        }
-        *pos = p + 4;
-        return PyFloat_FromDouble(v);
-    }
+    case K_FLOAT:
     case K_DOUBLE: {
-        if (len < p + 8) {
-            short_data("double");
+        int size = col->kind == K_FLOAT ? 4 : 8;
+        if (len < p + size) {
+            short_data(col->kind == K_FLOAT ? "float" : "double");
             return NULL;
         }
-        double v = PyFloat_Unpack8((const char *)data + p, 1);
+        const char *at = (const char *)data + p;
+        double v = size == 4 ? PyFloat_Unpack4(at, 1) : PyFloat_Unpack8(at, 1);
         if (v == -1.0 && PyErr_Occurred()) {
             return NULL;
         }
-        *pos = p + 8;
+        *pos = p + size;
         return PyFloat_FromDouble(v);
     }
     case K_STRING: {

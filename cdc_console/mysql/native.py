@@ -26,3 +26,13 @@ def compiled_rows_built() -> bool:
     except ImportError:
         return False
     return True
+
+
+def decoders_in_use() -> str:
+    """ "compiled", or why the pure-Python twins decode: "not built" or "switched off" (the
+    job's log line and the benches' first line both say it, each in its own words)."""
+    if not compiled_rows_built():
+        return "not built"
+    if not compiled_rows_wanted():
+        return "switched off"
+    return "compiled"

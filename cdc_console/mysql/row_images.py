@@ -101,11 +101,17 @@ def _uint_le(size: int) -> Callable[[bytes, int], int]:
     return read
 
 
+def _encoding_of(column: BinlogLibObject) -> str | None:
+    """The Python codec of a character column, as the library picks it (None: UTF-8)."""
+    charset = column.character_set_name
+    encoding: str | None = RowsEvent.charset_to_encoding(charset) if charset is not None else None
+    return encoding
+
+
 def _string(length_size: int, column: BinlogLibObject, ignore_decode_errors: bool) -> Reader:
     length_of = _uint_le(length_size)
     errors = "ignore" if ignore_decode_errors else "strict"
-    charset = column.character_set_name
-    encoding = RowsEvent.charset_to_encoding(charset) if charset is not None else None
+    encoding = _encoding_of(column)
 
     def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         length = length_of(data, pos)
@@ -457,8 +463,7 @@ def _native_spec(
         size = (
             column.length_size if kind == FIELD_TYPE.BLOB else (2 if column.max_length > 255 else 1)
         )
-        charset = column.character_set_name
-        encoding = RowsEvent.charset_to_encoding(charset) if charset is not None else None
+        encoding = _encoding_of(column)
         if 1 <= size <= 8 and (encoding is None or isinstance(encoding, str)):
             return (key, name, _K_STRING, size, 0, encoding, errors)
     if kind == FIELD_TYPE.NEWDECIMAL:

@@ -416,10 +416,11 @@ class PipelineJob:
         ui = spark.sparkContext.uiWebUrl
         store.update_run(self.run_id, spark_ui=ui)
         log.info("spark %s on %s, UI %s", spark.version, self.config.spark.master, ui)
-        if not (native.compiled_rows_built() and native.compiled_rows_wanted()):
+        decoders = native.decoders_in_use()
+        if decoders != "compiled":
             why = (
                 f"switched off ({native.PURE_PYTHON_ENV}=1)"
-                if native.compiled_rows_built()
+                if decoders == "switched off"
                 else "not built (install gcc and python3-dev, then reinstall cdc-console)"
             )
             log.warning(
