@@ -156,7 +156,12 @@ class TableBatchSink(ABC):
         """
         if batch_id < 0:
             raise SinkError(f"batch id must be >= 0, got {batch_id}")
-        by_table = group_by_table(records)
+        # Here: this module is imported where pyarrow.compute must not be (the planner).
+        from cdc_console.sinks.change_columns import ChangeColumns
+
+        by_table: Mapping[TableId, Sequence[ChangeRecord]] = (
+            records.by_table() if isinstance(records, ChangeColumns) else group_by_table(records)
+        )
         ranges: dict[TableId, list[ReplaceRange]] = defaultdict(list)
         for replace in replace_ranges:
             ranges[replace.table_id].append(replace)
@@ -176,7 +181,7 @@ class TableBatchSink(ABC):
                 stats[table_id] = self._append_table(batch_id, schema, appends[table_id])
                 continue
             stats[table_id] = self._apply_table(
-                batch_id, schema, by_table.get(table_id, []), ranges.get(table_id, [])
+                batch_id, schema, by_table.get(table_id, ()), ranges.get(table_id, [])
             )
         return stats
 
@@ -191,7 +196,8 @@ class TableBatchSink(ABC):
         self,
         batch_id: int,
         schema: TableSchema,
-        records: list[ChangeRecord],
+        records: Sequence[ChangeRecord],
         replaces: list[ReplaceRange],
     ) -> SinkStats:
-        """Apply one table's share of the batch; return its stats."""
+        """Apply one table's share of the batch; return its stats. ``records`` is a
+        ``ChangeColumns`` when the batch came as one (the job's batches do)."""

@@ -124,7 +124,7 @@ class ChangelogJsonSink(TableBatchSink):
         self,
         batch_id: int,
         schema: TableSchema,
-        records: list[ChangeRecord],
+        records: Sequence[ChangeRecord],
         replaces: list[ReplaceRange],
     ) -> SinkStats:
         absent: list[dict[Key, CanonicalRow | None]] = []

@@ -84,6 +84,7 @@ from cdc_console.sinks.base import (
     TypedChunk,
     WrittenChunk,
 )
+from cdc_console.sinks.change_columns import ChangeColumns
 from cdc_console.sinks.delta_files import check_rows, check_written, write_chunk
 from cdc_console.sinks.delta_tables import (
     check_schema,
@@ -355,7 +356,7 @@ class DeltaSink(TableBatchSink):
         self,
         batch_id: int,
         schema: TableSchema,
-        records: list[ChangeRecord],
+        records: Sequence[ChangeRecord],
         replaces: list[ReplaceRange],
     ) -> SinkStats:
         _check_table(schema)
@@ -390,7 +391,10 @@ class DeltaSink(TableBatchSink):
                 full_rows=log is not None,
                 where=_bounds_filter(lake, [r.bounds for r in replaces]),
             )
-        plan = plan_table_batch(schema, records, replaces, absent, want_changes=log is not None)
+        if isinstance(records, ChangeColumns) and not replaces and log is None:
+            plan = TableBatchPlan(nets=fold_columns(schema, records))
+        else:
+            plan = plan_table_batch(schema, records, replaces, absent, want_changes=log is not None)
 
         if log is not None:
             data = _changelog_table(schema, log_schema, batch_id, plan.changes)
@@ -661,32 +665,44 @@ def _row_of(record: ChangeRecord, names: Sequence[str]) -> CanonicalRow:
 def _parse_keys(records: Sequence[ChangeRecord]) -> list[Key]:
     """All records' keys, parsed in one ``json.loads`` (per-call overhead dominates otherwise);
     on any doubt, per record, so that the error names the bad record."""
+    parsed = _parse_key_texts([r.key for r in records])
+    return parsed if parsed is not None else [_key_of(r) for r in records]
+
+
+def _parse_key_texts(texts: Sequence[str]) -> list[Key] | None:
+    """Key texts as tuples in one ``json.loads``; None when any is not a JSON list."""
     try:
-        parsed = json.loads("[" + ",".join(r.key for r in records) + "]")
+        parsed = json.loads("[" + ",".join(texts) + "]")
     except ValueError:
-        parsed = None
+        return None
     if (
         not isinstance(parsed, list)
-        or len(parsed) != len(records)
+        or len(parsed) != len(texts)
         or not all(type(k) is list for k in parsed)
     ):
-        return [_key_of(r) for r in records]
+        return None
     return [tuple(k) for k in parsed]
 
 
 def _parse_rows(records: Sequence[ChangeRecord], names: Sequence[str]) -> list[CanonicalRow]:
     """All records' row images in one ``json.loads``; each must have exactly the columns."""
+    parsed = _parse_row_texts([r.row for r in records], names)
+    return parsed if parsed is not None else [_row_of(r, names) for r in records]
+
+
+def _parse_row_texts(texts: Sequence[str], names: Sequence[str]) -> list[CanonicalRow] | None:
+    """Row texts as dicts in one ``json.loads``; None when any lacks or adds a column."""
     try:
-        parsed = json.loads("[" + ",".join(r.row for r in records) + "]")
+        parsed = json.loads("[" + ",".join(texts) + "]")
     except ValueError:
-        parsed = None
+        return None
     expected = set(names)
     if (
         not isinstance(parsed, list)
-        or len(parsed) != len(records)
+        or len(parsed) != len(texts)
         or not all(type(row) is dict and row.keys() == expected for row in parsed)
     ):
-        return [_row_of(r, names) for r in records]
+        return None
     return parsed
 
 
@@ -763,6 +779,43 @@ def plan_table_batch(
     for marker in markers[next_marker:]:
         replace_at(marker)
     return plan
+
+
+def fold_columns(schema: TableSchema, changes: ChangeColumns) -> dict[Key, CanonicalRow | None]:
+    """``plan_table_batch(...).nets`` for a table's changes held as columns, without a range
+    replace or changelog rows: the same nets, in the same order, with no record objects.
+
+    The records are put in ``sort_key`` order by Arrow's stable sort, the keys parsed in one
+    ``json.loads``, and only the row images that survive the fold are parsed. Anything these
+    shortcuts cannot vouch for (an unknown op, a key or row that does not parse) goes the
+    records' way, whose errors name the bad record.
+    """
+    table = changes.table
+    if not changes.ops_valid():
+        return plan_table_batch(schema, changes.records(), (), (), want_changes=False).nets
+    split_ids = pc.fill_null(table.column("split_id"), "")
+    tier = pc.if_else(pc.equal(split_ids, ""), 1, 0)
+    order = pa.Table.from_arrays(
+        [*(table.column(name) for name in _SORT_COLUMNS), tier, table.column("seq")],
+        names=[*_SORT_COLUMNS, "tier", "seq"],
+    )
+    indices = pc.sort_indices(order, sort_keys=[(name, "ascending") for name in order.column_names])
+    ordered = table.select(["op", "key", "row"]).take(indices)
+    keys = _parse_key_texts(pc.fill_null(ordered.column("key"), "").to_pylist())
+    if keys is None:
+        return plan_table_batch(schema, changes.records(), (), (), want_changes=False).nets
+    last = {key: index for index, key in enumerate(keys)}
+    ops = ordered.column("op").to_pylist()
+    upserts = [index for index in last.values() if ops[index] in UPSERT_OPS]
+    texts = pc.fill_null(ordered.column("row").take(pa.array(upserts, type=pa.int64())), "")
+    rows = _parse_row_texts(texts.to_pylist(), schema.column_names)
+    if rows is None:
+        return plan_table_batch(schema, changes.records(), (), (), want_changes=False).nets
+    by_index = dict(zip(upserts, rows, strict=True))
+    return {key: by_index.get(index) for key, index in last.items()}
+
+
+_SORT_COLUMNS = ("file_index", "pos", "event_index", "row_index")
 
 
 def _replace(

@@ -12,6 +12,7 @@ of the whole window emits. For a window read whole this drops nothing.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 
 from cdc_console.core.offset import binlog_file_index
@@ -22,8 +23,8 @@ log = logging.getLogger(__name__)
 
 
 def drop_reshaped(
-    records: list[ChangeRecord], window: WindowResult | None
-) -> tuple[list[ChangeRecord], WindowResult | None]:
+    records: Sequence[ChangeRecord], window: WindowResult | None
+) -> tuple[Sequence[ChangeRecord], WindowResult | None]:
     """``records`` without the binlog changes of a table at or after its reported change of
     shape, and ``window`` with its counts of emitted changes lowered to match."""
     if window is None or not window.schema_changes:

@@ -50,7 +50,7 @@ from cdc_console.spark.protocol import (
     CHUNK_OPS,
     CONTROL_OP,
     FILES_OP,
-    change_records,
+    change_columns,
     read_controls,
     record_count,
     rows_payload,
@@ -161,7 +161,7 @@ class BatchApplier:
         ops = table["op"]
         carried = pc.is_in(ops, pa.array(CHUNK_OPS))
         appends = snapshot_chunks(table.filter(carried))
-        changes = change_records(
+        changes = change_columns(
             table.filter(pc.and_(pc.invert(carried), pc.not_equal(ops, CONTROL_OP)))
         )
         controls = _without_payload(table.filter(pc.equal(ops, CONTROL_OP))).to_pylist()

@@ -30,6 +30,7 @@ from cdc_console.core.schema import TableId
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.values import JSONObject
 from cdc_console.sinks.base import WrittenChunk
+from cdc_console.sinks.change_columns import ChangeColumns
 from cdc_console.sinks.delta_files import chunk_to_json
 from cdc_console.spark.wire import WIRE_FIELDS
 
@@ -247,40 +248,35 @@ def pack_changes(rows: Iterable[RecordDict]) -> Iterator[RecordDict]:
         yield pack_record(pending)
 
 
-def change_records(table: pa.Table) -> list[ChangeRecord]:
-    """The change records of ``table`` (no chunk or control records) in order, packs opened.
-
-    Built from the Arrow columns, a list per field, with no dict per record and no field-name
-    checks (the columns are ``RECORD_SCHEMA``'s or the wire's): the driver applies a batch
-    after its readers are done, so this is on the stream's critical path, and it was a third
-    of a 124k-record apply (``from_dict``: 3.5 µs per record, against 1.5 µs).
-    """
+def change_columns(table: pa.Table) -> ChangeColumns:
+    """The change records of ``table`` (no chunk or control records) in order, packs opened,
+    as Arrow columns (``RECORD_SCHEMA``): the driver's apply is on the stream's critical path,
+    and a record object per change was a third of it (``sinks.change_columns``)."""
     meta = table.drop_columns(["payload"]) if "payload" in table.column_names else table
-    ops = meta.column("op").to_pylist()
-    if PACK_OP not in ops:
-        return _records(meta)
+    ops = meta.column("op")
+    if not pc.any(pc.equal(ops, PACK_OP)).as_py():
+        return ChangeColumns(_record_columns(meta))
     payloads = table["payload"]
-    records: list[ChangeRecord] = []
+    pieces: list[pa.Table] = []
     plain_from = 0
-    for index, op in enumerate(ops):
+    for index, op in enumerate(ops.to_pylist()):
         if op == PACK_OP:
             if index > plain_from:
-                records.extend(_records(meta.slice(plain_from, index - plain_from)))
-            records.extend(_records(rows_payload(payloads[index].as_py())))
+                pieces.append(_record_columns(meta.slice(plain_from, index - plain_from)))
+            pieces.append(_record_columns(rows_payload(payloads[index].as_py())))
             plain_from = index + 1
-    if plain_from < len(ops):
-        records.extend(_records(meta.slice(plain_from)))
-    return records
+    if plain_from < meta.num_rows:
+        pieces.append(_record_columns(meta.slice(plain_from)))
+    return ChangeColumns(pa.concat_tables(pieces))
 
 
-def _records(table: pa.Table) -> list[ChangeRecord]:
-    columns = [
-        pc.fill_null(table.column(name), "").to_pylist()
-        if kind == "string"
-        else table.column(name).to_pylist()
-        for name, kind in FIELDS
-    ]
-    return list(map(ChangeRecord, *columns))
+def change_records(table: pa.Table) -> list[ChangeRecord]:
+    """``change_columns`` as record objects."""
+    return change_columns(table).records()
+
+
+def _record_columns(table: pa.Table) -> pa.Table:
+    return table.select(list(RECORD_SCHEMA.names)).cast(RECORD_SCHEMA)
 
 
 def record_count(table: pa.Table) -> int:

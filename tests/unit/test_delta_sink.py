@@ -7,6 +7,7 @@ import itertools
 import json
 import pickle
 import random
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,9 @@ from cdc_console.core.records import FIELD_NAMES, ChangeRecord
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks import delta as delta_module
 from cdc_console.sinks.base import KeyBounds, TypedChunk
+from cdc_console.sinks.change_columns import ChangeColumns
 from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
+from cdc_console.spark.protocol import RECORD_SCHEMA
 from cdc_console.values.arrow import rows_to_table, table_to_rows
 
 ORDERS = TableId("shop", "orders")
@@ -113,6 +116,27 @@ def mirror(sink: DeltaSink, table: TableId = ORDERS) -> dict[tuple[Any, ...], di
 
 def by_id(*rows: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
     return {(r["id"],): r for r in rows}
+
+
+def as_columns(records: Sequence[ChangeRecord]) -> ChangeColumns:
+    """Records as the job hands them to the sink: Arrow columns (``spark.protocol``)."""
+    return ChangeColumns(pa.Table.from_pylist([r.to_dict() for r in records], schema=RECORD_SCHEMA))
+
+
+@pytest.fixture(autouse=True, params=["objects", "columns"])
+def records_as(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: records as a list of objects, and as the job's ``ChangeColumns``
+    (whose plain MERGE folds the columns, ``fold_columns``, and builds no objects)."""
+    if request.param == "columns":
+        apply_batch = DeltaSink.apply_batch
+
+        def with_columns(
+            self: DeltaSink, batch_id: int, schemas: Any, records: Any, *rest: Any, **named: Any
+        ) -> Any:
+            return apply_batch(self, batch_id, schemas, as_columns(records), *rest, **named)
+
+        monkeypatch.setattr(DeltaSink, "apply_batch", with_columns)
+    return str(request.param)
 
 
 @pytest.fixture
