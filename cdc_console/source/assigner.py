@@ -35,6 +35,7 @@ from cdc_console.source.batch_budget import BatchBudget
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.evolution import Reread, describe_evolution
 from cdc_console.source.parking import is_purged, park_table
+from cdc_console.source.plan_past import as_committed, may_plan_past, wait_applied
 from cdc_console.source.redump import reread_or_park
 from cdc_console.state.store import StateStore, TableState
 
@@ -120,18 +121,29 @@ class HybridSplitAssigner:
         self.window_end = window_end
 
     def next_plan(self) -> BatchPlan | None:
-        """The plan of the next batch, persisted; the pending one again if it never applied."""
+        """The plan of the next batch, persisted; the pending one again if it never applied.
+
+        A batch the driver is still applying is planned past when ``plan_past`` allows it, and
+        waited for otherwise."""
         last = self.store.last_batch()
-        if last is not None and last.status != BatchStatus.APPLIED:
+        past: BatchPlan | None = None
+        if last is not None and last.status == BatchStatus.STAGED:
+            if may_plan_past(self.store, last):
+                past = last.plan
+            else:
+                last = wait_applied(self.store, last)
+        if last is not None and last.status != BatchStatus.APPLIED and past is None:
             return last.plan
         batch_no = (last.batch_no if last else 0) + 1
         if self.store.draining():
             return None  # the job is stopping: the batch in flight was the last
-        if self.commands is not None:
+        if self.commands is not None and past is None:
             self.commands.apply_pending()
         if self.store.pipeline_paused():
             return None
         tables = self.store.tables()
+        if past is not None:
+            tables = as_committed(tables, past)
         if any(t.schema_pending for t in tables):
             # first, so a table read again gets its fresh chunks in this very plan
             self._settle_schema_changes(tables)
@@ -155,13 +167,18 @@ class HybridSplitAssigner:
             for i, split in enumerate(splits)
         )
         head = self.read_head()
-        tables = self._park_purged(tables)
+        if past is None:  # the window's tables were just read up to its end: nothing is purged
+            tables = self._park_purged(tables)
         binlog = self._binlog_window(tables, head)
         plan = BatchPlan(batch_no, planned, binlog, self.server_ids[0], head)
         if plan.is_empty:
             return None
         self.store.create_batch(batch_no, plan.to_dict(), splits)
-        log.info("planned %s", plan.describe())
+        log.info(
+            "planned %s%s",
+            plan.describe(),
+            f" (batch {batch_no - 1} still being applied)" if past is not None else "",
+        )
         return plan
 
     def _settle_schema_changes(self, tables: Sequence[TableState]) -> None:

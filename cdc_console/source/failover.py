@@ -82,6 +82,14 @@ def follow_failover(
             f'point source.host back at {known}, or set source.position = "auto" to follow a '
             "failover by GTID",
         )
+    staged = store.staged_batches()
+    if staged:
+        # Its commit will write positions of the old server: re-map only after it.
+        raise SourceError(
+            f"the source moved ({known} -> {identity}) while batch {staged[0].batch_no} is "
+            "staged and not yet applied; the positions are re-mapped once it is",
+            transient=True,
+        )
     positions = store.stored_positions()
     lacking = [p for p in positions if not p.gtid]
     if lacking:

@@ -50,6 +50,7 @@ from cdc_console.spark.protocol import (
     CHUNK_OPS,
     CONTROL_OP,
     FILES_OP,
+    Reports,
     change_columns,
     read_controls,
     record_count,
@@ -106,15 +107,23 @@ class BatchApplier:
         self.lock = threading.Lock()
         #: told of each applied batch: seconds, records, the sink's stats per table (metrics)
         self.on_applied: Callable[[float, int, Mapping[TableId, SinkStats]], None] | None = None
+        #: the batch applied while the next one is read (``source.plan_past``), and its failure
+        self._applying: threading.Thread | None = None
+        self._failure: BaseException | None = None
 
     def __call__(self, df: DataFrame, spark_batch_id: int) -> None:
         table = df.toArrow()
+        self.wait_applied()  # batches apply in order: the one before first
         with self.lock:
-            self.apply_arrow(table)
+            self.apply_arrow(table, overlap=True)
 
-    def apply_arrow(self, table: pa.Table) -> None:
+    def apply_arrow(self, table: pa.Table, *, overlap: bool = False) -> None:
+        """Stage and apply the batch ``table`` carries; with ``overlap``, a batch the planner
+        may plan past (``plan_past``) is applied in a thread of its own after it is staged, so
+        that the next batch is read meanwhile (``wait_applied`` joins it)."""
         controls = _without_payload(table.filter(pc.equal(table["op"], CONTROL_OP))).to_pylist()
-        batch_numbers = list(read_controls(controls).batch_numbers)
+        reports = read_controls(controls)
+        batch_numbers = list(reports.batch_numbers)
         if len(batch_numbers) > 1:
             raise RuntimeError(
                 f"one Spark batch carried plans {batch_numbers}; the Spark checkpoint and the "
@@ -129,18 +138,53 @@ class BatchApplier:
                 log.info("batch %d already applied; replayed data ignored", batch_no)
                 continue
             if found.status == BatchStatus.PLANNED:
-                self.stage(batch_no, table)
+                past = overlap and plans_past(found.plan, reports)
+                self.stage(batch_no, table, plan_past=past)
                 crash_point("after-stage", table.num_rows > len(controls))
-                self.apply_staged(batch_no, just_staged=table)
+                if past:
+                    self._apply_in_background(batch_no, table)
+                else:
+                    self.apply_staged(batch_no, just_staged=table)
             else:
                 self.apply_staged(batch_no)  # staged before a crash: its file, not this replay
 
-    def stage(self, batch_no: int, table: pa.Table) -> None:
+    def stage(self, batch_no: int, table: pa.Table, *, plan_past: bool = False) -> None:
         path = self.staging / f"batch-{batch_no:09d}.parquet"
         tmp = path.with_suffix(".tmp")
         pq.write_table(table, tmp)
         os.replace(tmp, path)
-        self.store.mark_staged(batch_no, str(path), record_count(table))
+        self.store.mark_staged(batch_no, str(path), record_count(table), plan_past=plan_past)
+
+    def _apply_in_background(self, batch_no: int, table: pa.Table) -> None:
+        def apply() -> None:
+            try:
+                with self.lock:
+                    self.apply_staged(batch_no, just_staged=table)
+            except BaseException as exc:  # raised to the job by wait_applied / check
+                log.error("batch %d failed to apply: %s", batch_no, exc)
+                self._failure = exc
+
+        self._applying = threading.Thread(target=apply, name=f"apply-batch-{batch_no}", daemon=True)
+        self._applying.start()
+
+    def wait_applied(self, timeout: float | None = None, *, quiet: bool = False) -> bool:
+        """Wait for the batch applied in the background, if any; raise its failure unless
+        ``quiet`` (the job is failing already). False when it still runs after ``timeout`` s:
+        it stays staged, and the next start applies it (``recover``)."""
+        thread = self._applying
+        if thread is not None:
+            thread.join(timeout)
+            if thread.is_alive():
+                return False
+            self._applying = None
+        if not quiet:
+            self.check()
+        return True
+
+    def check(self) -> None:
+        """Raise the failure of a batch applied in the background (the job's loop asks)."""
+        if self._failure is not None:
+            raise self._failure
 
     def recover(self) -> int:
         """Apply batches a crash left staged; return how many."""
@@ -214,6 +258,17 @@ class BatchApplier:
             ", ".join(f"{t}: {s}" for t, s in stats.items()) or "no data",
             (time.monotonic() - clock) * 1000,
         )
+
+
+def plans_past(plan: BatchPlan, reports: Reports) -> bool:
+    """Whether the next batch may be planned before this one is applied
+    (``source.plan_past``): a binlog window only, in which no table changed shape."""
+    window = reports.window
+    return (
+        not plan.snapshot
+        and plan.binlog is not None
+        and (window is None or not window.schema_changes)
+    )
 
 
 def batch_position(plan: BatchPlan, splits: list[SplitResult]) -> BinlogOffset | None:

@@ -280,8 +280,6 @@ class PipelineJob:
         self.register_tables(store, schemas)
         store.set_draining(False)  # a stop that never finished (the job was killed meanwhile)
         store.close_outages("a new run started")
-        self._follow_source(store)
-        narrow_pending_plan(store)
         started = time.time()
         self.run_id = store.start_run(os.getpid(), socket.gethostname(), self.config.spark.master)
         retire_stale_stops(store, started)
@@ -297,6 +295,10 @@ class PipelineJob:
             recovered = applier.recover()
             if recovered:
                 store.log_event("job", f"recovered {recovered} staged batch(es) after a crash")
+            # After the recovery: a staged batch's commit writes positions of the server it
+            # was read from, so a failover is followed only once none is left.
+            self._follow_source(store)
+            narrow_pending_plan(store)
             self.check_lake_matches_state(store, applier.sink)
             self.check_binlog_available(store)
             if self._snapshot_only_done(store):
@@ -481,6 +483,7 @@ class PipelineJob:
                 failure = query.exception()
                 if failure is not None:
                     raise failure
+                applier.check()
                 if not query.isActive:
                     break
                 store.update_run(self.run_id, heartbeat_at=time.time())
@@ -488,6 +491,7 @@ class PipelineJob:
                 caught_up = monitor.sample()
                 moved_to = monitor.source_moved()
                 if moved_to is not None:
+                    applier.wait_applied()  # the re-mapping waits for no batch to be staged
                     query = self._restart_for_failover(store, query, moved_to, start_query)
                     continue
                 if self._done(store, caught_up, until_caught_up):
@@ -497,14 +501,20 @@ class PipelineJob:
                 self.stop_requested.wait(0.5)
         except BaseException:
             stop_query(query, spark)
+            applier.wait_applied(STOP_GRACE_SECONDS, quiet=True)
             raise
-        drain(
-            store,
-            query,
-            STOP_GRACE_SECONDS,
-            tick=lambda: store.update_run(self.run_id, heartbeat_at=time.time()),
-        )
+
+        def tick() -> None:
+            store.update_run(self.run_id, heartbeat_at=time.time())
+            applier.check()
+
+        try:
+            drain(store, query, STOP_GRACE_SECONDS, tick=tick)
+        except BaseException:
+            stop_query(query, spark)
+            raise
         stop_query(query, spark)
+        applier.wait_applied(STOP_GRACE_SECONDS)
         store.set_draining(False)
         log.info("%s", stopped_at(store))
         return 0

@@ -28,11 +28,12 @@ class BatchesRepo(SplitsRepo):
     """The ``batches`` and ``offsets`` parts; planning a batch assigns its splits, hence the
     base class."""
 
-    _BATCH_COLUMNS = "SELECT batch_no, status, plan, staged_path FROM batches"
+    _BATCH_COLUMNS = "SELECT batch_no, status, plan, staged_path, plan_past FROM batches"
 
     @staticmethod
     def _batch(r: SqliteRow) -> BatchRow:
-        return BatchRow(int(r[0]), BatchStatus(r[1]), BatchPlan.from_dict(json.loads(r[2])), r[3])
+        plan = BatchPlan.from_dict(json.loads(r[2]))
+        return BatchRow(int(r[0]), BatchStatus(r[1]), plan, r[3], bool(r[4]))
 
     def last_batch(self) -> BatchRow | None:
         row = self.db.execute(f"{self._BATCH_COLUMNS} ORDER BY batch_no DESC LIMIT 1").fetchone()
@@ -82,12 +83,16 @@ class BatchesRepo(SplitsRepo):
             ).fetchall()
         ]
 
-    def mark_staged(self, batch_no: int, path: str, records: int) -> None:
+    def mark_staged(
+        self, batch_no: int, path: str, records: int, *, plan_past: bool = False
+    ) -> None:
+        """The batch's content is fixed in ``path``; with ``plan_past`` the planner may plan
+        the next batch before this one is applied (``HybridSplitAssigner.next_plan``)."""
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE batches SET status=?, staged_path=?, records=?, staged_at=? "
+                "UPDATE batches SET status=?, staged_path=?, records=?, staged_at=?, plan_past=? "
                 "WHERE batch_no=?",
-                (BatchStatus.STAGED, path, records, time.time(), batch_no),
+                (BatchStatus.STAGED, path, records, time.time(), int(plan_past), batch_no),
             )
 
     def mark_applied(self, batch_no: int, conn: sqlite3.Connection) -> None:

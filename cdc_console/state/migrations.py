@@ -172,4 +172,9 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE job_runs ADD COLUMN metrics_url TEXT;
     """,
+    # 8: a staged batch the planner may plan past before it is applied (a binlog window whose
+    # commit only moves its tables to its end): the driver applies it while the next one is read
+    """
+    ALTER TABLE batches ADD COLUMN plan_past INTEGER NOT NULL DEFAULT 0;
+    """,
 ]

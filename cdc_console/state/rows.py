@@ -107,6 +107,8 @@ class BatchRow:
     status: BatchStatus
     plan: BatchPlan
     staged_path: str | None
+    #: staged to be applied while the next batch is read: the planner may plan past it
+    plan_past: bool = False
 
 
 @dataclass(frozen=True)
