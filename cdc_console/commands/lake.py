@@ -173,8 +173,10 @@ def _recorded(config: PipelineConfig) -> dict[tuple[str, str], LakeTableState]:
 def _refuse_while_staged(store: StateStore) -> None:
     """A batch a crash left staged may name data files its readers wrote and no version holds
     yet; vacuum would delete them as orphans once they are an hour old, and the batch's commit
-    would then name missing files. The job applies staged batches when it starts."""
-    staged = store.staged_batches()
+    would then name missing files. The job applies staged batches when it starts. A binlog
+    window the running job applies in the background (``plan_past``) writes no data file
+    before its commit, so it is no reason to refuse."""
+    staged = [b for b in store.staged_batches() if not b.plan_past]
     if staged:
         numbers = ", ".join(str(b.batch_no) for b in staged)
         raise CdcError(
