@@ -174,6 +174,29 @@ async def test_the_filter_survives_refreshes_and_rows_update_in_place(
         assert "55,555" in screen_text(app)
 
 
+async def test_a_poll_arriving_before_the_highlight_keeps_the_moved_cursor(
+    shop: PipelineMonitor,
+) -> None:
+    """The cursor moves at once; the selection follows when its highlight message is handled.
+    A poll shown in between must not put the cursor back on the old selection (it did: the
+    cursor bounced back, and the selection with it)."""
+    app = ConsoleApp([shop])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tables = tables_of(app)
+        before = app.selected_table
+        assert before is not None and before != "shop.customers"
+        view = app.view_of("shop")
+        assert view is not None and isinstance(app.screen, TablesScreen)
+        tables.select_key("shop.customers")
+        app.screen.show(view)  # the poll, before the highlight is handled
+        await until(pilot, lambda: app.selected_table == "shop.customers", "selection", 5)
+        assert tables.cursor_key == "shop.customers"
+        app.screen.show(view)
+        await pilot.pause()
+        assert tables.cursor_key == "shop.customers" == app.selected_table
+
+
 async def test_filter_on_the_splits_takes_any_key_as_text(shop: PipelineMonitor) -> None:
     app = ConsoleApp([shop])
     async with app.run_test(size=SIZE) as pilot:

@@ -124,6 +124,9 @@ class TablesScreen(ConsoleScreen):
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
+    #: the selection the tables' cursor was last put on or moved to (see ``show``)
+    _cursor_follows: str | None = None
+
     def compose_body(self) -> ComposeResult:
         yield Static(id="tables-title", classes="title")
         yield KeyedTable(TABLE_COLUMNS, sortable=True, id="tables")
@@ -190,8 +193,14 @@ class TablesScreen(ConsoleScreen):
             title.append_text(filter_note(tables))
             self.query_one("#tables-title", Static).update(title)
             wanted = self.host.selected_table or view.selected_table
-            if wanted is not None and wanted != tables.cursor_key:
+            # The cursor goes to the selection only when the selection moved on its own (the
+            # first poll, the palette): a cursor the user has just moved is ahead of the
+            # selection until its highlight is handled, and a poll shown in between would
+            # otherwise put it back.
+            if wanted not in (None, tables.cursor_key, self._cursor_follows):
                 tables.select_key(wanted)
+            if wanted is not None and tables.cursor_key == wanted:
+                self._cursor_follows = wanted
             if wanted is not None and self.host.selected_table is None:
                 self.host.select_table(wanted)
             splits.sync([split_row(s) for s in view.splits])
@@ -201,5 +210,8 @@ class TablesScreen(ConsoleScreen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         key = event.row_key.value
-        if event.data_table.id == "tables" and key is not None and key != self.host.selected_table:
+        if event.data_table.id != "tables" or key is None:
+            return
+        self._cursor_follows = key
+        if key != self.host.selected_table:
             self.host.select_table(key)
