@@ -512,6 +512,7 @@ class PipelineJob:
             drain(store, query, STOP_GRACE_SECONDS, tick=tick)
         except BaseException:
             stop_query(query, spark)
+            applier.wait_applied(STOP_GRACE_SECONDS, quiet=True)
             raise
         stop_query(query, spark)
         applier.wait_applied(STOP_GRACE_SECONDS)
