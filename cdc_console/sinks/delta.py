@@ -791,8 +791,12 @@ def fold_columns(schema: TableSchema, changes: ChangeColumns) -> dict[Key, Canon
     records' way, whose errors name the bad record.
     """
     table = changes.table
-    if not changes.ops_valid():
+
+    def by_records() -> dict[Key, CanonicalRow | None]:
         return plan_table_batch(schema, changes.records(), (), (), want_changes=False).nets
+
+    if not changes.ops_valid():
+        return by_records()
     split_ids = pc.fill_null(table.column("split_id"), "")
     tier = pc.if_else(pc.equal(split_ids, ""), 1, 0)
     order = pa.Table.from_arrays(
@@ -803,14 +807,14 @@ def fold_columns(schema: TableSchema, changes: ChangeColumns) -> dict[Key, Canon
     ordered = table.select(["op", "key", "row"]).take(indices)
     keys = _parse_key_texts(pc.fill_null(ordered.column("key"), "").to_pylist())
     if keys is None:
-        return plan_table_batch(schema, changes.records(), (), (), want_changes=False).nets
+        return by_records()
     last = {key: index for index, key in enumerate(keys)}
     ops = ordered.column("op").to_pylist()
     upserts = [index for index in last.values() if ops[index] in UPSERT_OPS]
     texts = pc.fill_null(ordered.column("row").take(pa.array(upserts, type=pa.int64())), "")
     rows = _parse_row_texts(texts.to_pylist(), schema.column_names)
     if rows is None:
-        return plan_table_batch(schema, changes.records(), (), (), want_changes=False).nets
+        return by_records()
     by_index = dict(zip(upserts, rows, strict=True))
     return {key: by_index.get(index) for key, index in last.items()}
 
