@@ -13,7 +13,6 @@ whose event starts at or after the watermark was committed after the watermark w
 from __future__ import annotations
 
 import bisect
-import json
 import logging
 from collections.abc import Iterator, Mapping
 
@@ -26,6 +25,7 @@ from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.core.values import CanonicalValue, RawKey
 from cdc_console.mysql.binlog import read_window_events
+from cdc_console.source.jsonvalues import compact_encoder
 from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
 
 log = logging.getLogger(__name__)
@@ -71,9 +71,9 @@ def should_emit(watermarks: SplitWatermarks, position: BinlogOffset, key: RawKey
     return position >= high
 
 
-# ``dump_json``'s exact encoding (checked by tests/unit/test_binlog_fastpath.py), with the encoder
+# ``dump_json``'s exact encoding (checked by tests/unit/test_binlog_decode.py), with the encoder
 # built once instead of on every call: two encodings per record are a visible share of the reader.
-_encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode_json = compact_encoder()
 
 
 def _encode_key(key: tuple[CanonicalValue, ...]) -> str:

@@ -43,7 +43,7 @@ from cdc_console.mysql.connection import connect, text_mode_conversions, text_mo
 from cdc_console.mysql.position import current_position, gtid_of
 from cdc_console.mysql.rawrows import RawResult, select_raw
 from cdc_console.mysql.retry import error_code
-from cdc_console.source.jsonvalues import dump_json
+from cdc_console.source.jsonvalues import compact_encoder
 from cdc_console.values.canonical import (
     CanonicalRow,
     CanonicalValue,
@@ -52,6 +52,9 @@ from cdc_console.values.canonical import (
 )
 
 log = logging.getLogger(__name__)
+
+#: ``dump_json`` with its encoder built once (``jsonvalues.compact_encoder``)
+_encode_json = compact_encoder()
 
 Hook = Callable[[], None]
 
@@ -335,13 +338,14 @@ class SnapshotSplitReader:
         table = self.schema.table_id
         file_index = binlog_file_index(high.file)
         ts_ms = int(time.time() * 1000)
+        encode = _encode_json
         return [
             ChangeRecord(
                 database=table.database,
                 table=table.table,
                 op="+I",
-                key=dump_json(list(self.normalizer.key_of(row))),
-                row=dump_json(row),
+                key=encode(list(self.normalizer.key_of(row))),
+                row=encode(row),
                 file_index=file_index,
                 pos=high.pos,
                 event_index=-1,

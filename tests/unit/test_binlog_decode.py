@@ -698,7 +698,9 @@ def test_split_reader_json_matches_dump_json() -> None:
     values: list[Any] = [
         {"id": 1, "note": "héllo 😀", "amount": "12.50", "f": 0.1, "n": None, "big": 2**64},
         [1],
-        ['a"b\\c\n', -0.0, 1e300, True],
+        ['a"b\\c\n', -0.0, 1e300, True, float("nan"), float("inf"), -float("inf")],
+        "a lone string \u2028",
+        12,
         {"": "", "x": {"nested": [1, 2]}},
     ]
     for value in values:
