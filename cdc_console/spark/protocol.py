@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.records import FIELDS, ChangeRecord, RecordDict
+from cdc_console.core.records import FIELDS, RecordDict
 from cdc_console.core.reports import SplitResult, WindowResult
 from cdc_console.core.schema import TableId
 from cdc_console.core.schema_change import SchemaChange
@@ -268,11 +268,6 @@ def change_columns(table: pa.Table) -> ChangeColumns:
     if plain_from < meta.num_rows:
         pieces.append(_record_columns(meta.slice(plain_from)))
     return ChangeColumns(pa.concat_tables(pieces))
-
-
-def change_records(table: pa.Table) -> list[ChangeRecord]:
-    """``change_columns`` as record objects."""
-    return change_columns(table).records()
 
 
 def _record_columns(table: pa.Table) -> pa.Table:

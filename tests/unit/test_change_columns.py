@@ -15,7 +15,7 @@ from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks import delta as delta_module
 from cdc_console.sinks.change_columns import ChangeColumns
 from cdc_console.sinks.delta import DeltaSink, SinkError, fold_columns, plan_table_batch
-from cdc_console.spark.protocol import RECORD_SCHEMA, change_columns, change_records
+from cdc_console.spark.protocol import RECORD_SCHEMA, change_columns
 
 LINES = TableId("shop", "lines")
 OTHER = TableId("shop", "other")
@@ -181,7 +181,7 @@ def mirror_rows(sink: DeltaSink) -> list[dict[str, Any]]:
 
 
 def test_the_driver_gets_columns_from_packed_and_plain_records() -> None:
-    """``change_columns`` over what ``foreachBatch`` receives equals ``change_records``."""
+    """``change_columns`` over what ``foreachBatch`` receives is the records, as objects and as a sequence."""
     from cdc_console.spark.protocol import ARROW_SCHEMA, pack_changes, to_batches
 
     records = random_records(random.Random(4), 30)
@@ -190,7 +190,7 @@ def test_the_driver_gets_columns_from_packed_and_plain_records() -> None:
     plain = pa.Table.from_batches(list(to_batches(iter(rows))), schema=ARROW_SCHEMA)
     for table in (packed, plain):
         assert list(change_columns(table)) == records
-        assert change_records(table) == records
+        assert change_columns(table).records() == records
 
 
 def test_the_fold_is_used_only_where_it_is_exact(

@@ -12,7 +12,7 @@ from cdc_console.spark.protocol import (
     CONTROL_OP,
     FILES_OP,
     PACK_OP,
-    change_records,
+    change_columns,
     pack_changes,
     record_count,
     to_batches,
@@ -78,7 +78,7 @@ def test_changes_come_out_equal_and_in_order_around_other_records(
     ]
     assert table.num_rows == 7
     assert record_count(table) == len(changes) + 2
-    assert change_records(_plain(table)) == [ChangeRecord.from_dict(c) for c in changes]
+    assert change_columns(_plain(table)).records() == [ChangeRecord.from_dict(c) for c in changes]
     assert table.filter(pa.array([op == FILES_OP for op in ops]))["payload"].to_pylist() == [
         b"payload 100"
     ]
@@ -88,7 +88,7 @@ def test_a_table_without_packs_reads_as_before() -> None:
     changes = [_change(n) for n in range(3)]
     table = pa.Table.from_batches(list(to_batches(iter(changes))), schema=ARROW_SCHEMA)
     assert record_count(table) == 3
-    assert change_records(table) == [ChangeRecord.from_dict(c) for c in changes]
+    assert change_columns(table).records() == [ChangeRecord.from_dict(c) for c in changes]
 
 
 def test_plain_records_between_packs_keep_their_place() -> None:
@@ -100,7 +100,7 @@ def test_plain_records_between_packs_keep_their_place() -> None:
     rows.append(pa.RecordBatch.from_pylist([plain], schema=ARROW_SCHEMA))
     table = pa.Table.from_batches(rows, schema=ARROW_SCHEMA)
     assert table["op"].to_pylist() == ["+I", PACK_OP, "+I"]
-    got = change_records(table)
+    got = change_columns(table).records()
     assert got == [ChangeRecord.from_dict(c) for c in changes]
     assert not got[-1].is_snapshot
 
