@@ -377,7 +377,7 @@ def _busy_cpu() -> float:
     return float(sum(times)) - float(times.idle) - float(getattr(times, "iowait", 0.0))
 
 
-def _process_cpu(pid: int | None) -> float:
+def process_cpu(pid: int | None) -> float:
     if pid is None:
         return 0.0
     try:
@@ -403,7 +403,7 @@ def run_child(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.time()
     clock = time.monotonic()
-    busy_before, server_before = _busy_cpu(), _process_cpu(server_pid)
+    busy_before, server_before = _busy_cpu(), process_cpu(server_pid)
     with log_path.open("w") as log:
         proc = subprocess.Popen(
             list(args),
@@ -434,7 +434,7 @@ def run_child(
         finally:
             peak = sampler.stop()
     wall = time.monotonic() - clock
-    server_cpu = _process_cpu(server_pid) - server_before
+    server_cpu = process_cpu(server_pid) - server_before
     background = _busy_cpu() - busy_before - server_cpu - sampler.total_cpu()
     result: WorkerResult = {}
     text = log_path.read_text(errors="replace")

@@ -205,4 +205,9 @@ def test_latency_bench_prints_quantiles_per_rate_and_the_bars(tmp_path: Path) ->
     sent = [r["sent"] for r in result["results"]]
     assert sent[0] >= 150 and sent[1] >= 300, sent
     assert all(r["arrived"] == r["sent"] and r["p99"] is not None for r in result["results"])
+    assert stdout.count("cores busy: pipeline ") >= 2, stdout
+    for figures in result["results"]:
+        cores = figures["cores"]
+        assert {"server", "bench", "jvm"} <= set(cores), cores
+        assert all(0.0 <= share <= 2.5 for share in cores.values()), cores
     assert not list(tmp_path.glob("cdc-bench-*"))
