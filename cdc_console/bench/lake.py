@@ -43,6 +43,7 @@ from cdc_console.bench.common import (
     write_pipeline_config,
 )
 from cdc_console.config import LakeConfig, load_config
+from cdc_console.sinks.delta import pipeline_app_id
 from cdc_console.sinks.maintenance import Footprint, LakeTable, footprint, optimize, vacuum
 from cdc_console.units import size
 
@@ -137,7 +138,7 @@ def run_lake_bench(options: LakeOptions) -> LakeResult:
         result.phases.append(Phase.of("end of load", _measure(mirror, config.lake)))
         _merges(mirror, started, result)
         optimize(mirror, config.lake)
-        vacuum(mirror, config.lake)
+        vacuum(mirror, config.lake, app_id=pipeline_app_id(config.name))
         result.phases.append(Phase.of("after maintenance", _measure(mirror, config.lake)))
     _print(result, options)
     return result

@@ -190,12 +190,12 @@ def _refuse_while_staged(store: StateStore) -> None:
 def _run_here(
     config: PipelineConfig, tables: list[LakeTable], action: str, dry_run: bool, as_json: bool
 ) -> int:
+    from cdc_console.sinks.delta import pipeline_app_id
     from cdc_console.sinks.maintenance import optimize, vacuum
     from cdc_console.spark.lake_upkeep import measure
     from cdc_console.state.lake import record_maintenance
     from cdc_console.state.store import StateStore
 
-    operation = optimize if action == "optimize" else vacuum
     store = (
         None
         if dry_run or not config.state_path.exists()
@@ -206,7 +206,12 @@ def _run_here(
         if store is not None and action == "vacuum":
             _refuse_while_staged(store)
         for table in tables:
-            result = operation(table, config.lake, dry_run=dry_run)
+            if action == "vacuum":
+                result = vacuum(
+                    table, config.lake, dry_run=dry_run, app_id=pipeline_app_id(config.name)
+                )
+            else:
+                result = optimize(table, config.lake, dry_run=dry_run)
             results.append(result)
             if not as_json:
                 print(result.describe())

@@ -11,8 +11,9 @@ runs in as many tasks as there are readers.
 Exactness is the commit's, as before: a file is part of the mirror only once the batch's
 commit names it, and that commit is made once (app transaction). A batch read again after a
 crash writes new files (new names); the first attempt's files are orphans that no version
-references and ``maintenance.vacuum`` deletes once they are old enough that no batch can still
-be about to commit them (``IN_FLIGHT_SECONDS``).
+references, and ``maintenance.vacuum`` deletes them once their batch is committed to the table
+(its app transaction, the batch id is in the file's name), or, where it cannot tell, once they
+are old enough that no batch can still be about to commit them (``IN_FLIGHT_SECONDS``).
 
 Statistics. The driver commits the add actions as they are, so the reader computes each file's
 Delta statistics itself, over the same columns ``lake_layout.stats_columns`` keeps. Only
@@ -58,6 +59,16 @@ FILE_PREFIX = "snap-"
 #: a file this young may belong to a batch still being read or applied
 IN_FLIGHT_SECONDS = 3600.0
 _EXACT_DECIMAL_DIGITS = 18
+
+
+def file_batch(name: str) -> int | None:
+    """The batch a reader wrote this data file for (its name, see ``write_chunk``), or None
+    for a file no reader wrote."""
+    stem = Path(name).name
+    if not stem.startswith(FILE_PREFIX + "b"):
+        return None
+    digits, _, _ = stem[len(FILE_PREFIX) + 1 :].partition("-")
+    return int(digits) if digits.isdigit() else None
 
 
 def write_chunk(

@@ -38,7 +38,7 @@ from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties
 
 from cdc_console.config import LakeConfig
-from cdc_console.sinks.delta_files import FILE_PREFIX, IN_FLIGHT_SECONDS
+from cdc_console.sinks.delta_files import FILE_PREFIX, IN_FLIGHT_SECONDS, file_batch
 from cdc_console.sinks.lake_layout import CHANGELOG_DIR
 from cdc_console.units import size
 
@@ -204,9 +204,19 @@ def optimize(table: LakeTable, lake: LakeConfig, dry_run: bool = False) -> Maint
     )
 
 
-def _in_flight(path: Path, name: str) -> bool:
-    """A file a reader wrote for a batch that may not be committed yet (``delta_files``)."""
+def _in_flight(path: Path, name: str, committed: int | None) -> bool:
+    """A file a reader wrote for a batch that may not be committed yet (``delta_files``).
+
+    ``committed`` is the last batch the table's app transaction records. A batch is committed
+    to a table once, in one commit that names all its files there, so a file of a batch up to
+    it that no version holds will never be named: a crashed attempt's, or one a later change
+    rewrote whose tombstone the log no longer keeps (a retention shorter than the checkpoint
+    interval drops it from the checkpoint). Only where that cannot be told does age decide.
+    """
     if not Path(name).name.startswith(FILE_PREFIX):
+        return False
+    batch = file_batch(name)
+    if committed is not None and batch is not None and batch <= committed:
         return False
     try:
         age = time.time() - os.stat(path / name).st_mtime
@@ -223,14 +233,18 @@ def _size_stat(text: object) -> int:
         return 0
 
 
-def vacuum(table: LakeTable, lake: LakeConfig, dry_run: bool = False) -> MaintenanceResult:
+def vacuum(
+    table: LakeTable, lake: LakeConfig, dry_run: bool = False, app_id: str | None = None
+) -> MaintenanceResult:
     """Delete files no version inside the retention needs, then the expired log entries.
 
     Files a version once held and none inside the retention does (tombstones) go through
     delta-rs' own vacuum. Files no version ever held are orphans (left by a crashed attempt of
     a batch) -- or a batch's files that readers wrote and its commit has yet to name
-    (``delta_files``): those are spared while younger than ``IN_FLIGHT_SECONDS``, whatever the
-    retention, since deleting one would leave that commit naming a missing file.
+    (``delta_files``): those are spared, whatever the retention, while their batch is not yet
+    committed to the table by the pipeline's ``app_id`` and, where that is not known, while they
+    are younger than ``IN_FLIGHT_SECONDS``, since deleting one would leave that commit naming a
+    missing file.
     """
     clock = time.monotonic()
     delta = DeltaTable(str(table.path))
@@ -244,7 +258,12 @@ def vacuum(table: LakeTable, lake: LakeConfig, dry_run: bool = False) -> Mainten
     retired = set(
         delta.vacuum(retention_hours=retention, dry_run=True, enforce_retention_duration=False)
     )
-    orphans = [name for name in every if name not in retired and not _in_flight(table.path, name)]
+    committed = delta.transaction_version(app_id) if app_id is not None else None
+    orphans = [
+        name
+        for name in every
+        if name not in retired and not _in_flight(table.path, name, committed)
+    ]
     doomed = [*retired, *orphans]
     sizes = 0
     for name in doomed:

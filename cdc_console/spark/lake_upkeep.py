@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import CommandStatus
 from cdc_console.errors import redact
+from cdc_console.sinks.delta import pipeline_app_id
 from cdc_console.sinks.maintenance import (
     OPTIMIZE,
     VACUUM,
@@ -124,8 +125,10 @@ class LakeUpkeep:
         return None
 
     def _run(self, table: LakeTable, action: str) -> MaintenanceResult:
-        operation = optimize if action == OPTIMIZE else vacuum
-        result = operation(table, self.lake)
+        if action == OPTIMIZE:
+            result = optimize(table, self.lake)
+        else:
+            result = vacuum(table, self.lake, app_id=pipeline_app_id(self.config.name))
         summary = result.describe()
         record_maintenance(self.store, table.name, table.kind, str(table.path), action, summary)
         self._measure(table)

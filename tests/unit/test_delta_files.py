@@ -180,6 +180,42 @@ def test_vacuum_spares_files_a_commit_may_still_name_and_deletes_old_orphans(
     assert sorted(sink.read_mirror(ORDERS).column("id").to_pylist()) == list(range(200))
 
 
+def test_vacuum_deletes_young_files_of_batches_the_table_has_committed(tmp_path: Path) -> None:
+    """With the pipeline's app id, a reader's file that no version holds is deleted as soon as
+    its batch is committed to the table, young or not: a crashed attempt's, and a snapshot
+    file a later MERGE rewrote after a checkpoint forgot its tombstone (a zero retention).
+    Files of a batch not yet committed stay, whatever their age decides for the others."""
+    now = LakeConfig(target_file_size=SMALL.target_file_size, vacuum_retention_hours=0)
+    sink = DeltaSink(tmp_path, changelog=False, lake=now, app_id="cdc-console:test")
+    target = LakeTarget(tmp_path, changelog=False, lake=now)
+    crashed = write_chunk(target, SCHEMA, 1, chunk(0, range(100)))
+    first = write_chunk(target, SCHEMA, 1, chunk(0, range(100)))
+    sink.apply_batch(1, SCHEMAS, [], appends={ORDERS: [first]})
+    pending = write_chunk(target, SCHEMA, 2, chunk(1, range(100, 200)))
+    path = sink.mirror_path(ORDERS)
+    table = LakeTable("shop.orders", "mirror", path)
+
+    assert vacuum(table, now).files_removed == 0  # no app id: an hour of age decides
+    assert vacuum(table, now, app_id=sink.app_id).files_removed == 1
+    assert not (path / crashed.mirror[0].path).exists()
+    assert (path / first.mirror[0].path).exists()
+    assert (path / pending.mirror[0].path).exists()
+
+    sink.apply_batch(2, SCHEMAS, [], appends={ORDERS: [pending]})
+    row = {"id": 5, "name": "new", "amount": "1.00", "updated": "2024-03-01 00:00:00.000000"}
+    change = ChangeRecord("shop", "orders", "+U", "[5]", json.dumps(row), 3, 900, 0, 0, 0, 0)
+    sink.apply_batch(3, SCHEMAS, [change])
+    live = {Path(uri).name for uri in DeltaTable(str(path)).file_uris()}
+    assert Path(first.mirror[0].path).name not in live  # the MERGE rewrote it
+    DeltaTable(str(path)).create_checkpoint()
+    assert vacuum(table, now, app_id=sink.app_id).files_removed >= 1
+    assert not (path / first.mirror[0].path).exists()
+    assert (path / pending.mirror[0].path).exists()
+    rows = sink.read_mirror(ORDERS)
+    assert sorted(rows.column("id").to_pylist()) == list(range(200))
+    assert rows.filter(pa.compute.equal(rows["id"], 5)).column("name").to_pylist() == ["new"]
+
+
 def test_writing_files_needs_no_delta_rs_on_the_executors() -> None:
     """Spark's Python workers import the writer; delta-rs stays on the driver."""
     code = "import sys, cdc_console.sinks.delta_files; print('deltalake' in sys.modules)"
