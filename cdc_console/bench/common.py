@@ -639,8 +639,31 @@ def machine_line() -> str:
     return (
         f"machine: {platform.node()}, {os.cpu_count()} cores, {mem:.0f} GiB, "
         f"{platform.system()} {platform.release()}, python {platform.python_version()}; "
-        f"load average {load}; row decoders {_decoders()}"
+        f"load average {load}; disk readahead {_readahead()}; row decoders {_decoders()}"
     )
+
+
+def _readahead() -> str:
+    """The readahead of the disk pyarrow's libraries load from.
+
+    Measured: with 8 MiB (a VM's setting) each process that imports pyarrow holds its whole
+    libraries resident, 72 MB of file pages against 37 MB with the kernel's 128 KiB, and the
+    job's tree of ten Python processes sums about 200 MB more RSS for the same code (PSS, which
+    counts a shared page once, moves about 60 MB). A peak RSS means little without it.
+    """
+    import pyarrow
+
+    try:
+        where = Path(pyarrow.__file__).parent
+        dev = os.stat(where).st_dev
+        block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+        for queue in (block / "queue", block.resolve().parent / "queue"):
+            setting = queue / "read_ahead_kb"
+            if setting.exists():
+                return f"{int(setting.read_text().strip()):,} KiB"
+    except (OSError, ValueError):
+        pass
+    return "unknown"
 
 
 def _decoders() -> str:
