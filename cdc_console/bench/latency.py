@@ -4,8 +4,8 @@ from outside the pipeline.
 A ``latency`` table is captured by a streaming pipeline. For each rate, writers insert single
 rows (autocommit: one statement and one transaction per row, several statements per round trip)
 carrying the time they were sent, for ``--seconds``;
-a watcher outside the job follows the Delta mirror's versions as any reader would (every 50 ms),
-and takes each new row's latency as the commit time of the newest version it saw the row in
+a watcher outside the job tails the Delta mirror's log as a streaming reader would (every
+50 ms), and takes each new row's latency as the commit time of the version that brought it
 minus its send time. Per rate: p50, p90,
 p99 and max; then the highest rate whose p99 stayed within 3 s with every row arrived and the
 writers keeping up.
