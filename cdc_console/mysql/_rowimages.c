@@ -443,13 +443,16 @@ read_value(ImageDecoder *self, const Column *col, PyObject *data_obj, const uint
         uint64_t v = uint_le(data + p, 3);
         *pos = p + 3;
         int year = (int)((v >> 9) & 0x7FFF), month = (int)((v >> 5) & 0xF), day = (int)(v & 0x1F);
-        if (v == 0 || year == 0 || month == 0 || day == 0) {
+        /* zero parts, and a day past its month (ALLOW_INVALID_DATES: '2024-04-31'), read as
+           no date, as the snapshot reads them (values/canonical.py) */
+        if (v == 0 || year == 0 || month == 0 || day == 0 || month > 12
+            || day > days_in_month(year, month)) {
             if (set_source(sources, col->source_key, self->date_source) < 0) {
                 return NULL;
             }
             Py_RETURN_NONE;
         }
-        return PyDate_FromDate(year, month, day); /* raises ValueError as date() does */
+        return PyDate_FromDate(year, month, day);
     }
     case K_TIMESTAMP2: {
         if (len < p + 4) {

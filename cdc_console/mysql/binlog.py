@@ -12,6 +12,7 @@ server kill the older connection.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
@@ -23,10 +24,12 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.schema import TableId
-from cdc_console.core.schema_change import SchemaChange
+from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.untyped import BinlogLibObject, DriverImage
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError, redact
 from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader, DecodedRows
+from cdc_console.mysql.binlog_events import OpaqueEvent
+from cdc_console.mysql.logged_statements import dml_targets
 from cdc_console.mysql.retry import TRANSIENT_CODES
 
 log = logging.getLogger(__name__)
@@ -243,6 +246,31 @@ def read_window_events(
     ids: dict[tuple[str, str], TableId | None] = {}
     checked: dict[TableId, BinlogLibObject] = {}
     cache = stream.cdc_cache
+
+    def hold(table_id: TableId, change: SchemaChange, at_key: tuple[int, int]) -> None:
+        """Nothing of ``table_id`` from ``change`` on: the handler is told, or it raises."""
+        resume = since_keys.get(table_id)
+        if resume is not None and at_key < resume:
+            return  # a change this table already went through
+        if on_schema_change is None:
+            raise SchemaChangedError(
+                f"{table_id} {change.cause.headline} at {change.position}: {change.what}",
+                f"the pipeline stopped before {change.position} so nothing wrong was written; "
+                f"cdc-console redump --table {table_id} once the cause is gone, or set "
+                '[pipeline] schema_changes = "evolve" to have such tables followed online',
+                tables=(table_id,),
+                statement=change.what,
+            )
+        wanted.discard(table_id)
+        for name_key, known in ids.items():
+            if known == table_id:
+                ids[name_key] = None
+        on_schema_change(table_id, change)
+
+    def transaction_start(event_start: int) -> int:
+        group = cache.group_start
+        return group if group is not None and group <= event_start else event_start
+
     try:
         for event in stream.window_events():
             if isinstance(event, RotateEvent):
@@ -250,6 +278,21 @@ def read_window_events(
                 current_index = binlog_file_index(current_file)
                 if (current_index, event.position) >= end_key:
                     return
+                continue
+            if isinstance(event, OpaqueEvent):
+                if (current_index, event.start) >= end_key:
+                    return
+                if event.start < start.pos and current_file == start.file:
+                    continue
+                _hold_opaque(
+                    event,
+                    wanted,
+                    ids,
+                    current_file,
+                    current_index,
+                    hold,
+                    transaction_start(event.start),
+                )
                 continue
             if isinstance(event, DecodedRows):
                 event_start = event.log_pos - event.event_size
@@ -282,6 +325,11 @@ def read_window_events(
                             if known == changed:
                                 ids[name_key] = None
                         on_schema_change(changed, SchemaChange(position, after, exc.statement))
+                    continue
+                for changed, what in _statement_changes(event, wanted):
+                    after = BinlogOffset(current_file, event.packet.log_pos)
+                    change = SchemaChange(position, after, what, ChangeCause.STATEMENT)
+                    hold(changed, change, (current_index, at))
                 continue
             if not isinstance(event, DecodedRows):
                 continue
@@ -315,22 +363,108 @@ def read_window_events(
                     on_schema_change(table_id, SchemaChange(here, here, exc.statement))
                     continue
                 checked[table_id] = event.columns
-            yield RowEvent(
-                table_id, event.kind, event.rows, current_file, event_start, event.timestamp
-            )
+            if event.partial:
+                here = BinlogOffset(current_file, event_start)
+                held_at = BinlogOffset(current_file, transaction_start(event_start))
+                what = (
+                    f"the {event.kind} at {here} lacks columns in its row image (the writing "
+                    "session's binlog_row_image is MINIMAL or NOBLOB; the server's should be "
+                    "FULL, and writers should not change it)"
+                )
+                hold(
+                    table_id,
+                    SchemaChange(held_at, here, what, ChangeCause.PARTIAL_IMAGE),
+                    (current_index, event_start),
+                )
+                continue
+            try:
+                rows = _decoded(event)
+            except Exception as exc:  # any decode failure holds this table only
+                here = BinlogOffset(current_file, event_start)
+                held_at = BinlogOffset(current_file, transaction_start(event_start))
+                what = (
+                    f"the {event.kind} rows at {here} do not decode "
+                    f"({type(exc).__name__}: {redact(str(exc))[:200]})"
+                )
+                hold(
+                    table_id,
+                    SchemaChange(held_at, here, what, ChangeCause.UNDECODABLE),
+                    (current_index, event_start),
+                )
+                continue
+            yield RowEvent(table_id, event.kind, rows, current_file, event_start, event.timestamp)
     except pymysql.err.OperationalError as exc:
         raise _translate(exc, start) from None
     finally:
         stream.close()
 
 
-def _check_ddl(event: QueryEvent, wanted: set[TableId], position: BinlogOffset) -> None:
+#: a test's way to make one table's row events undecodable (``CDC_TEST_UNDECODABLE=db.table``):
+#: the fault-injection test of one table's failure domain
+_UNDECODABLE_FOR_TESTS = os.environ.get("CDC_TEST_UNDECODABLE", "")
+
+
+def _decoded(event: DecodedRows) -> list[dict[str, DriverImage]]:
+    """The event's rows, decoded now (a failure is the event's, raised here)."""
+    if _UNDECODABLE_FOR_TESTS and f"{event.schema}.{event.table}" == _UNDECODABLE_FOR_TESTS:
+        raise ValueError("undecodable by the test hook CDC_TEST_UNDECODABLE")
+    return event.rows
+
+
+def _query_text(event: QueryEvent) -> tuple[str, str]:
     query = (
         event.query
         if isinstance(event.query, str)
         else bytes(event.query).decode("utf-8", "replace")
     )
     schema = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)
+    return query, schema
+
+
+def _statement_changes(event: QueryEvent, wanted: set[TableId]) -> list[tuple[TableId, str]]:
+    """The captured tables a DML logged as a statement may change, each with what to say."""
+    query, schema = _query_text(event)
+    targets = dml_targets(query, schema)
+    if targets is None:
+        return []
+    if targets:
+        hit = [t for t in dict.fromkeys(targets) if t in wanted]
+    else:  # a DML whose targets do not read: any captured table it could name
+        hit = sorted(t for t in wanted if not schema or t.database == schema)
+    text = " ".join(query.split())
+    what = (
+        f"{text[:200]}{'...' if len(text) > 200 else ''} (a DML logged as SQL text: the writing "
+        "session's binlog_format is STATEMENT or MIXED; the server's should be ROW, and "
+        "writers should not change it)"
+    )
+    return [(t, what) for t in hit]
+
+
+def _hold_opaque(
+    event: OpaqueEvent,
+    wanted: set[TableId],
+    ids: dict[tuple[str, str], TableId | None],
+    current_file: str,
+    current_index: int,
+    hold: Callable[[TableId, SchemaChange, tuple[int, int]], None],
+    transaction_start: int,
+) -> None:
+    """Hold every table ``event`` may change: the one it names, or, naming none, all."""
+    if event.schema is not None and event.table is not None:
+        named = TableId(event.schema, event.table)
+        hit = [named] if named in wanted else []
+    else:
+        hit = sorted(wanted)
+    here = BinlogOffset(current_file, event.start)
+    at = BinlogOffset(current_file, transaction_start)
+    cause = ChangeCause.UNDECODABLE if event.error else ChangeCause.OPAQUE
+    for table_id in hit:
+        what = f"{event.description} at {here}; fix: {event.fix(str(table_id))}"
+        hold(table_id, SchemaChange(at, here, what, cause), (current_index, event.start))
+
+
+def _check_ddl(event: QueryEvent, wanted: set[TableId], position: BinlogOffset) -> None:
+    query, schema = _query_text(event)
     targets = _ddl_targets(query, schema)
     if not targets:
         return

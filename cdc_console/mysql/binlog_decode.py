@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import struct
 import warnings
+import zlib
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -47,6 +48,15 @@ from pymysqlreplication.row_event import (
 )
 
 from cdc_console.core.untyped import BinlogLibObject, Connection, PassThrough
+from cdc_console.mysql.binlog_events import (
+    COMPRESSED_ROWS,
+    COMPRESSED_ROWS_V2,
+    CompressedEventError,
+    OpaqueEvent,
+    full_bitmap,
+    is_opaque,
+    plain_packet,
+)
 from cdc_console.mysql.row_images import NoneSources, RowDict, RowsPlan
 
 __all__ = ["CachingBinLogStreamReader", "DecodeCache", "DecodedRows"]
@@ -288,6 +298,7 @@ class DecodedRows:
         "event_size",
         "kind",
         "log_pos",
+        "partial",
         "schema",
         "table",
         "timestamp",
@@ -304,8 +315,12 @@ class DecodedRows:
         event_size: int,
         reader: CachingBinLogStreamReader,
         decode: tuple[BinlogLibObject, ...],
+        partial: bool = False,
     ) -> None:
         self.kind = kind  # insert | update | delete
+        #: an image lacks some of the table's columns (``binlog_row_image`` MINIMAL/NOBLOB):
+        #: the library reads an absent column as None, which is not the column's value
+        self.partial = partial
         self.schema = schema
         self.table = table
         self.columns = columns
@@ -332,6 +347,15 @@ class DecodedRows:
             else:
                 self._rows = fast.decode(*decode)
         return self._rows
+
+
+def _library_partial(event: BinlogLibObject) -> bool:
+    """Whether a library row event's images lack columns (its present-columns bitmaps)."""
+    columns = event.number_of_columns
+    if not full_bitmap(bytes(event.columns_present_bitmap), columns):
+        return True
+    second = getattr(event, "columns_present_bitmap2", None)
+    return second is not None and not full_bitmap(bytes(second), columns)
 
 
 def _row_kind(event: BinlogLibObject) -> str:
@@ -467,14 +491,19 @@ class _FastPath:
         end = self._body_end(event_size)
         if pos >= end or data[pos] >= 251:
             return False
-        size = (data[pos] + 7) >> 3
+        columns = data[pos]
+        size = (columns + 7) >> 3
         bitmap = data[pos + 1 : pos + 1 + size]
         pos += 1 + size
         plan = self.cache.plan_for(table, self.ignore_decode_errors)
         if plan is None or pos > end:
             return False
+        partial = not full_bitmap(bitmap, columns) or (
+            kind == "update" and not full_bitmap(data[pos : pos + size], columns)
+        )
         if log_pos:
             me.log_pos = log_pos
+        original = self.reader._original_size
         return DecodedRows(
             kind,
             table.schema,
@@ -482,9 +511,10 @@ class _FastPath:
             table.columns,
             timestamp,
             log_pos,
-            event_size,
+            event_size if original is None else original,
             self.reader,
             (pkt, data, kind == "update", plan, pos, end, bitmap, size),
+            partial,
         )
 
     def decode(
@@ -533,6 +563,8 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
         #: packets read by ``window_events`` (see ``DecodedRows.rows``)
         self._turn = 0
         self._fast_path: _FastPath | None = None
+        #: the size of the compressed event the current packet was inflated from, else None
+        self._original_size: int | None = None
         allowed = me._BinLogStreamReader__allowed_events
         me._BinLogStreamReader__allowed_events = frozenset(
             allowed | {fast for base, fast in _SUBSTITUTES.items() if base in allowed}
@@ -571,6 +603,20 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
             self._turn += 1
             if pkt is None:
                 return
+            data: bytes = pkt._data
+            event_type = data[5] if len(data) >= _HEADER_END else None
+            self._original_size = None
+            if event_type is not None and is_opaque(event_type):
+                yield self._opaque(pkt, event_type)
+                continue
+            try:
+                plain = plain_packet(pkt, bool(me._BinLogStreamReader__use_checksum))
+            except (CompressedEventError, zlib.error) as exc:
+                assert event_type is not None
+                yield self._opaque(pkt, event_type, f"it does not inflate ({exc})")
+                continue
+            if plain is not None:
+                pkt, self._original_size = plain
             if fast is not None:
                 handled = fast.handle(pkt)
                 if handled is True:
@@ -581,8 +627,11 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
             event = self._library_event(pkt)
             if event is None:
                 continue
+            packet = event.packet
+            if self._original_size is not None:
+                # positions are the compressed event's: where it starts, where the next begins
+                packet.event_size = self._original_size
             if isinstance(event, RowsEvent):
-                packet = event.packet
                 yield DecodedRows(
                     _row_kind(event),
                     event.schema,
@@ -593,9 +642,24 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
                     packet.event_size,
                     self,
                     (event,),
+                    _library_partial(event),
                 )
             else:
                 yield event
+
+    def _opaque(self, pkt: BinlogLibObject, event_type: int, error: str = "") -> OpaqueEvent:
+        """An event that may change rows and is not decoded; the stream moves past it."""
+        me: BinlogLibObject = self
+        _, _, _, event_size, log_pos, _ = _HEADER.unpack_from(pkt._data)
+        if log_pos:
+            me.log_pos = log_pos
+        schema = table = None
+        names_a_table = event_type in COMPRESSED_ROWS or event_type in COMPRESSED_ROWS_V2
+        if names_a_table or event_type == BINLOG.PARTIAL_UPDATE_ROWS_EVENT:
+            mapped = me.table_map.get(int.from_bytes(pkt._data[20:26], "little"))
+            if mapped is not None:
+                schema, table = mapped.schema, mapped.table
+        return OpaqueEvent(event_type, log_pos - event_size, log_pos, schema, table, error)
 
     def _next_packet(self) -> BinlogLibObject:  # pragma: no cover - exercised against a server
         """The next OK packet of the stream, or None at its end (the stream is then closed)."""

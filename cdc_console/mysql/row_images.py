@@ -318,7 +318,13 @@ def _date(source_key: str | None) -> Reader:
         if year == 0 or month == 0 or day == 0:
             sources[source_key] = NONE_SOURCE.OUT_OF_DATE_RANGE
             return None, pos
-        return make(year=year, month=month, day=day), pos
+        try:
+            return make(year=year, month=month, day=day), pos
+        except ValueError:
+            # a day past its month (ALLOW_INVALID_DATES: '2024-04-31'): no date, as the
+            # snapshot reads it; the library raises here
+            sources[source_key] = NONE_SOURCE.OUT_OF_DATE_RANGE
+            return None, pos
 
     return read
 

@@ -216,7 +216,13 @@ class HybridSplitAssigner:
                         None if isinstance(settled, str) else settled.schema,
                     )
                 reread_or_park(
-                    self.store, table, settled, f"at {change}", schema_pending=None, **parked
+                    self.store,
+                    table,
+                    settled,
+                    f"at {change}",
+                    change.cause.headline,
+                    schema_pending=None,
+                    **parked,
                 )
                 continue
             schema, resume = settled

@@ -17,7 +17,7 @@ from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.reports import SplitResult, WindowResult
-from cdc_console.core.schema_change import SchemaChange
+from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.splits import TableStreamFilter
 from cdc_console.source.parking import park
 from cdc_console.state.store import StateStore
@@ -40,7 +40,7 @@ def _hold_for_evolution(
         stream_from=change.position,
         schema_pending=json.dumps(change.to_dict()),
     )
-    message = f"{table_id} changed shape at {change}: held there until it is applied"
+    message = f"{table_id} {change.cause.headline} at {change}: held there until it is followed"
     store.log_event("table", message, level="warning", table_id=table_id, conn=conn)
     return message
 
@@ -51,12 +51,17 @@ def _park_on_schema_change(
     """Park a table whose shape changed at ``change.position``: its changes before it were
     applied, none after; a re-dump (which reads the new shape) brings it back."""
     position, what = change.position, change.what
+    if change.cause is ChangeCause.DDL:
+        why = "so no row of the new shape is written with the old one"
+        fix = f"cdc-console redump --table {table_id} (it reads the new shape and migrates the mirror)"
+    else:
+        why = "so nothing it cannot apply exactly reaches its mirror"
+        fix = f"cdc-console redump --table {table_id} once the cause is gone"
     return park(
         store,
         table_id,
-        f"{table_id} changed shape at {position} ({what}): parked (NEEDS_REDUMP) so no row of "
-        f"the new shape is written with the old one; the other tables go on. Fix: "
-        f"cdc-console redump --table {table_id} (it reads the new shape and migrates the mirror)",
+        f"{table_id} {change.cause.headline} at {position} ({what}): parked (NEEDS_REDUMP) "
+        f"{why}; the other tables go on. Fix: {fix}",
         conn=conn,
         stream_from=position,
     )

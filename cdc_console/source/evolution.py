@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily
 from cdc_console.core.schema import ColumnInfo, TableSchema
+from cdc_console.core.schema_change import SchemaChange
 
 _ALTER = re.compile(
     r"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:`[^`]+`|[^\s`]+)(?:\s*\.\s*(?:`[^`]+`|[^\s`]+))?\s*(.*)$",
@@ -413,3 +414,17 @@ def reshaped_unseen(old: TableSchema, new: TableSchema) -> Reread | str:
     down, when the server can describe only the new shape): read again, or why to park."""
     result = evolution(old, new, "", ())
     return result if isinstance(result, Reread | str) else Reread(_not_alter(""), new)
+
+
+def follow_rows_change(old: TableSchema, new: TableSchema, change: SchemaChange) -> Reread | str:
+    """How to follow a change of a table's rows that the binlog does not carry as full row
+    images (a DML logged as a statement, a partial image, an event that does not decode):
+    read the table again online where that makes it exact (its shape permitting, as for an
+    unseen DDL), else why it is parked."""
+    if not change.cause.heals:
+        return "the binlog event cannot be applied exactly, and reading the table again would meet it again"
+    result = evolution(old, new, "", ())
+    if isinstance(result, str):
+        return result
+    schema = result.schema if isinstance(result, Reread) else result
+    return Reread("its rows changed without full row images in the binlog", schema)

@@ -74,6 +74,7 @@ def reread_or_park(
     table: TableState,
     outcome: Reread | str,
     where: str,
+    headline: str = "changed shape",
     **fields: FieldValue,
 ) -> str:
     """Follow a table's schema change that cannot apply in place: read the table again
@@ -84,7 +85,7 @@ def reread_or_park(
         return park(
             store,
             table.table_id,
-            f"{table.table_id} changed shape {where}: not applied online: {outcome}; parked "
+            f"{table.table_id} {headline} {where}: not applied online: {outcome}; parked "
             f"(NEEDS_REDUMP), the other tables go on. Fix: cdc-console redump --table "
             f"{table.table_id}",
             fields=fields,
@@ -92,7 +93,7 @@ def reread_or_park(
     with store.transaction() as conn:
         started = start_redump(store, table, conn, outcome.schema, **fields)
         message = (
-            f"{table.table_id} changed shape {where}: followed by reading it again online "
+            f"{table.table_id} {headline} {where}: followed by reading it again online "
             f"({outcome.reason}); {started}"
         )
         store.log_event("table", message, table_id=table.table_id, conn=conn)

@@ -17,7 +17,7 @@ from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
-from cdc_console.core.schema_change import SchemaChange
+from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.errors import SourceError
 from cdc_console.mysql.checks import check_table
@@ -35,7 +35,7 @@ from cdc_console.sinks.lake_target import LakeTarget
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.batch_budget import BatchBudget
 from cdc_console.source.control import CommandProcessor
-from cdc_console.source.evolution import Reread, evolution
+from cdc_console.source.evolution import Reread, evolution, follow_rows_change
 from cdc_console.source.failover import connect_following
 from cdc_console.source.splitter import ChunkSplitter
 from cdc_console.spark.partitions import (
@@ -240,6 +240,8 @@ class Planner:
                 raise
             return exc.message
         conn = self._connection()
+        if change.cause is not ChangeCause.DDL:
+            return follow_rows_change(schema_from_dict(stored), new, change)
         result = evolution(
             schema_from_dict(stored), new, change.what, null_default_columns(conn, table.table_id)
         )

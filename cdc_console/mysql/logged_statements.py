@@ -1,0 +1,145 @@
+"""Which tables a DML statement logged as SQL text may change.
+
+A writer session may set its own ``binlog_format`` to STATEMENT (or MIXED, where the server logs
+every statement it deems safe as text): its INSERT, UPDATE, DELETE, REPLACE and LOAD DATA then
+reach the binlog as a Query event, not as row images. Nothing in such an event can be turned
+into rows, so the reader must notice every one that may touch a captured table and hold that
+table (it is read again online, or parked), never pass it over.
+
+The reading errs on the side of naming a table: every table named in a statement's target
+list counts, including the read-only sides of a multi-table UPDATE or DELETE (``UPDATE a JOIN b
+... SET a.x = b.y`` names both). What it cannot see is a trigger or a stored function that
+writes another table: statement logging replays those on a replica from the outer statement
+alone, so no event names the table they write (see the README's "Writer sessions").
+"""
+
+from __future__ import annotations
+
+import re
+
+from cdc_console.core.schema import TableId
+
+_IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
+_NAME = rf"{_IDENT}(?:\s*\.\s*{_IDENT})?"
+_VERSIONED = re.compile(r"/\*M?!\d*(.*?)\*/", re.S)
+_BLOCK = re.compile(r"/\*.*?\*/", re.S)
+_LINE = re.compile(r"(?:--\s|#)[^\n]*")
+#: the first word of a statement that changes rows
+DML_VERBS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE", "LOAD"})
+
+_INTO = re.compile(
+    rf"^(?:INSERT|REPLACE)\s+(?:(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE)\s+)*"
+    rf"(?:INTO\s+)?({_NAME})",
+    re.I,
+)
+_LOAD = re.compile(rf"\bINTO\s+TABLE\s+({_NAME})", re.I)
+_UPDATE = re.compile(r"^UPDATE\s+(?:(?:LOW_PRIORITY|IGNORE)\s+)*(.*?)\s+SET\b", re.I | re.S)
+_DELETE = re.compile(
+    r"^DELETE\s+(?:(?:LOW_PRIORITY|QUICK|IGNORE)\s+)*(.*?)(?:\s+(?:WHERE|ORDER\s+BY|LIMIT|"
+    r"RETURNING)\b|$)",
+    re.I | re.S,
+)
+#: words of a table-reference list that are not table names
+_NOT_NAMES = frozenset(
+    {
+        "FROM",
+        "USING",
+        "JOIN",
+        "INNER",
+        "CROSS",
+        "LEFT",
+        "RIGHT",
+        "OUTER",
+        "NATURAL",
+        "STRAIGHT_JOIN",
+        "ON",
+        "AS",
+        "AND",
+        "OR",
+        "NOT",
+        "IS",
+        "NULL",
+        "IN",
+        "USE",
+        "FORCE",
+        "IGNORE",
+        "INDEX",
+        "KEY",
+        "FOR",
+        "PARTITION",
+        "LATERAL",
+    }
+)
+
+
+def _unquote(ident: str) -> str:
+    return ident[1:-1].replace("``", "`") if ident.startswith("`") else ident
+
+
+def _table(name: str, default_schema: str) -> TableId | None:
+    parts = re.findall(_IDENT, name)
+    if len(parts) == 2:
+        return TableId(_unquote(parts[0]), _unquote(parts[1]))
+    if len(parts) == 1 and default_schema:
+        return TableId(default_schema, _unquote(parts[0]))
+    return None
+
+
+def _strip(query: str) -> str:
+    """The statement without comments; the text of ``/*! ... */`` version comments is kept,
+    as the server executes it."""
+    text = _VERSIONED.sub(r" \1 ", query)
+    return _LINE.sub(" ", _BLOCK.sub(" ", text)).strip()
+
+
+def is_dml(query: str) -> bool:
+    """Whether a logged statement changes rows (its first word, comments aside)."""
+    words = _strip(query).split(None, 1)
+    return bool(words) and words[0].upper().lstrip("(") in DML_VERBS
+
+
+def _names_in(references: str, default_schema: str) -> list[TableId]:
+    """Every ``[db.]table`` in a table-reference list, leaving out aliases, join words,
+    ``ON``/``USING`` conditions and index hints as well as a plain reading can."""
+    cleaned = re.sub(r"\((?:[^()]|\([^()]*\))*\)", " ", references)
+    cleaned = re.sub(r"\bON\b.*?(?=\bJOIN\b|,|$)", " ", cleaned, flags=re.I | re.S)
+    found: list[TableId] = []
+    expect_name = True
+    for token in re.findall(rf"{_NAME}|,", cleaned):
+        word = token.upper()
+        if token == ",":
+            expect_name = True
+            continue
+        if word in _NOT_NAMES:
+            expect_name = word in {"FROM", "USING", "JOIN", "STRAIGHT_JOIN"}
+            continue
+        if expect_name:
+            table = _table(token, default_schema)
+            if table is not None:
+                found.append(table)
+            expect_name = False
+    return found
+
+
+def dml_targets(query: str, default_schema: str) -> list[TableId] | None:
+    """The tables a DML statement may change, or None when ``query`` changes no rows (a
+    ``BEGIN``, a DDL, a ``SET``...). A DML whose targets cannot be read at all gives ``[]``:
+    the caller must then assume it may touch any table of ``default_schema``."""
+    text = _strip(query)
+    words = text.split(None, 1)
+    if not words or words[0].upper() not in DML_VERBS:
+        return None
+    verb = words[0].upper()
+    if verb in ("INSERT", "REPLACE"):
+        match = _INTO.match(text)
+        table = _table(match.group(1), default_schema) if match else None
+        return [table] if table is not None else []
+    if verb == "LOAD":
+        match = _LOAD.search(text)
+        table = _table(match.group(1), default_schema) if match else None
+        return [table] if table is not None else []
+    form = _UPDATE if verb == "UPDATE" else _DELETE
+    match = form.match(text)
+    if match is None:
+        return []
+    return _names_in(match.group(1), default_schema)

@@ -1,0 +1,393 @@
+"""No silent filter, at the window reader: every event that can change a captured table is
+decoded exactly or holds that table with its cause, never passed over.
+
+Each writer session here changes its own logging as a script, a migration tool or a DBA may,
+long after the pipeline's start-up checks passed: statement logging, partial row images,
+MariaDB's compressed events. A second table written with full row images in the same window
+must come through untouched.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cdc_console.config import PipelineConfig
+from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import TableId
+from cdc_console.core.schema_change import ChangeCause, SchemaChange
+from cdc_console.errors import SchemaChangedError
+from cdc_console.mysql import binlog as binlog_module
+from cdc_console.mysql.binlog import RowEvent, read_window_events
+from cdc_console.mysql.connection import connect
+from cdc_console.mysql.position import current_position
+from cdc_console.mysql.schema import load_table_schema
+from cdc_console.state.store import StateStore
+from cdc_console.values.canonical import RowNormalizer
+from tests.conftest import SourceDb
+from tests.integration.harness import (
+    JobProcess,
+    Writer,
+    load,
+    mirror_rows,
+    running,
+    source_rows,
+    wait_for,
+    write_config,
+)
+from tests.integration.test_table_control import (
+    all_in,
+    assert_converged,
+    caught_up_now,
+    cli,
+    create_table,
+    tables_state,
+)
+
+pytestmark = pytest.mark.mysql
+
+
+def _position(db: SourceDb) -> BinlogOffset:
+    conn = connect(db.source_config())
+    try:
+        return current_position(conn)
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def two_tables(source_db: SourceDb) -> Iterator[SourceDb]:
+    source_db.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(300), b TEXT)",
+        "CREATE TABLE other (id INT PRIMARY KEY, v VARCHAR(20))",
+        "INSERT INTO t VALUES (1, 'one', 'blob one'), (2, 'two', 'blob two'), (3, 'x', 'y')",
+    )
+    yield source_db
+
+
+def _read(
+    db: SourceDb, start: BinlogOffset, *, handler: bool = True
+) -> tuple[list[RowEvent], dict[TableId, SchemaChange]]:
+    held: dict[TableId, SchemaChange] = {}
+
+    def on_change(table: TableId, change: SchemaChange) -> None:
+        held.setdefault(table, change)
+
+    tables = [TableId(db.name, "t"), TableId(db.name, "other")]
+    events = list(
+        read_window_events(
+            db.source_config(),
+            5409,
+            start,
+            _position(db),
+            tables,
+            {tables[0]: ["id", "a", "b"], tables[1]: ["id", "v"]},
+            on_change if handler else None,
+        )
+    )
+    return events, held
+
+
+def _other_rows(db: SourceDb, events: list[RowEvent]) -> list[tuple[str, object]]:
+    return [
+        (e.kind, (r.get("values") or r["after_values"])["v"])
+        for e in events
+        if e.table_id.table == "other"
+        for r in e.rows
+    ]
+
+
+@pytest.mark.parametrize(
+    ("setting", "statements", "cause"),
+    [
+        (
+            "SET SESSION binlog_format = 'STATEMENT'",
+            ["UPDATE t SET a = 'stmt' WHERE id = 1", "DELETE FROM t WHERE id = 3"],
+            ChangeCause.STATEMENT,
+        ),
+        (
+            "SET SESSION binlog_format = 'STATEMENT'",
+            ["INSERT INTO `{db}`.t VALUES (9, 'qualified', NULL)"],
+            ChangeCause.STATEMENT,
+        ),
+        (
+            "SET SESSION binlog_row_image = 'MINIMAL'",
+            ["UPDATE t SET a = 'minimal' WHERE id = 2"],
+            ChangeCause.PARTIAL_IMAGE,
+        ),
+        (
+            "SET SESSION binlog_row_image = 'NOBLOB'",
+            ["UPDATE t SET a = 'noblob' WHERE id = 2"],
+            ChangeCause.PARTIAL_IMAGE,
+        ),
+    ],
+    ids=["statement-dml", "statement-qualified", "minimal", "noblob"],
+)
+def test_a_change_logged_without_full_rows_holds_its_table_and_only_it(
+    two_tables: SourceDb, setting: str, statements: list[str], cause: ChangeCause
+) -> None:
+    db = two_tables
+    start = _position(db)
+    db.execute("INSERT INTO other VALUES (1, 'before')")
+    db.execute(setting, *(s.format(db=db.name) for s in statements))
+    db.execute("INSERT INTO other VALUES (2, 'after')", "UPDATE t SET a = 'row' WHERE id = 2")
+    events, held = _read(db, start)
+
+    change = held[TableId(db.name, "t")]
+    assert change.cause is cause
+    assert TableId(db.name, "other") not in held
+    # nothing of t from the hold on; the other table's rows on both sides of it come through
+    assert not [e for e in events if e.table_id.table == "t"]
+    assert _other_rows(db, events) == [("insert", "before"), ("insert", "after")]
+    if cause is ChangeCause.STATEMENT:
+        assert statements[0].split()[0] in change.what and "binlog_format" in change.what
+    else:
+        assert "binlog_row_image" in change.what
+    # the hold is at a transaction start: a place a reader can resume from
+    assert change.position <= change.after
+
+    with pytest.raises(SchemaChangedError, match=r"\.t (was changed by|had a row logged)"):
+        _read(db, start, handler=False)
+
+
+def test_statement_dml_on_another_table_holds_nothing(two_tables: SourceDb) -> None:
+    db = two_tables
+    db.execute("CREATE TABLE uncaptured (id INT PRIMARY KEY)")
+    start = _position(db)
+    db.execute(
+        "SET SESSION binlog_format = 'STATEMENT'",
+        "INSERT INTO uncaptured VALUES (1)",
+        "UPDATE uncaptured SET id = 2",
+    )
+    db.execute("INSERT INTO other VALUES (1, 'rows')")
+    events, held = _read(db, start)
+    assert held == {}
+    assert _other_rows(db, events) == [("insert", "rows")]
+
+
+def test_compressed_events_decode_as_their_plain_twins(two_tables: SourceDb) -> None:
+    """``log_bin_compress``: rows (insert, update, delete) and a statement, compressed by the
+    server; the rows decode to what the same statements give uncompressed."""
+    db = two_tables
+    statements = [
+        "INSERT INTO t VALUES (10, REPEAT('x', 200), REPEAT('é', 300)), (11, 'k', NULL)",
+        "UPDATE t SET a = REPEAT('y', 150) WHERE id IN (1, 10)",
+        "DELETE FROM t WHERE id = 11",
+    ]
+    restore = "INSERT INTO t VALUES (1, 'one', 'blob one') ON DUPLICATE KEY UPDATE a = 'one'"
+
+    def rows_of(events: list[RowEvent]) -> list[tuple[str, object]]:
+        return [(e.kind, r) for e in events if e.table_id.table == "t" for r in e.rows]
+
+    start = _position(db)
+    db.execute(*statements)
+    plain, held = _read(db, start)
+    assert held == {}
+    db.execute("DELETE FROM t WHERE id >= 10", restore)
+
+    db.sandbox.execute(
+        "SET GLOBAL log_bin_compress_min_len = 10", "SET GLOBAL log_bin_compress = ON"
+    )
+    try:
+        start = _position(db)
+        db.execute(*statements)
+        db.execute("SET SESSION binlog_format = 'STATEMENT'", "UPDATE t SET b = REPEAT('z', 64)")
+        compressed, held = _read(db, start)
+    finally:
+        db.sandbox.execute("SET GLOBAL log_bin_compress = OFF")
+    assert rows_of(compressed) == rows_of(plain)
+    assert len(rows_of(plain)) == 5
+    # the compressed statement is read too: it names t, which is held at it
+    assert held[TableId(db.name, "t")].cause is ChangeCause.STATEMENT
+    assert "REPEAT('z', 64)" in held[TableId(db.name, "t")].what
+
+
+def test_an_undecodable_row_holds_its_table_only(
+    two_tables: SourceDb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = two_tables
+    monkeypatch.setattr(binlog_module, "_UNDECODABLE_FOR_TESTS", f"{db.name}.t")
+    start = _position(db)
+    db.execute("UPDATE t SET a = 'bad' WHERE id = 1", "INSERT INTO other VALUES (5, 'fine')")
+    events, held = _read(db, start)
+    assert held[TableId(db.name, "t")].cause is ChangeCause.UNDECODABLE
+    assert "CDC_TEST_UNDECODABLE" in held[TableId(db.name, "t")].what
+    assert _other_rows(db, events) == [("insert", "fine")]
+
+
+# --- the whole pipeline: a writer on t1 throughout, the loud cases on t2, a fault on t3 ---
+
+
+def _journal(config: PipelineConfig) -> list[str]:
+    store = StateStore(config.state_path)
+    try:
+        return [e.message for e in store.events(500)]
+    finally:
+        store.close()
+
+
+@pytest.mark.spark
+def test_writers_that_change_their_logging_never_leave_a_wrong_mirror_streaming(
+    source_db: SourceDb, tmp_path: Path
+) -> None:
+    """Statement-logged DML, MINIMAL and NOBLOB images heal t2 online (read again, lock-free);
+    compressed events are applied as rows; an undecodable change parks t3 alone, and its
+    re-dump brings it back once the cause is gone. t1's writer never stops, the job never
+    exits, and every table ends equal to its source."""
+    db = source_db
+    create_table(db, "t1", rows=3_000)
+    for name in ("t2", "t3"):
+        db.execute(
+            f"CREATE TABLE {name} (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
+            "amount DECIMAL(12,2) NOT NULL, note VARCHAR(40), memo TEXT)",
+            f"INSERT INTO {name} SELECT seq, CONCAT('c', seq), seq / 100, NULL, "
+            f"CONCAT('memo ', seq) FROM seq_1_to_2000",
+        )
+    names = ["t1", "t2", "t3"]
+    config_path = write_config(
+        db, tmp_path, tables=[f"{db.name}.{n}" for n in names], chunk_size=1_000
+    )
+    config = load(config_path)
+    writer = Writer(db, "t1", [1, 1500, 2999], seed=11, rate=30)
+    writer.start()
+    job = JobProcess(config_path, env={"CDC_TEST_UNDECODABLE": f"{db.name}.t3"})
+
+    def t2_equal() -> bool:
+        return mirror_rows(config, db.name, "t2", "id") == source_rows(db, "t2", "id") and all_in(
+            config, Lifecycle.STREAMING, ["t2"]
+        )
+
+    def t1_moves() -> None:
+        applied = tables_state(config)["t1"].events_applied
+        wait_for(
+            lambda: tables_state(config)["t1"].events_applied > applied, 60, "t1 streaming", job
+        )
+
+    try:
+        with running(job):
+            wait_for(lambda: all_in(config, Lifecycle.STREAMING, names), 240, "streaming", job)
+            for setting, statements in [
+                (
+                    "SET SESSION binlog_format = 'STATEMENT'",
+                    [
+                        "UPDATE t2 SET note = 'stmt' WHERE id <= 5",
+                        "DELETE FROM t2 WHERE id BETWEEN 6 AND 8",
+                        "INSERT INTO t2 VALUES (5001, 'new', 1.00, 'stmt insert', 'm')",
+                    ],
+                ),
+                (
+                    "SET SESSION binlog_row_image = 'MINIMAL'",
+                    ["UPDATE t2 SET note = 'min' WHERE id = 9"],
+                ),
+                (
+                    "SET SESSION binlog_row_image = 'NOBLOB'",
+                    ["UPDATE t2 SET note = 'nob' WHERE id = 10"],
+                ),
+            ]:
+                db.execute(setting, *statements)
+                wait_for(t2_equal, 180, f"t2 healed after {setting}", job)
+                t1_moves()
+            journal = _journal(config)
+            healed = [m for m in journal if "reading it again online" in m and ".t2 " in m]
+            assert any(
+                "was changed by a statement" in m and "UPDATE t2 SET note" in m for m in healed
+            ), healed
+            assert any("had a row logged without all its columns" in m for m in healed), healed
+
+            # compressed events: applied as rows, no re-read
+            before = len([m for m in _journal(config) if "reading it again online" in m])
+            db.sandbox.execute(
+                "SET GLOBAL log_bin_compress_min_len = 10", "SET GLOBAL log_bin_compress = ON"
+            )
+            try:
+                db.execute(
+                    "UPDATE t2 SET memo = REPEAT('z', 300) WHERE id BETWEEN 20 AND 40",
+                    "DELETE FROM t2 WHERE id BETWEEN 41 AND 45",
+                    "INSERT INTO t2 VALUES (5002, 'zipped', 2.00, 'compressed', REPEAT('q', 500))",
+                )
+                wait_for(t2_equal, 120, "t2 after compressed events", job)
+            finally:
+                db.sandbox.execute("SET GLOBAL log_bin_compress = OFF")
+            assert len([m for m in _journal(config) if "reading it again online" in m]) == before
+
+            # one table's undecodable change parks it alone; the job keeps running
+            db.execute("UPDATE t3 SET note = 'undecodable' WHERE id = 1")
+            wait_for(lambda: all_in(config, Lifecycle.NEEDS_REDUMP, ["t3"]), 60, "t3 parked", job)
+            parked = [m for m in _journal(config) if ".t3 " in m and "cannot be decoded" in m]
+            assert parked and "Fix: cdc-console redump --table" in parked[-1], parked
+            t1_moves()
+            assert all_in(config, Lifecycle.STREAMING, ["t1", "t2"])
+            assert job.proc is not None and job.proc.poll() is None
+            cli(config_path, "stop", "--wait")
+            assert job.wait(120) == 0, job.output()
+
+        # the cause gone (here: the hook), the re-dump the message names brings t3 back
+        job = JobProcess(config_path)
+        with running(job):
+            cli(config_path, "redump", "--table", f"{db.name}.t3", "--wait")
+            wait_for(lambda: all_in(config, Lifecycle.STREAMING, names), 180, "t3 re-dumped", job)
+            writer.stop()
+            assert not writer.errors, writer.errors
+            wait_for(lambda: caught_up_now(db, config, names), 120, "caught up", job)
+            cli(config_path, "stop", "--wait")
+            assert job.wait(120) == 0, job.output()
+    finally:
+        writer.stop()
+    assert_converged(db, config, names)
+
+
+def test_an_invalid_date_reads_as_null_in_the_binlog_as_in_the_snapshot(
+    source_db: SourceDb,
+) -> None:
+    """``ALLOW_INVALID_DATES`` stores ``'2024-04-31'``; pymysql's snapshot read gives None for
+    it, and so does the binlog (the library raises ``day is out of range for month``)."""
+    db = source_db
+    db.execute("CREATE TABLE d (id INT PRIMARY KEY, day DATE, at DATETIME)")
+    start = _position(db)
+    db.execute(
+        "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'",
+        "INSERT INTO d VALUES (1, '2024-04-31', '2023-02-30 10:00:00'), (2, '2024-04-30', NULL)",
+        "UPDATE d SET day = '2021-02-29' WHERE id = 2",
+    )
+    table = TableId(db.name, "d")
+    held: list[SchemaChange] = []
+    events = list(
+        read_window_events(
+            db.source_config(),
+            5409,
+            start,
+            _position(db),
+            [table],
+            {table: ["id", "day", "at"]},
+            lambda _t, change: held.append(change),
+        )
+    )
+    assert held == []
+    inserted = [r["values"] for e in events if e.kind == "insert" for r in e.rows]
+    updated = [r["after_values"] for e in events if e.kind == "update" for r in e.rows]
+    assert [(r["id"], r["day"], r["at"]) for r in inserted] == [
+        (1, None, None),
+        (2, datetime.date(2024, 4, 30), None),
+    ]
+    assert [(r["id"], r["day"]) for r in updated] == [(2, None)]
+    # the snapshot's read of the same rows, through the same normaliser as the pipeline's
+    conn = connect(db.source_config())
+    try:
+        normalizer = RowNormalizer(load_table_schema(conn, table))
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT {normalizer.select_list} FROM `{db.name}`.d ORDER BY id")
+            snapshot = [normalizer.snapshot_row(r) for r in cur.fetchall()]
+    finally:
+        conn.close()
+    binlog = [
+        normalizer.binlog_row(r["values"], r.get("none_sources"))
+        for e in events
+        if e.kind == "insert"
+        for r in e.rows
+    ]
+    assert [row["day"] for row in snapshot] == [None, None]
+    assert binlog[0] == snapshot[0]
