@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema_change import SchemaChange
 
+#: the watermarks of a split that ``failed``: it has none (never compared, never stored)
+NO_POSITION = BinlogOffset("unread.000000", 0)
+
 
 @dataclass(frozen=True)
 class SplitResult:
@@ -26,6 +29,10 @@ class SplitResult:
     duration_ms: int
     #: why the chunk was not read: its table's columns changed during its snapshot ("" if read)
     reshaped: str = ""
+    #: why the chunk could not be read, for a cause that no retry cures (a value or a type
+    #: its reader cannot take, a query the server refuses): its table is parked, the others
+    #: go on; its watermarks are then meaningless ("" if read)
+    failed: str = ""
 
 
 @dataclass

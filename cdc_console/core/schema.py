@@ -98,6 +98,15 @@ class TableSchema:
         """Columns that identify a row: the primary key, or the configured chunk key."""
         return self.primary_key or (self.chunk_key,)
 
+    @property
+    def uncaptured(self) -> str:
+        """Why the table cannot be captured as it is (its first column of a type without a
+        family), or "" when every column's type is captured."""
+        for column in self.columns:
+            if column.family is None:
+                return f"column {column.name} has type {column.column_type}, which is not captured"
+        return ""
+
 
 def enum_values_of(column_type: str) -> tuple[str, ...]:
     """Parse ``enum('a','b''c')`` / ``set(...)`` into its member list, in definition order."""

@@ -128,6 +128,8 @@ class RowEvent:
     file: str
     pos: int
     timestamp: int
+    #: where its transaction starts in ``file`` (a place a reader can resume from)
+    transaction_start: int = 0
 
 
 #: told about a table whose shape changed, where and how (the DDL text)
@@ -392,7 +394,15 @@ def read_window_events(
                     (current_index, event_start),
                 )
                 continue
-            yield RowEvent(table_id, event.kind, rows, current_file, event_start, event.timestamp)
+            yield RowEvent(
+                table_id,
+                event.kind,
+                rows,
+                current_file,
+                event_start,
+                event.timestamp,
+                transaction_start(event_start),
+            )
     except pymysql.err.OperationalError as exc:
         raise _translate(exc, start) from None
     finally:

@@ -472,6 +472,18 @@ def _table_checks(
             select = _select_check(conn, table_id, account)
             key = _key_check(conn, schema, configured)
             results += [select, key]
+            if schema.uncaptured:
+                results.append(
+                    _fail(
+                        f"types {table_id}",
+                        f"{table_id}: {schema.uncaptured}; the job parks this table "
+                        "(NEEDS_REDUMP) and captures the others",
+                        f"change the column's type (ALTER TABLE {table_id.quoted()} MODIFY ...) "
+                        f"and run 'cdc-console redump --table {table_id}', or leave the table "
+                        "out of source.tables",
+                        severity="warning",
+                    )
+                )
             if select.ok and not key.blocking:
                 tables.append(schema)
     results += _unused_chunk_keys(config, loaded)

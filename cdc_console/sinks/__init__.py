@@ -67,6 +67,8 @@ class Sink(Protocol):
         replace_ranges: Sequence[ReplaceRange] = (),
         appends: Mapping[TableId, Sequence[SnapshotChunk]] | None = None,
         commit_info: Mapping[str, str] | None = None,
+        *,
+        isolate: bool = False,
     ) -> dict[TableId, SinkStats]: ...
 
 

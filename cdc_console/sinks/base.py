@@ -7,6 +7,7 @@ own ``_apply_table``, which must be idempotent per ``batch_id``.
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -16,9 +17,12 @@ from typing import TYPE_CHECKING
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.values import CanonicalValue
+from cdc_console.errors import redact
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+log = logging.getLogger(__name__)
 
 Key = tuple[CanonicalValue, ...]  # canonical key values in key_columns order
 Position = tuple[int, int, int, int]  # file_index, pos, event_index, row_index
@@ -26,6 +30,10 @@ KeyRow = Mapping[str, CanonicalValue]
 InRange = Callable[[KeyRow], bool]
 #: what a sink did for one table in one batch: row and file counts, skip flags, a file written
 SinkStats = dict[str, int | bool | str | None]
+
+
+#: ``SinkStats`` key of a table whose share of the batch the sink refused: why
+REFUSED = "refused"
 
 
 class SinkError(RuntimeError):
@@ -131,6 +139,16 @@ class TableBatchSink(ABC):
 
     #: the current batch's ``commit_info`` while ``apply_batch`` runs
     _commit_info: dict[str, str] = {}  # noqa: RUF012 - replaced per batch, never mutated
+    #: A failure of one table's share of a batch that no retry cures (a value its mirror type
+    #: cannot hold, a mirror schema that refuses the source's): that table is refused, the
+    #: others applied. Each table is its own failure domain; the job parks the refused one.
+    table_faults: tuple[type[BaseException], ...] = (
+        SinkError,
+        ValueError,
+        TypeError,
+        ArithmeticError,
+        LookupError,
+    )
 
     def apply_batch(
         self,
@@ -140,8 +158,14 @@ class TableBatchSink(ABC):
         replace_ranges: Sequence[ReplaceRange] = (),
         appends: Mapping[TableId, Sequence[SnapshotChunk]] | None = None,
         commit_info: Mapping[str, str] | None = None,
+        *,
+        isolate: bool = False,
     ) -> dict[TableId, SinkStats]:
         """Apply one micro-batch to every table it touches; idempotent per ``batch_id``.
+
+        With ``isolate`` (the job's way), a table whose share fails with one of
+        ``table_faults`` is refused (its stats are ``{REFUSED: why}``) and the others are
+        applied; without it, the failure is raised.
 
         ``commit_info`` is metadata the sink records with the batch where it can (Delta: in
         every commit's ``commitInfo``), e.g. ``cdc_console.position``, the binlog position the
@@ -172,17 +196,24 @@ class TableBatchSink(ABC):
             schema = schemas.get(table_id)
             if schema is None:
                 raise SinkError(f"batch {batch_id} has changes for {table_id} but no schema")
-            if table_id in appends:
-                if table_id in by_table or table_id in ranges:
-                    raise SinkError(
-                        f"batch {batch_id} has both typed snapshot chunks and change records "
-                        f"for {table_id}; the planner never mixes them"
+            if table_id in appends and (table_id in by_table or table_id in ranges):
+                raise SinkError(
+                    f"batch {batch_id} has both typed snapshot chunks and change records "
+                    f"for {table_id}; the planner never mixes them"
+                )
+            try:
+                if table_id in appends:
+                    stats[table_id] = self._append_table(batch_id, schema, appends[table_id])
+                else:
+                    stats[table_id] = self._apply_table(
+                        batch_id, schema, by_table.get(table_id, ()), ranges.get(table_id, [])
                     )
-                stats[table_id] = self._append_table(batch_id, schema, appends[table_id])
-                continue
-            stats[table_id] = self._apply_table(
-                batch_id, schema, by_table.get(table_id, ()), ranges.get(table_id, [])
-            )
+            except self.table_faults as exc:
+                if not isolate:
+                    raise
+                reason = redact(" ".join(f"{type(exc).__name__}: {exc}".split()))[:500]
+                log.error("batch %d: %s refused by the sink: %s", batch_id, table_id, reason)
+                stats[table_id] = {REFUSED: reason}
         return stats
 
     def _append_table(

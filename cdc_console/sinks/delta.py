@@ -62,6 +62,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import DeltaProtocolError, SchemaMismatchError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
 from cdc_console.config import LakeConfig
@@ -147,6 +148,10 @@ def pipeline_app_id(pipeline: str) -> str:
 
 class DeltaSink(TableBatchSink):
     """Mirror + changelog Delta tables under ``root``; see the module docstring for semantics."""
+
+    #: delta-rs' refusals of one table's commit (a schema it will not take, a protocol it
+    #: cannot write) are that table's, as in the base class
+    table_faults = (*TableBatchSink.table_faults, DeltaProtocolError, SchemaMismatchError)
 
     def __init__(
         self,

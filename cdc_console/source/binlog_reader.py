@@ -21,10 +21,11 @@ from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.records import ChangeRecord, RecordDict
 from cdc_console.core.schema import TableId, TableSchema
-from cdc_console.core.schema_change import SchemaChange
+from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.core.values import CanonicalValue, RawKey
-from cdc_console.mysql.binlog import read_window_events
+from cdc_console.errors import SchemaChangedError, redact
+from cdc_console.mysql.binlog import RowEvent, read_window_events
 from cdc_console.source.jsonvalues import compact_encoder
 from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
 
@@ -126,6 +127,28 @@ class BinlogSplitReader:
         log.warning("binlog: %s changed shape at %s: left out from there on", table_id, change)
         self.schema_changes.setdefault(str(table_id), change)
 
+    def _unconvertible(self, event: RowEvent, exc: Exception) -> None:
+        """A row of ``event`` has a value that does not convert to its canonical form (bytes
+        of a charset without a codec, a value out of its type's range...): the table is held
+        at the event's transaction, so nothing of it past there is emitted, and reported like
+        an undecodable event; without parking (``schema_changes = "stop"``) the window fails."""
+        here = BinlogOffset(event.file, event.pos)
+        at = BinlogOffset(event.file, min(event.transaction_start or event.pos, event.pos))
+        what = (
+            f"the {event.kind} rows at {here} hold a value that does not convert "
+            f"({type(exc).__name__}: {redact(str(exc))[:200]})"
+        )
+        change = SchemaChange(at, here, what, ChangeCause.UNDECODABLE)
+        if not self.park_on_schema_change:
+            raise SchemaChangedError(
+                f"{event.table_id} {change.cause.headline} at {at}: {what}",
+                f"cdc-console redump --table {event.table_id} once the cause is gone",
+                tables=(event.table_id,),
+                statement=what,
+            ) from exc
+        log.error("binlog: %s held at %s: %s", event.table_id, at, what)
+        self.schema_changes.setdefault(str(event.table_id), change)
+
     def read(self, split: BinlogSplit) -> Iterator[ChangeRecord]:
         for record in self.read_dicts(split):
             yield ChangeRecord.from_dict(record)
@@ -156,6 +179,7 @@ class BinlogSplitReader:
         encode = _encode_json
         encode_key = _encode_key
         on_change = self._schema_changed if self.park_on_schema_change else None
+        held: set[TableId] = set()
         for event in read_window_events(
             self.source,
             self.server_id,
@@ -167,6 +191,8 @@ class BinlogSplitReader:
             since={t: m.start for t, m in watermarks.items() if m.start is not None},
         ):
             table_id = event.table_id
+            if table_id in held:
+                continue
             marks = watermarks[table_id]
             column = key_columns[table_id]
             start_key, max_key = bounds[table_id]
@@ -181,40 +207,49 @@ class BinlogSplitReader:
             database, table = table_id.database, table_id.table
             halves = _HALVES[event.kind]
             emitted = 0
-            for row_index, row in enumerate(event.rows):
-                position = (file_index, pos, 0, row_index)
-                for op, image_key, sources_key in halves:
-                    image = row[image_key]
-                    if start_key is not None and position < start_key:
-                        emit = False
-                    elif max_key is None or position >= max_key:
-                        emit = True
-                    else:
-                        emit = should_emit(
-                            marks,
-                            BinlogOffset(file, pos, 0, row_index),
-                            raw_chunk_key(column, image.get(column.name), binlog=True),
+            records: list[RecordDict] = []
+            try:
+                for row_index, row in enumerate(event.rows):
+                    position = (file_index, pos, 0, row_index)
+                    for op, image_key, sources_key in halves:
+                        image = row[image_key]
+                        if start_key is not None and position < start_key:
+                            emit = False
+                        elif max_key is None or position >= max_key:
+                            emit = True
+                        else:
+                            emit = should_emit(
+                                marks,
+                                BinlogOffset(file, pos, 0, row_index),
+                                raw_chunk_key(column, image.get(column.name), binlog=True),
+                            )
+                        if not emit:
+                            self.skipped += 1
+                            continue
+                        canonical = binlog_row(image, row.get(sources_key))
+                        records.append(
+                            {
+                                "database": database,
+                                "table": table,
+                                "op": op,
+                                "key": encode_key(key_of(canonical)),
+                                "row": encode(canonical),
+                                "file_index": file_index,
+                                "pos": pos,
+                                "event_index": 0,
+                                "row_index": row_index,
+                                "seq": seq + len(records),
+                                "ts_ms": ts_ms,
+                                "split_id": "",
+                            }
                         )
-                    if not emit:
-                        self.skipped += 1
-                        continue
-                    canonical = binlog_row(image, row.get(sources_key))
-                    yield {
-                        "database": database,
-                        "table": table,
-                        "op": op,
-                        "key": encode_key(key_of(canonical)),
-                        "row": encode(canonical),
-                        "file_index": file_index,
-                        "pos": pos,
-                        "event_index": 0,
-                        "row_index": row_index,
-                        "seq": seq,
-                        "ts_ms": ts_ms,
-                        "split_id": "",
-                    }
-                    seq += 1
-                    emitted += 1
+            except Exception as exc:  # one table's value: that table is held, the rest go on
+                self._unconvertible(event, exc)
+                held.add(table_id)
+                continue
+            yield from records
+            seq += len(records)
+            emitted = len(records)
             if emitted:
                 self.emitted += emitted
                 name = f"{database}.{table}"

@@ -92,9 +92,17 @@ def commit_batch(
     snapshot_only: bool = False,
     sink_stats: Mapping[str, int] | None = None,
     evolve: bool = False,
+    refused: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Apply ``plan``'s results to the state; return the phase changes, for logs and events."""
+    """Apply ``plan``'s results to the state; return the phase changes, for logs and events.
+
+    ``refused`` names the tables whose share of the batch the sink refused, with why, and a
+    split that ``failed`` names its table's reason: each such table is parked (its stream
+    position not moved past what its mirror holds), and the rest of the batch commits.
+    """
     changes: list[str] = []
+    failing: dict[str, str] = dict(refused or {})
+    window_starts: dict[str, BinlogOffset] = {}
     results = {r.split_id: r for r in split_results}
     with store.transaction() as conn:
         touched: set[str] = set()
@@ -105,6 +113,12 @@ def commit_batch(
                 raise RuntimeError(
                     f"batch {plan.batch_no} has no result for split {split.split_id}"
                 )
+            if result.failed:
+                failing.setdefault(
+                    str(split.table_id),
+                    f"chunk {split.split_id} could not be read: {result.failed}",
+                )
+                continue
             store.finish_split(split, result, conn)
             touched.add(str(split.table_id))
             if result.reshaped:
@@ -133,6 +147,10 @@ def commit_batch(
                 table_id = str(stream_filter.table_id)
                 found = store.table(table_id, conn)
                 if found is None:
+                    continue
+                if table_id in failing:
+                    if stream_filter.resume_from is not None:
+                        window_starts[table_id] = stream_filter.resume_from
                     continue
                 state = found.state
                 changed = window.schema_changes.get(table_id)
@@ -163,10 +181,35 @@ def commit_batch(
                     store.log_event("phase", message, table_id=table_id, conn=conn)
                     changes.append(message)
             store.set_offset("committed", end, conn)
+        for table_id, why in sorted(failing.items()):
+            changes.append(_park_failing(store, conn, table_id, why, window_starts.get(table_id)))
         store.mark_applied(plan.batch_no, conn)
     for message in changes:
         log.info("%s", message)
     return changes
+
+
+def _park_failing(
+    store: StateStore,
+    conn: sqlite3.Connection,
+    table_id: str,
+    why: str,
+    stream_from: BinlogOffset | None,
+) -> str:
+    """Park one table whose share of a batch could not be read or written: the others commit.
+    Its binlog position stays where its mirror is (the start of this batch's window for it)."""
+    table = store.table(table_id, conn)
+    if table is None or table.state == Lifecycle.NEEDS_REDUMP:
+        return f"{table_id}: {why} (parked already)"
+    return park(
+        store,
+        table_id,
+        f"{table_id} parked (NEEDS_REDUMP): {why}. Nothing of it past its mirror was applied; "
+        f"the other tables go on. Fix the cause (a value its mirror type cannot hold, a type "
+        f"or shape changed outside the binlog), then cdc-console redump --table {table_id}",
+        conn=conn,
+        stream_from=stream_from,
+    )
 
 
 def _past_every_chunk(stream_filter: TableStreamFilter, end: BinlogOffset) -> bool:

@@ -35,6 +35,7 @@ from cdc_console.core.reports import SplitResult
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
 from cdc_console.sinks import Sink
 from cdc_console.sinks.base import (
+    REFUSED,
     InRange,
     KeyBounds,
     KeyRow,
@@ -218,7 +219,7 @@ class BatchApplier:
         clock = time.monotonic()
         split_results = list(reports.splits)
         # A chunk not read (its table changed shape) must not empty its key range.
-        unread = {r.split_id for r in split_results if r.reshaped}
+        unread = {r.split_id for r in split_results if r.reshaped or r.failed}
         replaces = [r for r in replaces if r.split_id not in unread]
         has_data = bool(records or replaces or appends)
         position = batch_position(plan, split_results)
@@ -231,11 +232,13 @@ class BatchApplier:
                 replaces,
                 appends,
                 commit_info=info,
+                isolate=True,
             )
             if has_data
             else {}
         )
         crash_point("after-sink", has_data)
+        refused = {str(t): str(s[REFUSED]) for t, s in stats.items() if s.get(REFUSED)}
         commit_batch(
             self.store,
             plan,
@@ -243,6 +246,7 @@ class BatchApplier:
             window,
             snapshot_only=self.config.snapshot.startup_mode == "snapshot-only",
             evolve=self.config.schema_changes == "evolve",
+            refused=refused,
         )
         Path(found.staged_path).unlink(missing_ok=True)
         self.applied_batches += 1
@@ -276,7 +280,7 @@ def batch_position(plan: BatchPlan, splits: list[SplitResult]) -> BinlogOffset |
     watermark. Recorded in each Delta commit, so a mirror version maps to a binlog position."""
     if plan.binlog is not None:
         return plan.binlog.end
-    marks = [s.high_watermark for s in splits]
+    marks = [s.high_watermark for s in splits if not s.failed]
     return max(marks) if marks else None
 
 

@@ -44,7 +44,7 @@ from cdc_console.retention import missing_binlog
 from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
 from cdc_console.source.evolution import Reread, reshaped_unseen
 from cdc_console.source.failover import connect_following
-from cdc_console.source.parking import PARKABLE, is_purged, park_table
+from cdc_console.source.parking import PARKABLE, is_purged, park, park_table
 from cdc_console.source.redump import reread_or_park
 from cdc_console.spark.lag_monitor import LagMonitor
 from cdc_console.spark.shutdown import drain, quiet_cancellations, stop_query
@@ -152,7 +152,7 @@ class PipelineJob:
                     continue  # parked already: its re-dump reads the new shape
                 if (
                     previous_state is not None
-                    and previous_state.state in PARKABLE
+                    and previous_state.state in FOLLOWED_WHEN_RESHAPED
                     and self.config.schema_changes != "stop"
                 ):
                     self._follow_reshaped(store, previous_state, previous, schema)
@@ -178,6 +178,7 @@ class PipelineJob:
                 store.log_event(
                     "table", f"capturing {schema.table_id} ({mode})", table_id=schema.table_id
                 )
+            park_uncaptured(store, schema)
 
     def _follow_reshaped(
         self, store: StateStore, table: TableState, stored: JSONObject, now: TableSchema
@@ -587,6 +588,29 @@ def retire_stale_stops(store: StateStore, started: float) -> None:
                 CommandStatus.FAILED,
                 "no job was running when it was issued (this run started after it)",
             )
+
+
+#: states whose table is followed (read again, or parked) when its shape changed while the job
+#: was down: every state that holds rows or reads them, a snapshot under way included
+FOLLOWED_WHEN_RESHAPED = (*PARKABLE, Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP)
+
+
+def park_uncaptured(store: StateStore, schema: TableSchema) -> None:
+    """Park a table with a column of a type that is not captured (``check`` warns of it), so
+    that its first chunk does not fail; the other tables start. Once parked it stays so."""
+    table = store.table(schema.table_id)
+    if not schema.uncaptured or table is None or table.state == Lifecycle.NEEDS_REDUMP:
+        return
+    if table.state not in FOLLOWED_WHEN_RESHAPED:
+        return
+    park(
+        store,
+        schema.table_id,
+        f"{schema.table_id} parked (NEEDS_REDUMP): {schema.uncaptured}; the other tables go "
+        f"on. Fix: change the column's type (ALTER TABLE {schema.table_id.quoted()} MODIFY ...) "
+        f"and run cdc-console redump --table {schema.table_id}, or leave the table out of "
+        "source.tables",
+    )
 
 
 def rebuilding(store: StateStore, table_id: TableId) -> bool:

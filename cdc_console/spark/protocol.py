@@ -93,6 +93,7 @@ def split_control(batch_no: int, result: SplitResult) -> RecordDict:
             "started_at": result.started_at,
             "duration_ms": result.duration_ms,
             "reshaped": result.reshaped,
+            "failed": result.failed,
         },
     )
 
@@ -140,6 +141,7 @@ def read_controls(controls: Iterable[RecordDict]) -> Reports:
                     started_at=float(data["started_at"]),
                     duration_ms=int(data["duration_ms"]),
                     reshaped=str(data.get("reshaped", "")),
+                    failed=str(data.get("failed", "")),
                 )
             )
         elif control["key"] == "window":

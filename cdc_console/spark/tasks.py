@@ -13,12 +13,18 @@ from collections.abc import Iterator
 
 from cdc_console.core.offset import binlog_file_index
 from cdc_console.core.records import RecordDict
-from cdc_console.core.reports import SplitResult, WindowResult
+from cdc_console.core.reports import NO_POSITION, SplitResult, WindowResult
 from cdc_console.core.schema import TableId
 from cdc_console.core.untyped import Connection
+from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceUnreachableError
 from cdc_console.logs import from_environment
 from cdc_console.mysql.connection import close_quietly, connect
-from cdc_console.mysql.retry import call_with_retry, iterate_with_retry
+from cdc_console.mysql.retry import (
+    RetryAbandoned,
+    call_with_retry,
+    describe_error,
+    iterate_with_retry,
+)
 from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
 from cdc_console.sinks.base import TypedChunk
 from cdc_console.sinks.delta_files import write_chunk
@@ -119,22 +125,32 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[RecordDi
     try:
         for chunk in task.chunks:
             split, typed = chunk.split, chunk.typed
-            reader, result = call_with_retry(
-                functools.partial(slot.read, chunk),
-                what=f"split {split.split_id}",
-                outage_seconds=partition.source.outage_seconds,
-                on_failure=slot.close,
-            )
-            if result.reshaped:
-                pass  # nothing of it was read: its table is read again or parked
-            elif typed:
-                if result.raw is not None:
+            try:
+                reader, result = call_with_retry(
+                    functools.partial(slot.read, chunk),
+                    what=f"split {split.split_id}",
+                    outage_seconds=partition.source.outage_seconds,
+                    on_failure=slot.close,
+                )
+                if typed and result.raw is not None and not result.reshaped:
                     builder = builders.get(split.table_id)
                     if builder is None:
                         builder = builders[split.table_id] = SnapshotArrowBuilder(reader.schema)
-                    rows = builder.table(result.raw)
-                else:
-                    rows = rows_to_table(reader.schema, result.rows)
+                    typed_rows = builder.table(result.raw)
+                elif typed and not result.reshaped:
+                    typed_rows = rows_to_table(reader.schema, result.rows)
+            except _JOB_FAULTS:
+                raise
+            except Exception as exc:  # one table's fault: its chunk reports it, the rest go on
+                why = describe_error(exc)
+                log.error("split %s of %s failed: %s", split.split_id, split.table_id, why)
+                slot.close()
+                yield split_control(partition.batch_no, _failed(split.split_id, why))
+                continue
+            if result.reshaped:
+                pass  # nothing of it was read: its table is read again or parked
+            elif typed:
+                rows = typed_rows
                 high = result.high_watermark
                 position = (binlog_file_index(high.file), high.pos)
                 ts_ms = int(time.time() * 1000)
@@ -162,6 +178,15 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[RecordDi
             )
     finally:
         slot.close()
+
+
+#: failures that are the job's, not one table's: an outage past its limit, a purged binlog, a
+#: stop asked for while waiting, a DDL under ``schema_changes = "stop"``
+_JOB_FAULTS = (SourceUnreachableError, BinlogPurgedError, SchemaChangedError, RetryAbandoned)
+
+
+def _failed(split_id: str, why: str) -> SplitResult:
+    return SplitResult(split_id, NO_POSITION, NO_POSITION, 0, 0, time.time(), 0, failed=why)
 
 
 def _binlog(partition: PlanPartition, task: BinlogTask) -> Iterator[RecordDict]:

@@ -11,7 +11,7 @@ from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, BatchTiming
-from cdc_console.core.reports import SplitResult, WindowResult
+from cdc_console.core.reports import NO_POSITION, SplitResult, WindowResult
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
@@ -446,3 +446,81 @@ def test_a_bounded_window_keeps_a_table_catching_up_until_past_its_last_chunk(
         ["STREAMING", "STREAMING"],
         ["STREAMING", "STREAMING"],
     ]
+
+
+def test_a_failed_chunk_parks_its_table_and_the_batch_commits_the_rest(store: StateStore) -> None:
+    """A chunk whose read failed for good (``SplitResult.failed``) parks its table; the other
+    chunks of the batch finish; a later plan never reads the parked table's chunks."""
+    assigner = HybridSplitAssigner(store, fake_split, Head(), range(5400, 5403), 8)
+    plan = assigner.next_plan()
+    assert plan is not None
+    results = [
+        SplitResult(
+            p.split.split_id,
+            BinlogOffset("binlog.000001", 100),
+            BinlogOffset("binlog.000001", 110),
+            10,
+            0,
+            0.0,
+            5,
+        )
+        if p.split.table_id == ORDERS
+        else SplitResult(
+            p.split.split_id,
+            NO_POSITION,
+            NO_POSITION,
+            0,
+            0,
+            0.0,
+            0,
+            failed="ValueError: a value its reader cannot take",
+        )
+        for p in plan.snapshot
+    ]
+    commit_batch(store, plan, results, None)
+    states = {str(t.table_id): t.state for t in store.tables()}
+    assert states == {"shop.orders": Lifecycle.CATCHING_UP, "shop.users": Lifecycle.NEEDS_REDUMP}
+    parked = [e.message for e in store.events() if e.level == "error"]
+    assert parked == [
+        "shop.users parked (NEEDS_REDUMP): chunk shop.users:0 could not be read: ValueError: a "
+        "value its reader cannot take. Nothing of it past its mirror was applied; the other "
+        "tables go on. Fix the cause (a value its mirror type cannot hold, a type or shape "
+        "changed outside the binlog), then cdc-console redump --table shop.users"
+    ]
+    later = assigner.next_plan()
+    assert later is None or all(p.split.table_id != USERS for p in later.snapshot)
+
+
+def test_a_table_the_sink_refused_is_parked_where_its_mirror_is(store: StateStore) -> None:
+    head = Head()
+    assigner = HybridSplitAssigner(store, fake_split, head, range(5400, 5403), 8)
+    snapshot_all(store, assigner)
+    head.pos = 200
+    plan = assigner.next_plan()
+    assert plan is not None and plan.binlog is not None
+    commit_batch(store, plan, [], WindowResult({}, 0, {}))
+    head.pos = 300
+    plan = assigner.next_plan()
+    assert plan is not None and plan.binlog is not None
+    commit_batch(
+        store,
+        plan,
+        [],
+        WindowResult({"shop.orders": 2, "shop.users": 1}, 0, {}),
+        refused={"shop.users": "SinkTypeError: 'x' is a str, expected int"},
+    )
+    orders, users = store.table(ORDERS), store.table(USERS)
+    assert orders is not None and users is not None
+    assert (orders.state, orders.stream_from) == (
+        Lifecycle.STREAMING,
+        BinlogOffset("binlog.000001", 300),
+    )
+    assert (users.state, users.stream_from) == (
+        Lifecycle.NEEDS_REDUMP,
+        BinlogOffset("binlog.000001", 200),
+    )
+    assert store.committed_offset() == BinlogOffset("binlog.000001", 300)
+    later = assigner.next_plan()
+    assert later is None or all(
+        f.table_id != USERS for f in (later.binlog.tables if later.binlog else ())
+    )

@@ -20,7 +20,7 @@ from cdc_console.config import LakeConfig
 from cdc_console.core.records import FIELD_NAMES, ChangeRecord
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks import delta as delta_module
-from cdc_console.sinks.base import KeyBounds, TypedChunk
+from cdc_console.sinks.base import REFUSED, KeyBounds, TypedChunk
 from cdc_console.sinks.change_columns import ChangeColumns
 from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
 from cdc_console.spark.protocol import RECORD_SCHEMA
@@ -821,3 +821,19 @@ def test_integer_bounds_read_less_of_the_mirror_and_change_nothing(
     scanned = run(tmp_path / "scanned", None)
     assert hinted == scanned
     assert 0 < sum(1 for op, _ in hinted[1] if op == "-D") < 100
+
+
+def test_isolated_a_table_whose_values_its_mirror_cannot_hold_is_refused_alone(
+    sink: DeltaSink,
+) -> None:
+    """With ``isolate`` (the job's way) one table's bad share of a batch is refused with why,
+    the other table of the batch is applied; without it, the batch raises."""
+    feed = Feed()
+    bad = feed.rec("+I", {"Order Id": 1, "Line": "a", "qty": "lots"}, table=ITEMS)
+    good = feed.rec("+I", order(7))
+    with pytest.raises(ValueError, match="is a str, expected int"):
+        sink.apply_batch(0, SCHEMAS, [good, bad])
+    stats = sink.apply_batch(1, SCHEMAS, [good, bad], isolate=True)
+    assert "is a str, expected int" in str(stats[ITEMS][REFUSED])
+    assert not stats[ORDERS].get(REFUSED)
+    assert list(mirror(sink)) == [(7,)]
