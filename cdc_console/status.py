@@ -203,6 +203,10 @@ class PipelineStatus:
     purge: JSONObject | None = None
     #: the same headroom as a value, for the metrics (``to_dict`` leaves it out)
     purge_headroom: PurgeHeadroom | None = field(default=None, repr=False)
+    #: the server's watched binlog settings as the job last probed them
+    source_settings: list[JSONObject] = field(default_factory=list)
+    #: per table and cause: changes the binlog did not carry as full rows, and the last one
+    held_changes: list[JSONObject] = field(default_factory=list)
 
     def to_dict(self) -> JSONObject:
         found = asdict(self)
@@ -352,6 +356,18 @@ def collect_status(
         outage={**outage.to_dict(now), "summary": outage_note(outage, now)} if outage else None,
         purge=purge_report(room, probed.expire_setting),
         purge_headroom=room,
+        source_settings=[asdict(x) for x in store.source_settings()],
+        held_changes=[
+            {
+                "table": str(h.table_id),
+                "cause": h.cause,
+                "count": h.count,
+                "last_at": h.last_at,
+                "last_position": str(h.last_position) if h.last_position else None,
+                "last_what": h.last_what,
+            }
+            for h in store.held_changes()
+        ],
     )
 
 
@@ -400,6 +416,19 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
     lines.append(f"  event-time lag: {lag}")
     if status.purge:
         lines.append(f"  purge headroom: {status.purge['summary']}")
+    for setting in status.source_settings:
+        if not setting["ok"]:
+            lines.append(
+                f"  source setting: {setting['name']} is {setting['value']!r}, not "
+                f"{setting['expected']!r} (since {_ago(setting['changed_at'], now)} ago)"
+            )
+    if status.held_changes:
+        lines.append("  changes not logged as rows (each held its table: read again or parked):")
+        for held in status.held_changes:
+            lines.append(
+                f"    {held['table']}: {held['count']} {held['cause']}, last at "
+                f"{held['last_position']} {_ago(held['last_at'], now)} ago"
+            )
     lines.append(f"  last error: {status.last_error or 'none'}")
     if status.recent_commands:
         lines += ["", "  recent commands:"]
@@ -407,6 +436,10 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
             outcome = f": {c['reason']}" if c["reason"] else ""
             lines.append(f"    #{c['id']} {c['what']} - {c['status']}{outcome}")
     return "\n".join(lines)
+
+
+def _ago(epoch: JSONValue, now: float) -> str:
+    return span(now - epoch) if isinstance(epoch, int | float) else "?"
 
 
 def _fmt_offset(data: JSONObject | None) -> str:

@@ -100,6 +100,29 @@ class PipelineCollector(Collector):
 
         yield from self._source_and_job(name, now)
         yield from self._verification(name)
+        yield from self._watched(name)
+
+    def _watched(self, name: str) -> Iterator[Metric]:
+        """What a start-up check cannot see: the server's binlog settings as last probed, and
+        the changes of each table the binlog did not carry as full rows."""
+        settings = GaugeMetricFamily(
+            f"{PREFIX}_source_setting_ok",
+            "1 when the server's binlog setting is one every change is read under, else 0",
+            labels=["pipeline", "setting", "value"],
+        )
+        for setting in self.store.source_settings():
+            settings.add_metric([name, setting.name, setting.value], 1.0 if setting.ok else 0.0)
+        yield settings
+        held = CounterMetricFamily(
+            f"{PREFIX}_table_held_changes",
+            "Changes of the table the binlog did not carry as full rows (a DML logged as a "
+            "statement, a partial row image, an undecodable event): each held the table, "
+            "read again online or parked",
+            labels=["pipeline", "table", "cause"],
+        )
+        for row in self.store.held_changes():
+            held.add_metric([name, str(row.table_id), row.cause], row.count)
+        yield held
 
     def _source_and_job(self, name: str, now: float) -> Iterator[Metric]:
         store = self.store

@@ -33,6 +33,7 @@ def _hold_for_evolution(
     applied exactly (then the table goes on from ``position`` in it) or the table is parked."""
     table = store.table(table_id, conn)
     state = table.state if table is not None else Lifecycle.STREAMING
+    _count(store, conn, table_id, change)
     store.move_table(
         table_id,
         conn,
@@ -45,12 +46,21 @@ def _hold_for_evolution(
     return message
 
 
+def _count(
+    store: StateStore, conn: sqlite3.Connection, table_id: str, change: SchemaChange
+) -> None:
+    """Count a change the binlog did not carry as full rows (status, metrics, alerts)."""
+    if change.cause is not ChangeCause.DDL:
+        store.count_held_change(table_id, change.cause.value, change.position, change.what, conn)
+
+
 def _park_on_schema_change(
     store: StateStore, conn: sqlite3.Connection, table_id: str, change: SchemaChange
 ) -> str:
     """Park a table whose shape changed at ``change.position``: its changes before it were
     applied, none after; a re-dump (which reads the new shape) brings it back."""
     position, what = change.position, change.what
+    _count(store, conn, table_id, change)
     if change.cause is ChangeCause.DDL:
         why = "so no row of the new shape is written with the old one"
         fix = f"cdc-console redump --table {table_id} (it reads the new shape and migrates the mirror)"

@@ -17,6 +17,7 @@ from cdc_console.config import PipelineConfig
 from cdc_console.core.untyped import Connection
 from cdc_console.errors import redact
 from cdc_console.figures import last_event_ms
+from cdc_console.mysql.binlog_settings import WATCHED, read_binlog_settings, setting_ok
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.gtid import server_identity
 from cdc_console.mysql.lag import binlog_distance
@@ -25,6 +26,9 @@ from cdc_console.mysql.retry import Backoff, Retrier
 from cdc_console.state.store import StateStore
 
 log = logging.getLogger(__name__)
+
+#: how often the server's binlog settings are probed: a change shows within a minute
+SETTINGS_EVERY_SECONDS = 30.0
 
 
 class LagMonitor:
@@ -46,6 +50,42 @@ class LagMonitor:
         #: restart was last asked for, so a failover restarts the query once
         self.server: str | None = None
         self._moved_to: str | None = None
+        #: when the server's binlog settings are probed next (``mysql.binlog_settings``)
+        self.next_settings_check = 0.0
+        self._settings_seen = False
+
+    def _watch_settings(self) -> None:
+        """Record the server's binlog settings; journal a change, loudly when it is one that
+        keeps the reader from turning changes into rows."""
+        self.next_settings_check = time.monotonic() + SETTINGS_EVERY_SECONDS
+        try:
+            values = read_binlog_settings(self.conn)
+        except Exception as exc:  # a probe, not the pipeline: the next one tries again
+            log.warning("probing the binlog settings failed: %s", redact(str(exc)))
+            return
+        for setting in WATCHED:
+            value = values.get(setting.name)
+            if value is None:
+                continue
+            ok = setting_ok(setting, value)
+            expected = setting.expected if setting.expected is not None else value
+            if not self.store.record_source_setting(setting.name, value, expected, ok):
+                continue
+            if ok and not self._settings_seen:
+                continue  # the first look at a right setting is no news
+            if ok:
+                message = f"source setting {setting.name} is now {value!r}"
+                level = "info"
+            else:
+                message = (
+                    f"source setting {setting.name} is {value!r}, not {setting.expected!r}: "
+                    f"{setting.effect}. Fix: SET GLOBAL {setting.name} = '{setting.expected}' "
+                    "(and in my.cnf)"
+                )
+                level = "warning"
+            self.store.log_event("source", message, level=level)
+            log.log(logging.WARNING if not ok else logging.INFO, "%s", message)
+        self._settings_seen = True
 
     def sample(self) -> bool:
         if time.monotonic() < self.next_probe:
@@ -67,6 +107,8 @@ class LagMonitor:
             self.next_probe = time.monotonic() + delay
             return False
         self.retrier.succeeded()
+        if time.monotonic() >= self.next_settings_check:
+            self._watch_settings()
         committed = self.store.committed_offset()
         caught_up = committed is not None and committed >= head
         now = time.time()

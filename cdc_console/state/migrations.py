@@ -177,4 +177,25 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE batches ADD COLUMN plan_past INTEGER NOT NULL DEFAULT 0;
     """,
+    # 9: what the job watches past its start-up checks: changes of a table the binlog did not
+    # carry as full rows (counted per cause), and the server's binlog settings as last probed
+    """
+    CREATE TABLE held_changes (
+        table_id TEXT NOT NULL,
+        cause TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        last_at REAL NOT NULL,
+        last_position TEXT,
+        last_what TEXT NOT NULL,
+        PRIMARY KEY (table_id, cause)
+    );
+    CREATE TABLE source_settings (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        expected TEXT NOT NULL,
+        ok INTEGER NOT NULL,
+        checked_at REAL NOT NULL,
+        changed_at REAL NOT NULL
+    );
+    """,
 ]

@@ -173,3 +173,29 @@ class VerificationRow:
     @property
     def split_id(self) -> str:
         return f"{self.table_id}:{self.split_no}"
+
+
+@dataclass(frozen=True)
+class HeldChanges:
+    """How often a table was held at a change the binlog did not carry as full rows (a DML
+    logged as a statement, a partial image, an undecodable event), per cause, and the last."""
+
+    table_id: TableId
+    cause: str
+    count: int
+    last_at: float
+    last_position: BinlogOffset | None
+    last_what: str
+
+
+@dataclass(frozen=True)
+class SourceSetting:
+    """One binlog setting of the server as the job last probed it, and whether it is one the
+    pipeline reads every change under (``expected`` says which)."""
+
+    name: str
+    value: str
+    expected: str
+    ok: bool
+    checked_at: float
+    changed_at: float

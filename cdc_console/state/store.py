@@ -6,7 +6,7 @@ any point leaves a consistent state to resume from at chunk granularity.
 
 One facade over small repositories, one per part of the state (``tables.py``, ``splits.py``,
 ``batches.py``, ``commands.py``, ``journal.py``, ``outages.py``, ``positions.py``,
-``verifications.py``, over ``database.py``'s connection), each
+``verifications.py``, ``watch.py``, over ``database.py``'s connection), each
 returning the typed rows of ``rows.py``. No module outside ``state/`` runs SQL over this schema
 (``tests/unit/test_layering.py`` keeps the imports in line; reviews keep the SQL).
 """
@@ -22,14 +22,17 @@ from cdc_console.state.rows import (
     BatchRow,
     Command,
     EventRow,
+    HeldChanges,
     LagSample,
     RunRow,
+    SourceSetting,
     SplitState,
     TableState,
     VerificationRow,
 )
 from cdc_console.state.tables import TablesRepo
 from cdc_console.state.verifications import VerificationsRepo
+from cdc_console.state.watch import WatchRepo
 
 __all__ = [
     "EVENTS_KEPT",
@@ -38,8 +41,10 @@ __all__ = [
     "BatchRow",
     "Command",
     "EventRow",
+    "HeldChanges",
     "LagSample",
     "RunRow",
+    "SourceSetting",
     "SplitState",
     "StateStore",
     "TableState",
@@ -55,5 +60,6 @@ class StateStore(
     OutagesRepo,
     PositionsRepo,
     VerificationsRepo,
+    WatchRepo,
 ):
     """One state database and every part of the state; safe to share between threads."""

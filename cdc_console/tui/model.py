@@ -195,6 +195,8 @@ class PipelineView:
     #: the rest is what the state database says; a pipeline that never ran has none of it
     has_state: bool = False
     pipeline_paused: bool = False
+    #: the server's binlog settings the job last found unsafe (``name=value``)
+    unsafe_settings: tuple[str, ...] = ()
     tables: tuple[TableView, ...] = ()
     selected_table: str | None = None
     splits: tuple[SplitView, ...] = ()

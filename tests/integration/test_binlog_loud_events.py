@@ -10,6 +10,7 @@ must come through untouched.
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -291,12 +292,35 @@ def test_writers_that_change_their_logging_never_leave_a_wrong_mirror_streaming(
                 db.execute(setting, *statements)
                 wait_for(t2_equal, 180, f"t2 healed after {setting}", job)
                 t1_moves()
+            status = cli(config_path, "status", "--no-probe")
+            assert "changes not logged as rows" in status, status
+            assert re.search(rf"{db.name}\.t2: \d+ statement", status), status
+            assert re.search(rf"{db.name}\.t2: \d+ partial-image", status), status
             journal = _journal(config)
             healed = [m for m in journal if "reading it again online" in m and ".t2 " in m]
             assert any(
                 "was changed by a statement" in m and "UPDATE t2 SET note" in m for m in healed
             ), healed
             assert any("had a row logged without all its columns" in m for m in healed), healed
+
+            # a global setting changed while running is noticed within a minute and said
+            db.sandbox.execute("SET GLOBAL binlog_row_image = 'MINIMAL'")
+            try:
+                wait_for(
+                    lambda: (
+                        "binlog_row_image is 'MINIMAL', not 'FULL'"
+                        in cli(config_path, "status", "--no-probe")
+                    ),
+                    75,
+                    "the setting noticed",
+                    job,
+                )
+            finally:
+                db.sandbox.execute("SET GLOBAL binlog_row_image = 'FULL'")
+            assert any(
+                "source setting binlog_row_image is 'MINIMAL', not 'FULL'" in m
+                for m in _journal(config)
+            )
 
             # compressed events: applied as rows, no re-read
             before = len([m for m in _journal(config) if "reading it again online" in m])

@@ -542,3 +542,26 @@ async def test_verification_results_show_and_v_and_f_act_on_them(
         await pilot.press("y")
         await wait_queued(pilot, workdir)
         assert queued(workdir) == [("redump", "shop.customers", {"chunk": 3}, "console:test")]
+
+
+async def test_an_unsafe_source_setting_shows_on_top(shop: PipelineMonitor) -> None:
+    """The job found the server's binlog_row_image changed to MINIMAL: the top bar says so on
+    every screen, beside the lag, until it is FULL again."""
+    store = StateStore(shop.config.state_path)
+    store.record_source_setting("binlog_row_image", "MINIMAL", "FULL", False)
+    store.record_source_setting("binlog_format", "ROW", "ROW", True)
+    store.close()
+    app = ConsoleApp([shop])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(
+            pilot,
+            lambda: "source binlog_row_image=MINIMAL" in screen_text(app).split("\n")[0],
+            "the setting on top",
+        )
+        assert "binlog_format" not in screen_text(app).split("\n")[0]
+        store = StateStore(shop.config.state_path)
+        store.record_source_setting("binlog_row_image", "FULL", "FULL", True)
+        store.close()
+        await until(
+            pilot, lambda: "binlog_row_image" not in screen_text(app).split("\n")[0], "cleared"
+        )

@@ -13,6 +13,7 @@ import yaml
 from prometheus_client.openmetrics.exposition import generate_latest
 
 from cdc_console.config import load_config
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.metrics.server import JobMetrics
 from cdc_console.state.store import StateStore
@@ -29,6 +30,11 @@ def exported(tmp_path: Path) -> set[str]:
     config = load_config(config_path)
     build_state(config.state_path)
     store = StateStore(config.state_path)
+    with store.transaction() as conn:  # the watched series have a sample each
+        store.count_held_change(
+            "shop.orders", "statement", BinlogOffset("binlog.000041", 4), "UPDATE orders", conn
+        )
+    store.record_source_setting("binlog_format", "STATEMENT", "ROW", False)
     try:
         metrics = JobMetrics(
             config,
@@ -60,6 +66,8 @@ def test_alert_rules_are_valid_and_name_exported_metrics(tmp_path: Path) -> None
         "CdcSourceUnreachable",
         "CdcMirrorDiffers",
         "CdcPurgeHeadroomLow",
+        "CdcSourceSettingUnsafe",
+        "CdcChangesNotLoggedAsRows",
     }
     for alert in alerts:
         assert alert["expr"] and alert["labels"]["severity"] in ("warning", "critical")

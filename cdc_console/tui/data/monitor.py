@@ -195,6 +195,9 @@ class PipelineMonitor:
             ),
             has_state=True,
             pipeline_paused=paused,
+            unsafe_settings=tuple(
+                f"{x.name}={x.value or chr(39) * 2}" for x in store.source_settings() if not x.ok
+            ),
             tables=table_views,
             selected_table=selected,
             splits=splits,

@@ -64,6 +64,10 @@ class TopBar(Static):
             if view.pipeline_paused:
                 line.append(" │ ", style="dim")
                 line.append("PIPELINE PAUSED", style="bold black on yellow")
+            if view.unsafe_settings:
+                # a setting under which new writers' changes are not logged as full rows
+                line.append(" │ source ", style="dim")
+                line.append(", ".join(view.unsafe_settings), style=fmt.LEVEL_STYLES[Level.WARN])
         line.append("  ")
         line.append_text(tabs(self.active))
         self.update(line)
