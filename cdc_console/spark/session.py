@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from cdc_console.config import PipelineConfig
 from cdc_console.spark.class_archive import DRIVER_JAVA_OPTIONS
+from cdc_console.spark.signals import jvm_ignores_sigterm
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,7 +57,7 @@ def spark_session(config: PipelineConfig, java_options: str = DRIVER_JAVA_OPTION
         builder = builder.config("spark.ui.port", str(config.spark.ui_port))
     for key, value in config.spark.conf.items():
         builder = builder.config(key, value)
-    with _jvm_environment("PYSPARK_DRIVER_PYTHON", NO_DATA_SOURCE_SCAN):
+    with _jvm_environment("PYSPARK_DRIVER_PYTHON", NO_DATA_SOURCE_SCAN), jvm_ignores_sigterm():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark

@@ -9,11 +9,13 @@ otherwise turn into a KeyboardInterrupt).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from cdc_console.config import PipelineConfig
@@ -80,12 +82,31 @@ def converge(
     assert [replayed[k] for k in sorted(replayed)] == expected
 
 
-def stop_cleanly(config: PipelineConfig, job: JobProcess, signum: int) -> None:
-    """Signal ``job`` once mid-snapshot; it finishes its batch and exits 0, saying where."""
+def signal_every_process(pid: int, signum: int) -> list[int]:
+    """``signum`` to every process of the job's tree at once, as systemd's default
+    ``KillMode=control-group`` does (and more than ``kill -<pgid>``: Spark's Python daemon
+    runs in a process group of its own); returns the pids signalled."""
+    root = psutil.Process(pid)
+    tree = [root, *root.children(recursive=True)]
+    for process in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.send_signal(signum)
+    return [p.pid for p in tree]
+
+
+def stop_cleanly(
+    config: PipelineConfig, job: JobProcess, signum: int, *, every_process: bool = False
+) -> None:
+    """Signal ``job`` once mid-snapshot; it finishes its batch and exits 0, saying where.
+    ``every_process``: the signal reaches the JVMs and Python workers too, at the same time."""
     with running(job):
         wait_for(lambda: finished_chunks(config) >= 4, 240, "a first finished batch", job)
         assert job.proc is not None
-        job.proc.send_signal(signum)
+        if every_process:
+            signalled = signal_every_process(job.proc.pid, signum)
+            assert len(signalled) >= 3, signalled  # the driver, its JVM, Python workers
+        else:
+            job.proc.send_signal(signum)
         code = job.wait(120)
     output = job.output()
     assert code == 0, output
@@ -126,5 +147,22 @@ def test_sigint_on_local_cluster_stops_cleanly(source_db: SourceDb, tmp_path: Pa
     config_path, config, writer = prepare(source_db, tmp_path)
     stop_cleanly(
         config, JobProcess(config_path, args=["--master", "local-cluster[2,1,1024]"]), signal.SIGINT
+    )
+    converge(source_db, config_path, config, writer)
+
+
+@pytest.mark.parametrize("master", ["local[2]", "local-cluster[2,1,1024]"])
+def test_sigterm_to_every_process_of_the_job_stops_cleanly(
+    source_db: SourceDb, tmp_path: Path, master: str
+) -> None:
+    """systemd's stop: SIGTERM to the driver, its JVM, executor JVMs and Python workers at
+    once. Only the driver acts on it: the batch in flight finishes, the job exits 0 with no
+    error line, and the next start converges with nothing lost or applied twice."""
+    config_path, config, writer = prepare(source_db, tmp_path)
+    stop_cleanly(
+        config,
+        JobProcess(config_path, args=["--master", master]),
+        signal.SIGTERM,
+        every_process=True,
     )
     converge(source_db, config_path, config, writer)
