@@ -27,6 +27,7 @@ outlives one window.
 
 from __future__ import annotations
 
+import logging
 import struct
 import warnings
 import zlib
@@ -57,9 +58,12 @@ from cdc_console.mysql.binlog_events import (
     is_opaque,
     plain_packet,
 )
+from cdc_console.mysql.charsets import python_codec
 from cdc_console.mysql.row_images import NoneSources, RowDict, RowsPlan
 
 __all__ = ["CachingBinLogStreamReader", "DecodeCache", "DecodedRows"]
+
+_log = logging.getLogger(__name__)
 
 # Attributes ``BinLogEvent.__init__`` sets from the packet and the stream's state of the moment;
 # everything else a ``TableMapEvent`` holds is a function of its body bytes (and of the reader's
@@ -89,6 +93,8 @@ class DecodeCache:
     def __init__(self) -> None:
         self.table_maps: dict[bytes, dict[str, BinlogLibObject]] = {}
         self.plans: dict[tuple[int, bool], tuple[BinlogLibObject, RowsPlan | None]] = {}
+        #: id(column) -> (the column, the codec that decodes its strings as the server does)
+        self.codecs: dict[int, tuple[BinlogLibObject, str]] = {}
         self.context: tuple[BinlogLibObject, BinlogLibObject] | None = None
         self.hits = 0
         self.misses = 0
@@ -109,21 +115,51 @@ class DecodeCache:
         ):
             self.table_maps.clear()
             self.plans.clear()
+            self.codecs.clear()
             self.context = context
 
     def store(self, body: bytes, attrs: dict[str, BinlogLibObject]) -> None:
         if len(self.table_maps) >= _MAX_TABLE_MAPS:
             self.table_maps.clear()
             self.plans.clear()
+            self.codecs.clear()
         self.table_maps[body] = attrs
 
-    def plan_for(self, table: BinlogLibObject, ignore_decode_errors: bool) -> RowsPlan | None:
+    def plan_for(
+        self, table: BinlogLibObject, ignore_decode_errors: bool, conn: Connection | None = None
+    ) -> RowsPlan | None:
         key = (id(table), ignore_decode_errors)
         entry = self.plans.get(key)
         if entry is None or entry[0] is not table:
-            entry = (table, RowsPlan.compile(table.columns, ignore_decode_errors))
+            exact = exact_codecs(table.columns, conn)
+            for column, codec in zip(table.columns, exact, strict=True):
+                if codec is not None:
+                    self.codecs[id(column)] = (column, codec)
+            entry = (table, RowsPlan.compile(table.columns, ignore_decode_errors, exact))
             self.plans[key] = entry
         return entry[1]
+
+
+def exact_codecs(columns: BinlogLibObject, conn: Connection | None) -> list[str | None]:
+    """Per column, the codec that decodes its strings as the server converts them
+    (``mysql.charsets``), or None to keep the library's pick.
+
+    The library names a column's charset by a Python codec it picked from the MySQL name
+    (``character_set_name``; wrong or missing for a dozen sets) and keeps the collation, whose
+    first word is the MySQL charset. A set without an exact codec, or a server table that
+    could not be read, keeps the library's."""
+    found: list[str | None] = []
+    for column in columns:
+        collation = getattr(column, "collation_name", None)
+        codec = None
+        if collation and getattr(column, "character_set_name", None) is not None:
+            charset = str(collation).split("_", 1)[0]
+            try:
+                codec = python_codec(charset, conn)
+            except Exception as exc:  # a probe: the library's codec stands in
+                _log.warning("the server's table of charset %s could not be read: %s", charset, exc)
+        found.append(codec)
+    return found
 
 
 class _CachedTableMapEvent(TableMapEvent):  # type: ignore[misc]
@@ -163,9 +199,22 @@ class _CachedTableMapEvent(TableMapEvent):  # type: ignore[misc]
 
 
 class _FastRowsMixin:
-    """Decodes the rows of a row event with the table's compiled ``RowsPlan`` when it has one."""
+    """Decodes the rows of a row event with the table's compiled ``RowsPlan`` when it has one;
+    where the library decodes, a string column is decoded with its exact codec when it has one
+    (``exact_codecs``)."""
 
     _images = 1
+
+    def _RowsEvent__read_string(self, size: int, column: BinlogLibObject) -> PassThrough:
+        event: BinlogLibObject = self
+        cache: DecodeCache | None = getattr(event.packet, "cdc_cache", None)
+        found = cache.codecs.get(id(column)) if cache is not None else None
+        codec = found[1] if found is not None and found[0] is column else None
+        if codec is None:
+            return super()._RowsEvent__read_string(size, column)  # type: ignore[misc]
+        raw = event.packet.read_length_coded_pascal_string(size)
+        errors = "ignore" if event._ignore_decode_errors else "strict"
+        return raw.decode(codec, errors)
 
     def _fetch_rows(self) -> None:
         event: BinlogLibObject = self  # the library's RowsEvent this mixin is part of
@@ -177,7 +226,7 @@ class _FastRowsMixin:
         plan = None
         if cache is not None and not wrapper._BinLogPacketWrapper__data_buffer:
             table = event.table_map[event.table_id]
-            plan = cache.plan_for(table, bool(event._ignore_decode_errors))
+            plan = cache.plan_for(table, bool(event._ignore_decode_errors), event._ctl_connection)
         if cache is None or plan is None:
             if cache is not None:
                 cache.library_events += 1
@@ -495,7 +544,7 @@ class _FastPath:
         size = (columns + 7) >> 3
         bitmap = data[pos + 1 : pos + 1 + size]
         pos += 1 + size
-        plan = self.cache.plan_for(table, self.ignore_decode_errors)
+        plan = self.cache.plan_for(table, self.ignore_decode_errors, me._ctl_connection)
         if plan is None or pos > end:
             return False
         partial = not full_bitmap(bitmap, columns) or (

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from pymysqlreplication.bitmap import BitCount
@@ -101,17 +101,22 @@ def _uint_le(size: int) -> Callable[[bytes, int], int]:
     return read
 
 
-def _encoding_of(column: BinlogLibObject) -> str | None:
-    """The Python codec of a character column, as the library picks it (None: UTF-8)."""
+def _encoding_of(column: BinlogLibObject, exact: str | None = None) -> str | None:
+    """The Python codec of a character column (None: UTF-8): ``exact``, the one the reader
+    found for it (``binlog_decode.exact_codecs``), else the library's pick."""
+    if exact is not None:
+        return exact
     charset = column.character_set_name
     encoding: str | None = RowsEvent.charset_to_encoding(charset) if charset is not None else None
     return encoding
 
 
-def _string(length_size: int, column: BinlogLibObject, ignore_decode_errors: bool) -> Reader:
+def _string(
+    length_size: int, column: BinlogLibObject, ignore_decode_errors: bool, exact: str | None
+) -> Reader:
     length_of = _uint_le(length_size)
     errors = "ignore" if ignore_decode_errors else "strict"
-    encoding = _encoding_of(column)
+    encoding = _encoding_of(column, exact)
 
     def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
         length = length_of(data, pos)
@@ -393,7 +398,9 @@ class _Unsupported(Exception):
     """A column this module leaves to the library's decoder."""
 
 
-def _column_reader(column: BinlogLibObject, index: int, ignore_decode_errors: bool) -> Reader:
+def _column_reader(
+    column: BinlogLibObject, index: int, ignore_decode_errors: bool, exact: str | None = None
+) -> Reader:
     kind = column.type
     unsigned = column.unsigned
     source_key = column.name
@@ -412,11 +419,11 @@ def _column_reader(column: BinlogLibObject, index: int, ignore_decode_errors: bo
     if kind == FIELD_TYPE.DOUBLE:
         return _fixed(_S_d)
     if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
-        return _string(2 if column.max_length > 255 else 1, column, ignore_decode_errors)
+        return _string(2 if column.max_length > 255 else 1, column, ignore_decode_errors, exact)
     if kind == FIELD_TYPE.NEWDECIMAL:
         return _decimal(column)
     if kind == FIELD_TYPE.BLOB:
-        return _string(column.length_size, column, ignore_decode_errors)
+        return _string(column.length_size, column, ignore_decode_errors, exact)
     if kind == FIELD_TYPE.DATETIME2:
         return _datetime2(column, source_key)
     if kind == FIELD_TYPE.TIME2:
@@ -449,7 +456,11 @@ NativeSpec = tuple[str, str | None, int, int, int, object, str]
 
 
 def _native_spec(
-    column: BinlogLibObject, key: str, reader: Reader, ignore_decode_errors: bool
+    column: BinlogLibObject,
+    key: str,
+    reader: Reader,
+    ignore_decode_errors: bool,
+    exact: str | None = None,
 ) -> NativeSpec:
     """How ``_rowimages.c`` reads ``column``: its own decoder for the common types, else the
     column's Python reader. Called after ``_column_reader`` accepted the column."""
@@ -469,7 +480,7 @@ def _native_spec(
         size = (
             column.length_size if kind == FIELD_TYPE.BLOB else (2 if column.max_length > 255 else 1)
         )
-        encoding = _encoding_of(column)
+        encoding = _encoding_of(column, exact)
         if 1 <= size <= 8 and (encoding is None or isinstance(encoding, str)):
             return (key, name, _K_STRING, size, 0, encoding, errors)
     if kind == FIELD_TYPE.NEWDECIMAL:
@@ -519,16 +530,24 @@ class RowsPlan:
         self.compiled = native is not None
 
     @classmethod
-    def compile(cls, columns: BinlogLibObject, ignore_decode_errors: bool) -> RowsPlan | None:
+    def compile(
+        cls,
+        columns: BinlogLibObject,
+        ignore_decode_errors: bool,
+        exact: Sequence[str | None] = (),
+    ) -> RowsPlan | None:
+        """The plan of a table's columns; ``exact`` holds, per column, the codec that decodes
+        its strings as the server converts them (None: the library's pick)."""
         compiled = []
         specs = []
         try:
             for index, column in enumerate(columns):
                 name = column.name
                 key = name if name else "UNKNOWN_COL" + str(index)
-                reader = _column_reader(column, index, ignore_decode_errors)
+                codec = exact[index] if index < len(exact) else None
+                reader = _column_reader(column, index, ignore_decode_errors, codec)
                 compiled.append((key, name, reader))
-                specs.append(_native_spec(column, key, reader, ignore_decode_errors))
+                specs.append(_native_spec(column, key, reader, ignore_decode_errors, codec))
         except (_Unsupported, AttributeError, TypeError, KeyError):
             return None
         return cls(compiled, _native_decoder(specs))
