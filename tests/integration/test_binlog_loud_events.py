@@ -29,12 +29,12 @@ from cdc_console.mysql.connection import connect
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import load_table_schema
 from cdc_console.source.binlog_reader import BinlogSplitReader
-from cdc_console.state.store import StateStore
 from cdc_console.values.canonical import RowNormalizer
 from tests.conftest import SourceDb
 from tests.integration.harness import (
     JobProcess,
     Writer,
+    events,
     load,
     mirror_rows,
     running,
@@ -226,11 +226,7 @@ def test_an_undecodable_row_holds_its_table_only(
 
 
 def _journal(config: PipelineConfig) -> list[str]:
-    store = StateStore(config.state_path)
-    try:
-        return [e.message for e in store.events(500)]
-    finally:
-        store.close()
+    return [e.message for e in events(config)]
 
 
 @pytest.mark.spark

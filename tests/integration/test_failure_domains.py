@@ -16,9 +16,16 @@ import pytest
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
-from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
-from tests.integration.harness import JobProcess, Writer, load, running, wait_for, write_config
+from tests.integration.harness import (
+    JobProcess,
+    Writer,
+    events,
+    load,
+    running,
+    wait_for,
+    write_config,
+)
 from tests.integration.test_table_control import (
     all_in,
     assert_converged,
@@ -32,11 +39,7 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
 
 def _journal(config: PipelineConfig) -> list[str]:
-    store = StateStore(config.state_path)
-    try:
-        return [e.message for e in store.events(500)]
-    finally:
-        store.close()
+    return [e.message for e in events(config)]
 
 
 def _finished_chunks(config: PipelineConfig, table: str) -> int:
