@@ -50,8 +50,10 @@ from pymysqlreplication.row_event import (
 
 from cdc_console.core.untyped import BinlogLibObject, Connection, PassThrough
 from cdc_console.mysql.binlog_events import (
+    CHANGE_FREE,
     COMPRESSED_ROWS,
     COMPRESSED_ROWS_V2,
+    ROW_TYPES,
     CompressedEventError,
     OpaqueEvent,
     full_bitmap,
@@ -429,6 +431,10 @@ _HEADER = struct.Struct("<xIBIIIH")
 _HEADER_END = 20
 
 
+#: event types read as they come: change-free ones, and the plain query and row events
+_AS_IS = frozenset(CHANGE_FREE | {BINLOG.QUERY_EVENT} | ROW_TYPES)
+
+
 class _FastPath:
     """``window_events``' handling of the hot event types straight from the packet bytes.
 
@@ -653,19 +659,20 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
             if pkt is None:
                 return
             data: bytes = pkt._data
-            event_type = data[5] if len(data) >= _HEADER_END else None
             self._original_size = None
-            if event_type is not None and is_opaque(event_type):
-                yield self._opaque(pkt, event_type)
-                continue
-            try:
-                plain = plain_packet(pkt, bool(me._BinLogStreamReader__use_checksum))
-            except (CompressedEventError, zlib.error) as exc:
-                assert event_type is not None
-                yield self._opaque(pkt, event_type, f"it does not inflate ({exc})")
-                continue
-            if plain is not None:
-                pkt, self._original_size = plain
+            event_type = data[5] if len(data) >= _HEADER_END else None
+            if event_type is not None and event_type not in _AS_IS:
+                # an event to inflate first, or one that is not decoded (reported)
+                if is_opaque(event_type):
+                    yield self._opaque(pkt, event_type)
+                    continue
+                try:
+                    plain = plain_packet(pkt, bool(me._BinLogStreamReader__use_checksum))
+                except (CompressedEventError, zlib.error) as exc:
+                    yield self._opaque(pkt, event_type, f"it does not inflate ({exc})")
+                    continue
+                if plain is not None:
+                    pkt, self._original_size = plain
             if fast is not None:
                 handled = fast.handle(pkt)
                 if handled is True:
