@@ -22,6 +22,7 @@ from tests.integration.harness import (
     Writer,
     events,
     load,
+    mirror_rows,
     running,
     wait_for,
     write_config,
@@ -59,12 +60,15 @@ def test_one_tables_type_shape_or_values_never_stop_the_others(
         "INSERT INTO t3 SELECT seq, CONCAT('v', seq) FROM seq_1_to_12000",
         "CREATE TABLE t4 (id INT PRIMARY KEY, u UUID NOT NULL)",
         "INSERT INTO t4 SELECT seq, UUID() FROM seq_1_to_50",
+        "CREATE TABLE t5 (id INT PRIMARY KEY, day DATE)",
+        "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'",
+        "INSERT INTO t5 VALUES (1, '2024-04-31'), (2, '2024-04-30')",
     )
     names = ["t1", "t2", "t3", "t4"]
     config_path = write_config(
         db,
         tmp_path,
-        tables=[f"{db.name}.{n}" for n in names],
+        tables=[f"{db.name}.{n}" for n in [*names, "t5"]],
         chunk_size=500,
         snapshot="chunks_per_batch = 1\n",
     )
@@ -97,11 +101,24 @@ def test_one_tables_type_shape_or_values_never_stop_the_others(
         job = JobProcess(config_path)
         with running(job):
             wait_for(
-                lambda: all_in(config, Lifecycle.STREAMING, ["t1", "t2", "t3"]),
+                lambda: all_in(config, Lifecycle.STREAMING, ["t1", "t2", "t3", "t5"]),
                 240,
                 "t3 read again in its new shape",
                 job,
             )
+            # an invalid date written while streaming reads as the snapshot read one: NULL
+            db.execute(
+                "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'",
+                "INSERT INTO t5 VALUES (3, '2023-02-30')",
+                "UPDATE t5 SET day = '2021-02-29' WHERE id = 2",
+            )
+            wait_for(lambda: len(mirror_rows(config, db.name, "t5", "id")) == 3, 60, "t5 rows", job)
+            assert [(r["id"], r["day"]) for r in mirror_rows(config, db.name, "t5", "id")] == [
+                (1, None),
+                (2, None),
+                (3, None),
+            ]
+            assert all_in(config, Lifecycle.STREAMING, ["t5"])
             assert any(
                 ".t3 changed shape while the pipeline was stopped: followed by reading it "
                 "again online" in m
