@@ -7,6 +7,7 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
+from cdc_console.state.store import StateStore
 from cdc_console.tui.app import ConsoleApp
 from tests.tui.canned import CannedServer, canned_pipeline
 from tests.tui.driving import settle
@@ -21,10 +22,17 @@ class Scenario:
     press: tuple[str, ...] = ()
     server_error: str | None = None
     with_state: bool = True
+    #: server binlog settings the job found unsafe: (name, value, expected)
+    unsafe_settings: tuple[tuple[str, str, str], ...] = ()
 
     def app(self, directory: Path) -> ConsoleApp:
         server = CannedServer(error=self.server_error) if self.server_error else None
         monitor = canned_pipeline(directory, server=server, with_state=self.with_state)
+        if self.unsafe_settings:
+            store = StateStore(monitor.config.state_path)
+            for name, value, expected in self.unsafe_settings:
+                store.record_source_setting(name, value, expected, False)
+            store.close()
         return ConsoleApp([monitor], first_screen=self.screen)
 
     async def prepare(self, pilot: Pilot[None]) -> None:
@@ -46,6 +54,12 @@ SCENARIOS = (
         server_error="cannot reach the source server at 127.0.0.1:3306: Connection refused",
     ),
     Scenario("tables-never-ran", "tables", with_state=False),
+    # a writer's server setting changed under the job: the top bar says which, on every screen
+    Scenario(
+        "binlog-unsafe-setting",
+        "binlog",
+        unsafe_settings=(("binlog_row_image", "MINIMAL", "FULL"),),
+    ),
     Scenario("help", "tables", press=("question_mark",)),
     # up up: shop.customers (12 splits, so each key is quick); "/ing" keeps the tables whose
     # state or note says so; o x7 then O: by lag, longest first, tables without one last
