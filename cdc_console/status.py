@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
@@ -29,7 +30,13 @@ from cdc_console.figures import (
 )
 from cdc_console.figures import event_lag as figures_event_lag
 from cdc_console.mysql.lag import binlog_distance
-from cdc_console.state.store import LAG_SAMPLES_KEPT, StateStore, TableState, VerificationRow
+from cdc_console.state.store import (
+    LAG_SAMPLES_KEPT,
+    HeldChanges,
+    StateStore,
+    TableState,
+    VerificationRow,
+)
 from cdc_console.units import span
 
 
@@ -52,6 +59,22 @@ def table_note(table: TableState) -> str:
     if table.state == Lifecycle.REMOVED:
         return f"by {table.removed_by}, mirror kept" if table.removed_by else "mirror kept"
     return "added by add-table" if table.origin == "command" else ""
+
+
+def held_note(held: Sequence[HeldChanges], now: float) -> str:
+    """A table's changes the binlog did not carry as full rows (each held it, then it was read
+    again or parked), for its note in ``status`` and on the console's Tables screen."""
+    if not held:
+        return ""
+    causes = ", ".join(f"{h.count} {h.cause}" for h in held)
+    return f"not logged as rows: {causes}, last {span(now - max(h.last_at for h in held))} ago"
+
+
+def held_changes_by_table(store: StateStore) -> dict[str, list[HeldChanges]]:
+    found: dict[str, list[HeldChanges]] = {}
+    for row in store.held_changes():
+        found.setdefault(str(row.table_id), []).append(row)
+    return found
 
 
 def skip_reason(table: TableState) -> str:
@@ -296,6 +319,7 @@ def collect_status(
     verified: dict[str, list[VerificationRow]] = {}
     for row in store.verifications():
         verified.setdefault(str(row.table_id), []).append(row)
+    held_by_table = held_changes_by_table(store)
     history = head_history(store.lag_samples(LAG_SAMPLES_KEPT))
     if head is not None:
         history.add(now, head)
@@ -319,7 +343,11 @@ def collect_status(
             generation=t.generation,
             redump_chunk=t.redump_chunk,
             origin=t.origin,
-            note=table_note(t),
+            note="; ".join(
+                n
+                for n in (table_note(t), held_note(held_by_table.get(str(t.table_id), []), now))
+                if n
+            ),
             verified=verification_note(verified.get(str(t.table_id), []), now),
             lag_seconds=lag_of(t),
         )

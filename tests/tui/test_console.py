@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cdc_console.core.lifecycle import CommandKind, CommandStatus
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
 from cdc_console.state.store import PIPELINE_PAUSED_META, StateStore
 from cdc_console.tui.app import ConsoleApp
@@ -564,4 +565,20 @@ async def test_an_unsafe_source_setting_shows_on_top(shop: PipelineMonitor) -> N
         store.close()
         await until(
             pilot, lambda: "binlog_row_image" not in screen_text(app).split("\n")[0], "cleared"
+        )
+
+
+async def test_a_table_held_at_changes_not_logged_as_rows_says_so_in_its_note(
+    shop: PipelineMonitor,
+) -> None:
+    store = StateStore(shop.config.state_path)
+    with store.transaction() as conn:
+        store.count_held_change(
+            "shop.orders", "statement", BinlogOffset("binlog.000041", 4), "UPDATE orders", conn
+        )
+    store.close()
+    app = ConsoleApp([shop])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(
+            pilot, lambda: "not logged as rows: 1 statement" in screen_text(app), "the note"
         )

@@ -87,6 +87,8 @@ def test_status_says_which_setting_is_wrong_and_which_tables_were_held(tmp_path:
         assert "source setting: binlog_row_image is 'MINIMAL', not 'FULL'" in text
         assert "binlog_format" not in text
         assert "shop.orders: 1 partial-image, last at binlog.000041:400" in text
+        orders = next(t for t in status.tables if t.table == "shop.orders")
+        assert "not logged as rows: 1 partial-image, last 0 s ago" in orders.note
         document = status.to_dict()
         assert document["held_changes"][0]["table"] == "shop.orders"  # type: ignore[index]
     finally:

@@ -30,12 +30,20 @@ from cdc_console.source.control import refusal
 from cdc_console.state.lake import LakeTableState, lake_tables
 from cdc_console.state.store import (
     LAG_SAMPLES_KEPT,
+    HeldChanges,
     RunRow,
     StateStore,
     TableState,
     VerificationRow,
 )
-from cdc_console.status import skip_reason, split_verification, table_note, verification_note
+from cdc_console.status import (
+    held_changes_by_table,
+    held_note,
+    skip_reason,
+    split_verification,
+    table_note,
+    verification_note,
+)
 from cdc_console.tui.data import assess
 from cdc_console.tui.data.history import ProgressTracker, RateTracker
 from cdc_console.tui.data.jobs import JobControl, ProcessSample
@@ -171,8 +179,17 @@ class PipelineMonitor:
         verified: dict[str, list[VerificationRow]] = {}
         for row in store.verifications():
             verified.setdefault(str(row.table_id), []).append(row)
+        held = held_changes_by_table(store)
         table_views = tuple(
-            self._table(t, head, now, mirrors, verified.get(str(t.table_id), [])) for t in tables
+            self._table(
+                t,
+                head,
+                now,
+                mirrors,
+                verified.get(str(t.table_id), []),
+                held.get(str(t.table_id), []),
+            )
+            for t in tables
         )
         names = [t.table for t in table_views]
         if selected not in names:
@@ -289,6 +306,7 @@ class PipelineMonitor:
         now: float,
         mirrors: dict[str, LakeTableState],
         verified: list[VerificationRow],
+        held: list[HeldChanges],
     ) -> TableView:
         name = str(table.table_id)
         mirror = mirrors.get(name)
@@ -309,7 +327,15 @@ class PipelineMonitor:
             lag=lag,
             position=position,
             chunk_size=self.config.snapshot.chunk_size,
-            note=" · ".join(n for n in (table_note(table), verification_note(verified, now)) if n),
+            note=" · ".join(
+                n
+                for n in (
+                    table_note(table),
+                    verification_note(verified, now),
+                    held_note(held, now),
+                )
+                if n
+            ),
             lake_files=mirror.files if mirror else None,
             lake_bytes=mirror.disk_bytes if mirror else None,
         )
