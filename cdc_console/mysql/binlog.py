@@ -269,6 +269,14 @@ def read_window_events(
                 ids[name_key] = None
         on_schema_change(table_id, change)
 
+    def hold_event(
+        table_id: TableId, cause: ChangeCause, what: str, group_start: int, event_start: int
+    ) -> None:
+        """Hold ``table_id`` at the transaction of a row event it cannot take as rows."""
+        at = BinlogOffset(current_file, group_start)
+        here = BinlogOffset(current_file, event_start)
+        hold(table_id, SchemaChange(at, here, what, cause), (current_index, event_start))
+
     def transaction_start(event_start: int) -> int:
         group = cache.group_start
         return group if group is not None and group <= event_start else event_start
@@ -308,28 +316,23 @@ def read_window_events(
             if isinstance(event, QueryEvent):
                 # A DDL's position is its transaction's start (its GTID event): a boundary a
                 # reader can resume at and the server can name the GTID state of.
-                group = cache.group_start
-                at = group if group is not None and group < event_start else event_start
+                at = transaction_start(event_start)
                 position = BinlogOffset(current_file, at)
+                after = BinlogOffset(current_file, event.packet.log_pos)
                 try:
                     _check_ddl(event, wanted, position)
                 except SchemaChangedError as exc:
                     if on_schema_change is None:
                         raise
-                    after = BinlogOffset(current_file, event.packet.log_pos)
                     for changed in exc.tables:
                         assert isinstance(changed, TableId)
-                        resume = since_keys.get(changed)
-                        if resume is not None and (current_index, at) < resume:
-                            continue  # a change this table already went through
-                        wanted.discard(changed)
-                        for name_key, known in ids.items():
-                            if known == changed:
-                                ids[name_key] = None
-                        on_schema_change(changed, SchemaChange(position, after, exc.statement))
+                        hold(
+                            changed,
+                            SchemaChange(position, after, exc.statement),
+                            (current_index, at),
+                        )
                     continue
                 for changed, what in _statement_changes(event, wanted):
-                    after = BinlogOffset(current_file, event.packet.log_pos)
                     change = SchemaChange(position, after, what, ChangeCause.STATEMENT)
                     hold(changed, change, (current_index, at))
                 continue
@@ -359,40 +362,31 @@ def read_window_events(
                 except SchemaChangedError as exc:
                     if on_schema_change is None:
                         raise
-                    wanted.discard(table_id)
-                    ids[name] = None
                     here = BinlogOffset(current_file, event_start)
-                    on_schema_change(table_id, SchemaChange(here, here, exc.statement))
+                    hold(
+                        table_id,
+                        SchemaChange(here, here, exc.statement),
+                        (current_index, event_start),
+                    )
                     continue
                 checked[table_id] = event.columns
+            group_start = transaction_start(event_start)
             if event.partial:
-                here = BinlogOffset(current_file, event_start)
-                held_at = BinlogOffset(current_file, transaction_start(event_start))
                 what = (
-                    f"the {event.kind} at {here} lacks columns in its row image (the writing "
-                    "session's binlog_row_image is MINIMAL or NOBLOB; the server's should be "
-                    "FULL, and writers should not change it)"
+                    f"the {event.kind} at {current_file}:{event_start} lacks columns in its row "
+                    "image (the writing session's binlog_row_image is MINIMAL or NOBLOB; the "
+                    "server's should be FULL, and writers should not change it)"
                 )
-                hold(
-                    table_id,
-                    SchemaChange(held_at, here, what, ChangeCause.PARTIAL_IMAGE),
-                    (current_index, event_start),
-                )
+                hold_event(table_id, ChangeCause.PARTIAL_IMAGE, what, group_start, event_start)
                 continue
             try:
                 rows = _decoded(event)
             except Exception as exc:  # any decode failure holds this table only
-                here = BinlogOffset(current_file, event_start)
-                held_at = BinlogOffset(current_file, transaction_start(event_start))
                 what = (
-                    f"the {event.kind} rows at {here} do not decode "
+                    f"the {event.kind} rows at {current_file}:{event_start} do not decode "
                     f"({type(exc).__name__}: {redact(str(exc))[:200]})"
                 )
-                hold(
-                    table_id,
-                    SchemaChange(held_at, here, what, ChangeCause.UNDECODABLE),
-                    (current_index, event_start),
-                )
+                hold_event(table_id, ChangeCause.UNDECODABLE, what, group_start, event_start)
                 continue
             yield RowEvent(
                 table_id,
@@ -401,7 +395,7 @@ def read_window_events(
                 current_file,
                 event_start,
                 event.timestamp,
-                transaction_start(event_start),
+                group_start,
             )
     except pymysql.err.OperationalError as exc:
         raise _translate(exc, start) from None

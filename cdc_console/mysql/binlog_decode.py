@@ -28,7 +28,6 @@ outlives one window.
 from __future__ import annotations
 
 import logging
-import struct
 import warnings
 import zlib
 from collections.abc import Iterator
@@ -53,6 +52,8 @@ from cdc_console.mysql.binlog_events import (
     CHANGE_FREE,
     COMPRESSED_ROWS,
     COMPRESSED_ROWS_V2,
+    EVENT_HEADER,
+    HEADER_END,
     ROW_TYPES,
     CompressedEventError,
     OpaqueEvent,
@@ -426,9 +427,6 @@ _ROW_EVENT_TYPES: dict[int, tuple[str, int, type]] = {
     BINLOG.UPDATE_ROWS_EVENT_V1: ("update", 8, UpdateRowsEvent),
     BINLOG.UPDATE_ROWS_EVENT_V2: ("update", 10, UpdateRowsEvent),
 }
-# OK byte, then the v4 event header: timestamp, type, server id, event size, next position, flags
-_HEADER = struct.Struct("<xIBIIIH")
-_HEADER_END = 20
 
 
 #: event types read as they come: change-free ones, and the plain query and row events
@@ -476,7 +474,7 @@ class _FastPath:
 
     def handle(self, pkt: BinlogLibObject) -> DecodedRows | bool:
         data: bytes = pkt._data
-        if not self.enabled or len(data) < _HEADER_END:
+        if not self.enabled or len(data) < HEADER_END:
             return False
         kind = data[5]
         if kind == BINLOG.TABLE_MAP_EVENT:
@@ -485,7 +483,7 @@ class _FastPath:
         if spec is not None:
             return self._rows(pkt, data, kind, spec)
         if kind in self.passed_over:
-            _, _, _, event_size, log_pos, _ = _HEADER.unpack_from(data)
+            _, _, _, event_size, log_pos, _ = EVENT_HEADER.unpack_from(data)
             if kind in _GROUP_START_TYPES:
                 self.cache.group_start = log_pos - event_size
             if log_pos:
@@ -495,14 +493,14 @@ class _FastPath:
 
     def _body_end(self, event_size: int) -> int:
         tail = 23 if self.reader._BinLogStreamReader__use_checksum else 19
-        return _HEADER_END + event_size - tail
+        return HEADER_END + event_size - tail
 
     def _table_map(self, data: bytes) -> bool:
         me = self.reader
         cache = self.cache
         cache.check_context(me.mysql_version, me._BinLogStreamReader__post_header_lengths)
-        _, _, _, event_size, log_pos, _ = _HEADER.unpack_from(data)
-        attrs = cache.table_maps.get(data[_HEADER_END : self._body_end(event_size)])
+        _, _, _, event_size, log_pos, _ = EVENT_HEADER.unpack_from(data)
+        attrs = cache.table_maps.get(data[HEADER_END : self._body_end(event_size)])
         if attrs is None:
             return False
         cache.hits += 1
@@ -527,7 +525,7 @@ class _FastPath:
         self, pkt: BinlogLibObject, data: bytes, event_type: int, spec: tuple[str, int]
     ) -> DecodedRows | bool:
         me = self.reader
-        timestamp, _, _, event_size, log_pos, _ = _HEADER.unpack_from(data)
+        timestamp, _, _, event_size, log_pos, _ = EVENT_HEADER.unpack_from(data)
         table = me.table_map.get(int.from_bytes(data[20:26], "little"))
         if table is None or self._skipped(table):
             if log_pos:
@@ -660,7 +658,7 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
                 return
             data: bytes = pkt._data
             self._original_size = None
-            event_type = data[5] if len(data) >= _HEADER_END else None
+            event_type = data[5] if len(data) >= HEADER_END else None
             if event_type is not None and event_type not in _AS_IS:
                 # an event to inflate first, or one that is not decoded (reported)
                 if is_opaque(event_type):
@@ -706,7 +704,7 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
     def _opaque(self, pkt: BinlogLibObject, event_type: int, error: str = "") -> OpaqueEvent:
         """An event that may change rows and is not decoded; the stream moves past it."""
         me: BinlogLibObject = self
-        _, _, _, event_size, log_pos, _ = _HEADER.unpack_from(pkt._data)
+        _, _, _, event_size, log_pos, _ = EVENT_HEADER.unpack_from(pkt._data)
         if log_pos:
             me.log_pos = log_pos
         schema = table = None

@@ -173,8 +173,9 @@ def uncompress(data: bytes | memoryview) -> bytes:
 
 
 # OK byte, then the v4 event header: timestamp, type, server id, event size, next position, flags
-_HEADER = struct.Struct("<xIBIIIH")
-_HEADER_END = 20
+EVENT_HEADER = struct.Struct("<xIBIIIH")
+#: where an event's body starts in a packet (the OK byte and the 19-byte header before it)
+HEADER_END = 20
 _ROWS_POST_HEADER = 8
 _QUERY_POST_HEADER = 13
 
@@ -192,21 +193,21 @@ def plain_packet(packet: BinlogLibObject, use_checksum: bool) -> tuple[BinlogLib
     and the compressed event's own size, which positions must keep); None for any other event.
     Raises :class:`CompressedEventError` (or ``zlib.error``) when the body does not inflate."""
     data: bytes = packet._data
-    if len(data) < _HEADER_END:
+    if len(data) < HEADER_END:
         return None
     kind = data[5]
     if kind != QUERY_COMPRESSED_EVENT and kind not in COMPRESSED_ROWS:
         return None
-    timestamp, _, server_id, size, log_pos, flags = _HEADER.unpack_from(data)
+    timestamp, _, server_id, size, log_pos, flags = EVENT_HEADER.unpack_from(data)
     tail = 4 if use_checksum else 0
-    body_end = _HEADER_END + size - 19 - tail
+    body_end = HEADER_END + size - 19 - tail
     if kind == QUERY_COMPRESSED_EVENT:
-        status_length = int.from_bytes(data[_HEADER_END + 11 : _HEADER_END + 13], "little")
-        schema_length = data[_HEADER_END + 8]
-        pos = _HEADER_END + _QUERY_POST_HEADER + status_length + schema_length + 1
+        status_length = int.from_bytes(data[HEADER_END + 11 : HEADER_END + 13], "little")
+        schema_length = data[HEADER_END + 8]
+        pos = HEADER_END + _QUERY_POST_HEADER + status_length + schema_length + 1
         plain = BINLOG.QUERY_EVENT
     else:
-        pos = _HEADER_END + _ROWS_POST_HEADER
+        pos = HEADER_END + _ROWS_POST_HEADER
         columns, pos = _lenenc(data, pos)
         images = 2 if COMPRESSED_ROWS[kind] == BINLOG.UPDATE_ROWS_EVENT_V1 else 1
         pos += images * ((columns + 7) // 8)
@@ -214,9 +215,9 @@ def plain_packet(packet: BinlogLibObject, use_checksum: bool) -> tuple[BinlogLib
     if pos > body_end:
         raise CompressedEventError("the event ends before its compressed part")
     inflated = uncompress(memoryview(data)[pos:body_end])
-    new_size = (pos - _HEADER_END) + len(inflated) + 19 + tail
+    new_size = (pos - HEADER_END) + len(inflated) + 19 + tail
     header = struct.pack("<BIBIIIH", 0, timestamp, plain, server_id, new_size, log_pos, flags)
-    rebuilt = header + data[_HEADER_END:pos] + inflated + data[body_end : body_end + tail]
+    rebuilt = header + data[HEADER_END:pos] + inflated + data[body_end : body_end + tail]
     return pymysql.protocol.MysqlPacket(rebuilt, "utf8"), size
 
 

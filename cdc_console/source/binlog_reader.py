@@ -133,7 +133,7 @@ class BinlogSplitReader:
         at the event's transaction, so nothing of it past there is emitted, and reported like
         an undecodable event; without parking (``schema_changes = "stop"``) the window fails."""
         here = BinlogOffset(event.file, event.pos)
-        at = BinlogOffset(event.file, min(event.transaction_start or event.pos, event.pos))
+        at = BinlogOffset(event.file, event.transaction_start or event.pos)
         what = (
             f"the {event.kind} rows at {here} hold a value that does not convert "
             f"({type(exc).__name__}: {redact(str(exc))[:200]})"

@@ -11,6 +11,8 @@ import logging
 import time
 from collections.abc import Iterator
 
+import pyarrow as pa
+
 from cdc_console.core.offset import binlog_file_index
 from cdc_console.core.records import RecordDict
 from cdc_console.core.reports import NO_POSITION, SplitResult, WindowResult
@@ -132,13 +134,9 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[RecordDi
                     outage_seconds=partition.source.outage_seconds,
                     on_failure=slot.close,
                 )
-                if typed and result.raw is not None and not result.reshaped:
-                    builder = builders.get(split.table_id)
-                    if builder is None:
-                        builder = builders[split.table_id] = SnapshotArrowBuilder(reader.schema)
-                    typed_rows = builder.table(result.raw)
-                elif typed and not result.reshaped:
-                    typed_rows = rows_to_table(reader.schema, result.rows)
+                rows = (
+                    _typed_rows(builders, reader, result) if typed and not result.reshaped else None
+                )
             except _JOB_FAULTS:
                 raise
             except Exception as exc:  # one table's fault: its chunk reports it, the rest go on
@@ -149,8 +147,7 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[RecordDi
                 continue
             if result.reshaped:
                 pass  # nothing of it was read: its table is read again or parked
-            elif typed:
-                rows = typed_rows
+            elif rows is not None:
                 high = result.high_watermark
                 position = (binlog_file_index(high.file), high.pos)
                 ts_ms = int(time.time() * 1000)
@@ -178,6 +175,22 @@ def _snapshot(partition: PlanPartition, task: SnapshotTask) -> Iterator[RecordDi
             )
     finally:
         slot.close()
+
+
+def _typed_rows(
+    builders: dict[TableId, SnapshotArrowBuilder],
+    reader: SnapshotSplitReader,
+    result: SnapshotSplitResult,
+) -> pa.Table:
+    """A typed chunk's rows as the mirror's Arrow table (its values converted here, so a value
+    that does not convert is the chunk's failure)."""
+    if result.raw is None:
+        return rows_to_table(reader.schema, result.rows)
+    table_id = reader.schema.table_id
+    builder = builders.get(table_id)
+    if builder is None:
+        builder = builders[table_id] = SnapshotArrowBuilder(reader.schema)
+    return builder.table(result.raw)
 
 
 #: failures that are the job's, not one table's: an outage past its limit, a purged binlog, a
