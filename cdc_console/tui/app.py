@@ -28,7 +28,7 @@ from cdc_console.tui.messages import (
 )
 from cdc_console.tui.model import PipelineView
 from cdc_console.tui.palette import ConsoleCommands
-from cdc_console.tui.polling import PollLoop
+from cdc_console.tui.polling import PollLoop, one_shot
 from cdc_console.tui.screens.base import ConsoleScreen
 from cdc_console.tui.screens.binlog import BinlogScreen
 from cdc_console.tui.screens.confirm import ConfirmScreen, redump_body, stop_body
@@ -248,7 +248,7 @@ class ConsoleApp(ConsoleActions):
             interval = monitor.config.console.refresh_seconds
             for what, run in ((STATE, self._poll_state), (SERVER, self._probe_server)):
                 self._loops[(monitor.name, what)] = PollLoop(
-                    partial(run, monitor), interval, self.set_timer, self.call_next
+                    partial(run, monitor), interval, partial(one_shot, self), self.call_next
                 )
         for loop in self._loops.values():
             loop.start()

@@ -9,12 +9,24 @@ run in flight.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from functools import partial
 
-if TYPE_CHECKING:
-    from textual.timer import Timer
+from textual.message_pump import MessagePump
+from textual.timer import Timer
 
 MAX_BACKOFF_SECONDS = 5.0
+
+
+def one_shot(
+    owner: MessagePump, delay: float, callback: Callable[[], None], name: str = "poll"
+) -> Timer:
+    """Run ``callback`` once, ``delay`` seconds from now or as soon as the loop gets to it
+    after that: ``set_timer`` without the skip that can drop its only tick."""
+    timer = Timer(
+        owner, delay, name=name, callback=partial(owner.call_next, callback), repeat=0, skip=False
+    )
+    timer._start()  # the step MessagePump.set_timer takes; Timer has no public start
+    return timer
 
 
 class PollLoop:
