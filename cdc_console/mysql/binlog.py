@@ -29,8 +29,18 @@ from cdc_console.core.untyped import BinlogLibObject, DriverImage
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError, redact
 from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader, DecodedRows
 from cdc_console.mysql.binlog_events import OpaqueEvent
+from cdc_console.mysql.connection import close_quietly, connect, translate_error
+from cdc_console.mysql.connection import query as run_query
 from cdc_console.mysql.logged_statements import dml_targets
 from cdc_console.mysql.retry import TRANSIENT_CODES
+from cdc_console.mysql.stored_writers import (
+    FUNCTIONS_SQL,
+    TRIGGERS_SQL,
+    StoredWriters,
+    WindowWriters,
+    captured_in,
+    stored_writers_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +258,7 @@ def read_window_events(
     ids: dict[tuple[str, str], TableId | None] = {}
     checked: dict[TableId, BinlogLibObject] = {}
     cache = stream.cdc_cache
+    writers = WindowWriters(_catalogue_loader(source))
 
     def hold(table_id: TableId, change: SchemaChange, at_key: tuple[int, int]) -> None:
         """Nothing of ``table_id`` from ``change`` on: the handler is told, or it raises."""
@@ -332,7 +343,7 @@ def read_window_events(
                             (current_index, at),
                         )
                     continue
-                for changed, what in _statement_changes(event, wanted):
+                for changed, what in _statement_changes(event, wanted, writers):
                     change = SchemaChange(position, after, what, ChangeCause.STATEMENT)
                     hold(changed, change, (current_index, at))
                 continue
@@ -425,23 +436,52 @@ def _query_text(event: QueryEvent) -> tuple[str, str]:
     return query, schema
 
 
-def _statement_changes(event: QueryEvent, wanted: set[TableId]) -> list[tuple[TableId, str]]:
-    """The captured tables a DML logged as a statement may change, each with what to say."""
+def _statement_changes(
+    event: QueryEvent, wanted: set[TableId], writers: WindowWriters
+) -> list[tuple[TableId, str]]:
+    """The captured tables a DML logged as a statement may change, each with what to say:
+    those it names, and those the triggers and stored functions it sets off write."""
     query, schema = _query_text(event)
     targets = dml_targets(query, schema)
     if targets is None:
+        writers.learned.learn(query, schema)
         return []
     if targets:
-        hit = [t for t in dict.fromkeys(targets) if t in wanted]
+        named = [t for t in dict.fromkeys(targets) if t in wanted]
     else:  # a DML whose targets do not read: any captured table it could name
-        hit = sorted(t for t in wanted if not schema or t.database == schema)
+        named = sorted(t for t in wanted if not schema or t.database == schema)
+    reached = captured_in(writers.reached(targets, query, schema), wanted)
     text = " ".join(query.split())
-    what = (
-        f"{text[:200]}{'...' if len(text) > 200 else ''} (a DML logged as SQL text: the writing "
-        "session's binlog_format is STATEMENT or MIXED; the server's should be ROW, and "
-        "writers should not change it)"
+    said = f"{text[:200]}{'...' if len(text) > 200 else ''}"
+    why = (
+        "the writing session's binlog_format is STATEMENT or MIXED; the server's should be ROW, "
+        "and writers should not change it"
     )
-    return [(t, what) for t in hit]
+    found = [(t, f"{said} (a DML logged as SQL text: {why})") for t in named]
+    found += [
+        (
+            t,
+            f"{said} (a DML logged as SQL text that sets off a trigger or stored function "
+            f"writing this table: {why})",
+        )
+        for t in reached
+        if t not in named
+    ]
+    return found
+
+
+def _catalogue_loader(source: SourceConfig) -> Callable[[], StoredWriters]:
+    def load() -> StoredWriters:
+        conn = None
+        try:
+            conn = connect(source)
+            return stored_writers_of(run_query(conn, TRIGGERS_SQL), run_query(conn, FUNCTIONS_SQL))
+        except pymysql.MySQLError as exc:
+            raise translate_error(exc, source) from exc
+        finally:
+            close_quietly(conn)
+
+    return load
 
 
 def _hold_opaque(

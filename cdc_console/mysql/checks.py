@@ -238,6 +238,49 @@ def _global_privileges(conn: Connection) -> set[str]:
     return names
 
 
+def _trigger_schemas(conn: Connection) -> tuple[bool, set[str]]:
+    """Where SHOW GRANTS gives the TRIGGER privilege: everywhere, and the schemas named."""
+    everywhere, schemas = False, set()
+    with conn.cursor() as cur:
+        cur.execute("SHOW GRANTS FOR CURRENT_USER()")
+        for (line,) in cur.fetchall():
+            match = re.match(r"GRANT (.+?) ON (\S+) TO ", str(line))
+            if not match:
+                continue
+            names = {p.strip().upper() for p in match.group(1).split(",")}
+            if not names & {"TRIGGER", "ALL PRIVILEGES", "ALL"}:
+                continue
+            target = match.group(2)
+            if target == "*.*":
+                everywhere = True
+            elif target.endswith(".*"):
+                schemas.add(target[:-2].strip("`").replace("``", "`").replace("\\_", "_"))
+    return everywhere, schemas
+
+
+def _trigger_check(conn: Connection, tables: list[TableSchema], account: str) -> CheckResult:
+    """Whether the reader can see the triggers of the captured schemas: a statement logged as
+    SQL text whose trigger writes a captured table is noticed only through them."""
+    name = "triggers visible"
+    everywhere, granted = _trigger_schemas(conn)
+    schemas = sorted({t.table_id.database for t in tables})
+    unseen = [] if everywhere else [s for s in schemas if s not in granted]
+    if not unseen:
+        return _ok(name, "the reader sees the triggers of every captured schema", "privilege")
+    # Not a warning: with least privilege it is always so, and it matters only once a writer
+    # leaves ROW logging, which the job itself reports as it happens.
+    return _ok(
+        name,
+        f"no: {account} cannot see the triggers of {', '.join(unseen)} "
+        "(information_schema.TRIGGERS needs the TRIGGER privilege), so a DML logged as SQL "
+        "text (a session whose binlog_format is STATEMENT or MIXED) that fires a trigger "
+        "writing a captured table would go unnoticed; keep writers on ROW, or "
+        + " ".join(f"GRANT TRIGGER ON {quote_ident(s)}.* TO {account};" for s in unseen)
+        + " (TRIGGER also allows creating and dropping triggers)",
+        "privilege",
+    )
+
+
 def try_binlog_dump(source: SourceConfig) -> tuple[bool | None, str]:
     """Ask the server for a binlog stream and read its first answer, then hang up.
 
@@ -533,6 +576,8 @@ def run_checks(
         results += [step() for step in steps]
         tables, table_results = _table_checks(conn, config, account)
         results += table_results
+        if tables:
+            results.append(_trigger_check(conn, tables, account))
     except pymysql.err.MySQLError as exc:
         error = translate_error(exc, config.source)
         results.append(_fail("source", error.message, error.hint))

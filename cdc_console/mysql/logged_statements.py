@@ -10,7 +10,8 @@ The reading errs on the side of naming a table: every table named in a statement
 list counts, including the read-only sides of a multi-table UPDATE or DELETE (``UPDATE a JOIN b
 ... SET a.x = b.y`` names both). What it cannot see is a trigger or a stored function that
 writes another table: statement logging replays those on a replica from the outer statement
-alone, so no event names the table they write (see the README's "Writer sessions").
+alone, so no event names the table they write: ``stored_writers`` follows those from the
+tables a statement names, with ``body_targets`` and ``called_names`` reading the bodies.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def _table(name: str, default_schema: str) -> TableId | None:
     return None
 
 
-def _strip(query: str) -> str:
+def strip_comments(query: str) -> str:
     """The statement without comments; the text of ``/*! ... */`` version comments is kept,
     as the server executes it."""
     text = _VERSIONED.sub(r" \1 ", query)
@@ -94,7 +95,7 @@ def _strip(query: str) -> str:
 
 def is_dml(query: str) -> bool:
     """Whether a logged statement changes rows (its first word, comments aside)."""
-    words = _strip(query).split(None, 1)
+    words = strip_comments(query).split(None, 1)
     return bool(words) and words[0].upper().lstrip("(") in DML_VERBS
 
 
@@ -125,7 +126,7 @@ def dml_targets(query: str, default_schema: str) -> list[TableId] | None:
     """The tables a DML statement may change, or None when ``query`` changes no rows (a
     ``BEGIN``, a DDL, a ``SET``...). A DML whose targets cannot be read at all gives ``[]``:
     the caller must then assume it may touch any table of ``default_schema``."""
-    text = _strip(query)
+    text = strip_comments(query)
     words = text.split(None, 1)
     if not words or words[0].upper() not in DML_VERBS:
         return None
@@ -143,3 +144,34 @@ def dml_targets(query: str, default_schema: str) -> list[TableId] | None:
     if match is None:
         return []
     return _names_in(match.group(1), default_schema)
+
+
+#: a DML verb inside a stored program's body; not the string functions ``INSERT(`` and
+#: ``REPLACE(``, nor ``ON DUPLICATE KEY UPDATE`` or ``FOR UPDATE``
+_BODY_DML = re.compile(
+    r"(?<!KEY\s)(?<!FOR\s)\b(?:(?:INSERT|REPLACE)\b(?!\s*\()|UPDATE\b|DELETE\b)", re.I
+)
+_CALL = re.compile(rf"({_IDENT}(?:\s*\.\s*{_IDENT})?)\s*\(")
+
+
+def body_targets(body: str, default_schema: str) -> list[TableId | None]:
+    """The tables the DML statements of a trigger's or function's body may change; a None
+    for each statement whose targets do not read (it may change any table of the schema)."""
+    found: list[TableId | None] = []
+    for statement in strip_comments(body).split(";"):
+        for verb in _BODY_DML.finditer(statement):
+            targets = dml_targets(statement[verb.start() :], default_schema)
+            if targets:
+                found.extend(targets)
+            elif targets is not None:
+                found.append(None)
+    return found
+
+
+def called_names(text: str) -> list[str]:
+    """Every ``[db.]name`` followed by ``(`` in ``text``: the stored functions it may call
+    (with every built-in and keyword the caller then finds no function for)."""
+    names = []
+    for match in _CALL.finditer(strip_comments(text)):
+        names.append(".".join(_unquote(part) for part in re.findall(_IDENT, match.group(1))))
+    return names

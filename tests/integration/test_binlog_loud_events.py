@@ -30,7 +30,7 @@ from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import load_table_schema
 from cdc_console.source.binlog_reader import BinlogSplitReader
 from cdc_console.values.canonical import RowNormalizer
-from tests.conftest import SourceDb
+from tests.conftest import CDC_USER, SourceDb
 from tests.integration.harness import (
     JobProcess,
     Writer,
@@ -170,6 +170,52 @@ def test_statement_dml_on_another_table_holds_nothing(two_tables: SourceDb) -> N
     events, held = _read(db, start)
     assert held == {}
     assert _other_rows(db, events) == [("insert", "rows")]
+
+
+@pytest.mark.parametrize("created", ["before the window", "inside the window"])
+def test_statement_dml_whose_trigger_or_function_writes_a_captured_table_holds_it(
+    two_tables: SourceDb, created: str
+) -> None:
+    """Statement logging replays triggers and stored functions from the outer statement alone:
+    the table they write is named by no event, and is held all the same, found through the
+    catalogue or through the ``CREATE`` read in the window itself."""
+    db = two_tables
+    db.execute("CREATE TABLE audit_src (id INT PRIMARY KEY)", "CREATE TABLE fn_src (id INT)")
+    definitions = [
+        "CREATE TRIGGER audit_src_ai AFTER INSERT ON audit_src FOR EACH ROW "
+        "BEGIN IF NEW.id > 0 THEN INSERT INTO t (id, a) VALUES (NEW.id + 100, 'trigger'); "
+        "END IF; END",
+        "CREATE FUNCTION bump(n INT) RETURNS INT DETERMINISTIC MODIFIES SQL DATA "
+        "BEGIN UPDATE t SET a = 'function' WHERE id = n; RETURN n; END",
+    ]
+    if created == "before the window":
+        # information_schema.TRIGGERS shows a table's triggers only to a user with the
+        # TRIGGER privilege on it; without it only the window's own CREATE TRIGGER is seen
+        db.sandbox.execute(f"GRANT TRIGGER ON `{db.name}`.* TO '{CDC_USER}'@'127.0.0.1'")
+        db.execute(*definitions)
+    start = _position(db)
+    if created == "inside the window":
+        db.execute(*definitions)
+    db.execute(
+        "SET SESSION binlog_format = 'STATEMENT'",
+        "INSERT INTO audit_src VALUES (5)",
+        "INSERT INTO fn_src VALUES (bump(1))",
+    )
+    db.execute("INSERT INTO other VALUES (1, 'rows')")
+    events, held = _read(db, start)
+
+    change = held[TableId(db.name, "t")]
+    assert change.cause is ChangeCause.STATEMENT
+    assert "INSERT INTO audit_src" in change.what and "trigger or stored function" in change.what
+    assert TableId(db.name, "other") not in held
+    assert _other_rows(db, events) == [("insert", "rows")]
+
+    # the function alone reaches t as well
+    db.execute("DROP TRIGGER audit_src_ai")
+    start = _position(db)
+    db.execute("SET SESSION binlog_format = 'STATEMENT'", "INSERT INTO fn_src VALUES (bump(2))")
+    _, held = _read(db, start)
+    assert "bump(2)" in held[TableId(db.name, "t")].what
 
 
 def test_compressed_events_decode_as_their_plain_twins(two_tables: SourceDb) -> None:

@@ -168,6 +168,14 @@ def test_all_checks_pass_for_least_privileged_user(
         "primary key (order_id, line), chunks on order_id"
     )
     assert checks[f"key {db}.events"].detail == "no primary key; chunks on unique column code"
+    # said, not failed: least privilege never sees triggers; the job reports statement logging
+    triggers = checks["triggers visible"]
+    assert triggers.detail.startswith(f"no: '{CDC_USER}'@'127.0.0.1' cannot see the triggers")
+    assert f"GRANT TRIGGER ON `{db}`.* TO '{CDC_USER}'@'127.0.0.1';" in triggers.detail
+
+    shop.sandbox.execute(f"GRANT TRIGGER ON `{db}`.* TO '{CDC_USER}'@'127.0.0.1'")
+    seen = by_name(run_checks(config)[2])["triggers visible"]
+    assert seen.detail == "the reader sees the triggers of every captured schema"
 
     assert server is not None and server.flavour == "mariadb" and server.version >= (10, 5, 0)
     assert server.variable("binlog_row_metadata") == "FULL"
