@@ -19,6 +19,7 @@ of batch M's window.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -102,10 +103,13 @@ def _read_ranges(table: DeltaTable, schema: TableSchema, ranges: list[ChunkRange
     expression = None
     if column.family == TypeFamily.INTEGER and (start is not None or end is not None):
         field = ds.field(schema.chunk_key)
+        stored = dataset.schema.field(schema.chunk_key).type
         if start is not None:
-            expression = field >= start
+            assert isinstance(start, int), start
+            expression = field >= lake_scalar(start, stored)
         if end is not None:
-            below = field < end
+            assert isinstance(end, int), end
+            below = field < lake_scalar(end, stored)
             expression = below if expression is None else expression & below
     data = dataset.to_table(columns=present, filter=expression)
     data = from_lake(data, wanted)
@@ -117,6 +121,15 @@ def _read_ranges(table: DeltaTable, schema: TableSchema, ranges: list[ChunkRange
     if expression is None and (start is not None or end is not None):
         rows = rows.filter(pa.array(in_ranges(schema, rows, ranges), pa.bool_()))
     return rows
+
+
+def lake_scalar(value: int, stored: pa.DataType) -> pa.Scalar:
+    """An integer key bound as a scalar of the mirror column's own type: a BIGINT UNSIGNED
+    mirror column is decimal(20,0), which Arrow compares with neither an int64 (precision) nor
+    a Python int above 2**63."""
+    if pa.types.is_decimal(stored):
+        return pa.scalar(Decimal(value), stored)
+    return pa.scalar(value, stored)
 
 
 def in_ranges(schema: TableSchema, rows: pa.Table, ranges: list[ChunkRange]) -> list[bool]:

@@ -269,24 +269,37 @@ def test_a_table_without_a_primary_key_is_verified_and_repaired_on_its_chunk_key
     source_db: SourceDb, tmp_path: Path
 ) -> None:
     """No primary key, chunked on a configured unique column: verify names the row by that
-    column, ``--chunk`` verifies that chunk alone, and the repair re-dumps it."""
+    column, ``--chunk`` verifies that chunk alone, and the repair re-dumps it. Beside it, a
+    BIGINT UNSIGNED key up to 2**64 - 1 (a decimal(20,0) mirror column) is verified a chunk at
+    a time and repaired the same way."""
+    top = 2**64 - 1
     source_db.execute(
         "CREATE TABLE events (code VARCHAR(20) NOT NULL, note VARCHAR(40), UNIQUE KEY (code))",
         "INSERT INTO events SELECT CONCAT('ev-', LPAD(seq, 5, '0')), CONCAT('n', seq) "
         "FROM seq_1_to_600",
+        "CREATE TABLE big (id BIGINT UNSIGNED PRIMARY KEY, note VARCHAR(40))",
+        f"INSERT INTO big SELECT {top} - seq * 1000000000000000, CONCAT('b', seq) "
+        "FROM seq_0_to_299",
+        "INSERT INTO big VALUES (0, 'zero'), (1, 'one')",
     )
     db = source_db.name
     config_path = write_config(
         source_db, tmp_path, chunk_size=100, snapshot=f'chunk_key = {{ "{db}.events" = "code" }}'
     )
     config = load(config_path)
-    events = TableId(db, "events")
+    events, big = TableId(db, "events"), TableId(db, "big")
     with running(JobProcess(config_path)) as job:
-        wait_for(lambda: streaming(config, 1), 240, "the keyless table to stream", job)
+        wait_for(lambda: streaming(config, 2), 240, "both tables to stream", job)
         path = str(config.sink.path / db / "events")
         mirror = DeltaTable(path).to_pyarrow_table()
         kept = mirror.filter(pa.compute.not_equal(mirror["code"], "ev-00321"))
         write_deltalake(path, kept, mode="overwrite")
+        big_path = str(config.sink.path / db / "big")
+        rows = DeltaTable(big_path).to_pyarrow_table()
+        damaged = [
+            {**r, "note": "stolen"} if r["id"] == Decimal(top) else r for r in rows.to_pylist()
+        ]
+        write_deltalake(big_path, pa.Table.from_pylist(damaged, rows.schema), mode="overwrite")
 
         code, before = verify(config_path)
         assert code == 1
@@ -295,17 +308,28 @@ def test_a_table_without_a_primary_key_is_verified_and_repaired_on_its_chunk_key
             chunk = next(
                 s.split.split_no for s in store.splits(events) if s.split.range.contains("ev-00321")
             )
+            big_chunks = [s.split for s in store.splits(big)]
         finally:
             store.close()
-        assert found(before) == {(str(events), chunk, "missing", "ev-00321")}
+        top_chunk = next(s.split_no for s in big_chunks if s.range.contains(top))
+        assert len(big_chunks) > 2 and top_chunk not in (big_chunks[0].split_no,)
+        assert found(before) == {
+            (str(events), chunk, "missing", "ev-00321"),
+            (str(big), top_chunk, "differs", top),
+        }
 
         code, alone = verify(config_path, "--table", str(events), "--chunk", str(chunk))
         assert code == 1 and [c["chunk"] for c in alone["tables"][0]["chunks"]] == [chunk]
+        for split in big_chunks:
+            code, one = verify(config_path, "--table", str(big), "--chunk", str(split.split_no))
+            assert code == (1 if split.split_no == top_chunk else 0), one
 
         repaired = run_cli(
             "verify", "--config", str(config_path), "--repair", "--json", timeout=600
         )
         assert repaired.returncode == 0, repaired.stdout + repaired.stderr + job.output()
-        assert json.loads(repaired.stdout)["repaired"] == [f"{events} chunk {chunk}"]
+        assert sorted(json.loads(repaired.stdout)["repaired"]) == sorted(
+            [f"{events} chunk {chunk}", f"{big} chunk {top_chunk}"]
+        )
         code, after = verify(config_path)
         assert code == 0, after
