@@ -9,7 +9,6 @@ only when a connection is opened.
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import os
 import re
 import tomllib
@@ -20,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar, overload
 
+from cdc_console.core.schema import TableId, parse_qualified, spell_database
 from cdc_console.core.untyped import TomlTable
 from cdc_console.errors import ConfigError, register_secret
 
@@ -35,14 +35,32 @@ DATETIME_TYPES = ("timestamp_ntz", "timestamp")
 
 @dataclass(frozen=True)
 class TablePattern:
+    """A ``source.tables`` entry: one table, or with ``*`` in an unquoted table part, the
+    tables of one database whose names fit. ``*`` is the only special character: a table named
+    ``special[1]?`` is matched by that text exactly."""
+
     database: str
     table: str
+    #: the table part was quoted: a name, never a pattern
+    literal: bool = False
+
+    @property
+    def is_pattern(self) -> bool:
+        return not self.literal and "*" in self.table
 
     def matches(self, database: str, table: str) -> bool:
-        return database == self.database and fnmatch.fnmatchcase(table, self.table)
+        if database != self.database:
+            return False
+        if not self.is_pattern:
+            return table == self.table
+        return (
+            re.fullmatch(".*".join(map(re.escape, self.table.split("*"))), table, re.S) is not None
+        )
 
     def __str__(self) -> str:
-        return f"{self.database}.{self.table}"
+        if self.is_pattern:
+            return f"{spell_database(self.database)}.{self.table}"
+        return str(TableId(self.database, self.table))
 
 
 @dataclass(frozen=True)
@@ -453,13 +471,17 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 
 def parse_table_pattern(text: str) -> TablePattern:
-    database, sep, table = text.partition(".")
-    if not sep or not database or not table or "*" in database:
+    """``db.table``, ``db.orders_*``, or with a part in backticks where it holds a dot, a
+    backtick or a ``*`` that is part of the name: `` `customer3.0`.`orders*` ``."""
+    name = parse_qualified(text)
+    if name is None or ("*" in name.database and not name.database_quoted):
         raise ConfigError(
             f"source.tables entry {text!r} is not 'database.table'",
-            'list tables as "db.table" or "db.*" (\'*\' only in the table part)',
+            'list tables as "db.table" or "db.*" (\'*\' only in the table part); write a name '
+            "holding a dot, a backtick or a '*' in backticks, as SQL does: "
+            '"`customer3.0`.orders"',
         )
-    return TablePattern(database, table)
+    return TablePattern(name.database, name.table, literal=name.table_quoted)
 
 
 #: settings that take one of a few words: the words, and the hint when a value is none of them

@@ -42,3 +42,16 @@ def existing_state(
             f"no state at {config.state_path}: the pipeline has not run yet",
             f"start it with 'cdc-console run --config {config_arg}'",
         ) from None
+
+
+TABLE_HELP = "db.table (a part holding a dot in backticks: `db.1`.orders)"
+
+
+def table_name(text: str) -> str:
+    """A ``--table`` argument in the spelling the pipeline names its tables by."""
+    from cdc_console.core.schema import TableId
+
+    try:
+        return str(TableId.parse(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc

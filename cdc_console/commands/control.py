@@ -13,8 +13,9 @@ import getpass
 import time
 from typing import TYPE_CHECKING
 
-from cdc_console.commands import Subparsers, writable_state
+from cdc_console.commands import TABLE_HELP, Subparsers, table_name, writable_state
 from cdc_console.config import load_config
+from cdc_console.core.schema import TableId, quote_ident
 from cdc_console.errors import CdcError
 
 if TYPE_CHECKING:
@@ -58,12 +59,14 @@ def register(subparsers: Subparsers) -> None:
         )
         parser.add_argument("--config", required=True, help="pipeline TOML file")
         if table_arg == "optional":
-            parser.add_argument("--table", help="db.table; without it, the whole pipeline")
+            parser.add_argument(
+                "--table", type=table_name, help=f"{TABLE_HELP}; without it, the whole pipeline"
+            )
         elif table_arg == "required":
-            parser.add_argument("--table", required=True, help="db.table")
+            parser.add_argument("--table", type=table_name, required=True, help=TABLE_HELP)
             parser.add_argument("--chunk", type=int, help="re-dump only this chunk number (repair)")
         elif table_arg == "positional":
-            parser.add_argument("table", help="db.table")
+            parser.add_argument("table", type=table_name, help=TABLE_HELP)
         parser.add_argument(
             "--wait", action="store_true", help="wait for the job's acknowledgement"
         )
@@ -128,7 +131,8 @@ def _check_table_exists(config: PipelineConfig, target: str) -> None:
     from cdc_console.mysql.connection import connect
     from cdc_console.mysql.schema import list_tables
 
-    database, _, table = target.partition(".")
+    table_id = TableId.parse(target)
+    database, table = table_id.database, table_id.table
     try:
         conn = connect(config.source, connect_timeout=5)
     except Exception as exc:
@@ -142,7 +146,7 @@ def _check_table_exists(config: PipelineConfig, target: str) -> None:
     if not found:
         raise CdcError(
             f"{target} does not exist on the source ({config.source.host}:{config.source.port})",
-            f"check the name (SHOW TABLES IN `{database}`) or create the table first",
+            f"check the name (SHOW TABLES IN {quote_ident(database)}) or create the table first",
         )
 
 

@@ -13,7 +13,7 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from cdc_console.commands import Subparsers, writable_state
+from cdc_console.commands import TABLE_HELP, Subparsers, table_name, writable_state
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.errors import CdcError, UsageError
 
@@ -40,7 +40,9 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument("action", choices=("status", "optimize", "vacuum"))
     parser.add_argument("--config", required=True, help="pipeline TOML file")
-    parser.add_argument("--table", help="db.table: only this mirror and its changelog")
+    parser.add_argument(
+        "--table", type=table_name, help=f"{TABLE_HELP}: only this mirror and its changelog"
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="report what would be done; write nothing"
     )

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from cdc_console.commands import Subparsers, existing_state
+from cdc_console.commands import TABLE_HELP, Subparsers, existing_state, table_name
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.errors import CdcError, UsageError
 
@@ -38,7 +38,9 @@ def register(subparsers: Subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", required=True, help="pipeline TOML file")
-    parser.add_argument("--table", help="db.table; without it, every captured table")
+    parser.add_argument(
+        "--table", type=table_name, help=f"{TABLE_HELP}; without it, every captured table"
+    )
     parser.add_argument("--chunk", type=int, help="only this chunk number (needs --table)")
     parser.add_argument(
         "--repair",

@@ -19,27 +19,99 @@ from cdc_console.core.values import JSONObject, JSONValue
 
 @dataclass(frozen=True, order=True)
 class TableId:
-    """``database.table``; ordered so plans and listings are deterministic."""
+    """``database.table``; ordered so plans and listings are deterministic.
+
+    Its text (``str``) reads back through ``parse``: a part that a plain reading would take
+    apart is written in backticks, as SQL writes it (`` `customer3.0`.customers ``), and a
+    table name holding ``*`` too, so that the text pasted into ``source.tables`` names that
+    table and no pattern.
+    """
 
     database: str
     table: str
 
     @classmethod
     def parse(cls, text: str) -> TableId:
-        database, sep, table = text.partition(".")
-        if not sep or not database or not table:
-            raise ValueError(f"table name {text!r} must be 'database.table'")
-        return cls(database, table)
+        name = parse_qualified(text)
+        if name is None:
+            raise ValueError(
+                f"table name {text!r} must be 'database.table' (a part holding a dot in "
+                "backticks: `db.1`.orders)"
+            )
+        return cls(name.database, name.table)
 
     def quoted(self) -> str:
         return f"{quote_ident(self.database)}.{quote_ident(self.table)}"
 
     def __str__(self) -> str:
-        return f"{self.database}.{self.table}"
+        return f"{spell_database(self.database)}.{spell_table(self.table)}"
 
 
 def quote_ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def spell_database(name: str) -> str:
+    """A database name as ``parse_qualified`` reads it back: in backticks where it holds a dot."""
+    return quote_ident(name) if "." in name or name.startswith("`") or not name else name
+
+
+def spell_table(name: str) -> str:
+    """A table name as ``parse_qualified`` reads it back as that name, never as a pattern."""
+    return quote_ident(name) if "*" in name or name.startswith("`") or not name else name
+
+
+@dataclass(frozen=True)
+class QualifiedName:
+    """A ``database.table`` as written in a config or on a command line, with which of its
+    parts were quoted (a quoted part is a name, never a pattern)."""
+
+    database: str
+    table: str
+    database_quoted: bool = False
+    table_quoted: bool = False
+
+
+def _quoted_part(text: str, start: int) -> tuple[str, int] | None:
+    """The backtick-quoted identifier at ``text[start]`` and the index after it."""
+    out: list[str] = []
+    i = start + 1
+    while i < len(text):
+        if text[i] == "`":
+            if text[i + 1 : i + 2] == "`":
+                out.append("`")
+                i += 2
+                continue
+            return "".join(out), i + 1
+        out.append(text[i])
+        i += 1
+    return None
+
+
+def parse_qualified(text: str) -> QualifiedName | None:
+    """``db.table``, where either part may be in backticks (``` ``` doubles a backtick inside);
+    unquoted, the database ends at the first dot and the table is the rest. None when ``text``
+    is not of that form."""
+    if text.startswith("`"):
+        quoted = _quoted_part(text, 0)
+        if quoted is None or text[quoted[1] : quoted[1] + 1] != ".":
+            return None
+        database, rest, database_quoted = quoted[0], text[quoted[1] + 1 :], True
+    else:
+        database, sep, rest = text.partition(".")
+        if not sep:
+            return None
+        database_quoted = False
+    if rest.startswith("`"):
+        quoted = _quoted_part(rest, 0)
+        if quoted is None or quoted[1] != len(rest):
+            return None
+        table, table_quoted = quoted[0], True
+    else:
+        table, table_quoted = rest, False
+    if not database or not table:
+        return None
+    return QualifiedName(database, table, database_quoted, table_quoted)
 
 
 @dataclass(frozen=True)

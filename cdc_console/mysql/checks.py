@@ -26,7 +26,7 @@ from typing import Literal
 
 import pymysql
 
-from cdc_console.config import PipelineConfig, SourceConfig, TablePattern
+from cdc_console.config import PipelineConfig, SourceConfig, parse_table_pattern
 from cdc_console.core.schema import TableId, TableSchema, quote_ident
 from cdc_console.core.untyped import Connection
 from cdc_console.core.values import JSONObject
@@ -461,8 +461,11 @@ def _unused_chunk_keys(config: PipelineConfig, tables: list[TableSchema]) -> lis
     """A chunk_key entry that matches no captured table is most likely a typo: say so."""
     results = []
     for entry in config.snapshot.chunk_key:
-        database, _, table = entry.partition(".")
-        pattern = TablePattern(database, table)
+        try:
+            pattern = parse_table_pattern(entry)
+        except ConfigError as exc:
+            results.append(_fail(f"chunk_key {entry}", exc.message, exc.hint, area="config"))
+            continue
         if any(pattern.matches(t.table_id.database, t.table_id.table) for t in tables):
             continue
         results.append(

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cdc_console.config import TablePattern
+from cdc_console.config import TablePattern, parse_table_pattern
 from cdc_console.core.schema import TableId, quote_ident
 from cdc_console.core.untyped import Connection
 from cdc_console.core.values import JSONObject
@@ -48,7 +48,6 @@ PROBED_VARIABLES = (
 )
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
-_GLOB = re.compile(r"[*?\[]")
 
 
 @dataclass(frozen=True)
@@ -147,7 +146,7 @@ def probe_server(conn: Connection) -> ServerInfo:
 
 
 def has_glob(pattern: TablePattern) -> bool:
-    return bool(_GLOB.search(pattern.table))
+    return pattern.is_pattern
 
 
 def chunk_key_for(table_id: TableId, overrides: Mapping[str, str]) -> str | None:
@@ -156,8 +155,11 @@ def chunk_key_for(table_id: TableId, overrides: Mapping[str, str]) -> str | None
     if exact is not None:
         return exact
     for text, column in overrides.items():
-        database, _, table = text.partition(".")
-        if TablePattern(database, table).matches(table_id.database, table_id.table):
+        try:
+            pattern = parse_table_pattern(text)
+        except ConfigError:
+            continue  # the config's own checks name it
+        if pattern.matches(table_id.database, table_id.table):
             return column
     return None
 

@@ -208,13 +208,20 @@ class TableBatchSink(ABC):
                     stats[table_id] = self._apply_table(
                         batch_id, schema, by_table.get(table_id, ()), ranges.get(table_id, [])
                     )
-            except self.table_faults as exc:
-                if not isolate:
+            except BaseException as exc:
+                if not isolate or not self.is_table_fault(exc):
                     raise
                 reason = redact(" ".join(f"{type(exc).__name__}: {exc}".split()))[:500]
                 log.error("batch %d: %s refused by the sink: %s", batch_id, table_id, reason)
                 stats[table_id] = {REFUSED: reason}
         return stats
+
+    def is_table_fault(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is a failure of one table's share (``table_faults``), or a panic of a
+        native library (pyo3's ``PanicException``, a BaseException that cannot be imported by
+        name): delta-rs panics on what one table holds, such as a path it cannot turn into a
+        URL, and that must not stop the other tables."""
+        return isinstance(exc, self.table_faults) or type(exc).__name__ == "PanicException"
 
     def _append_table(
         self, batch_id: int, schema: TableSchema, chunks: Sequence[SnapshotChunk]

@@ -28,6 +28,7 @@ from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.sinks.base import Key, ReplaceRange, SinkStats, TableBatchSink
 from cdc_console.sinks.delta import plan_table_batch, split_keys
+from cdc_console.sinks.lake_layout import mirror_path
 
 _BATCH_FILE = re.compile(r"^batch-(\d+)\.jsonl$")
 
@@ -89,7 +90,7 @@ class ChangelogJsonSink(TableBatchSink):
         self.root = Path(root)
 
     def table_dir(self, table_id: TableId) -> Path:
-        return self.root / table_id.database / table_id.table
+        return mirror_path(self.root, table_id)
 
     def batch_path(self, table_id: TableId, batch_id: int) -> Path:
         return self.table_dir(table_id) / f"batch-{batch_id:012d}.jsonl"

@@ -25,12 +25,48 @@ _WALL_CLOCK_AS_UTC = pa.timestamp("us", tz="UTC")
 CHANGELOG_DIR = "_changelog"
 
 
+#: characters a lake folder name never holds as themselves: a path's own separators, the
+#: escape character, ``%`` (URLs decode it), and what delta-rs refuses in a local table's URL
+#: (it panics with "Invalid object store url" on ``[``, ``]``, ``^``, ``|``)
+_ESCAPED = frozenset("/\\~%[]^|")
+
+
+def folder_name(name: str) -> str:
+    """A database or table name as a folder of the lake: the name itself, except that each
+    character of ``_ESCAPED``, each control character and a leading dot are written ``~HH``
+    (each UTF-8 byte in hex). Names of letters, digits and ordinary punctuation, any script,
+    keep their folder; ``name_of_folder`` reverses it."""
+    out = []
+    for index, char in enumerate(name):
+        if char in _ESCAPED or ord(char) < 0x20 or ord(char) == 0x7F or (char == "." and not index):
+            out.append("".join(f"~{byte:02X}" for byte in char.encode()))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def name_of_folder(folder: str) -> str:
+    """The database or table name a lake folder stands for (``folder_name`` reversed)."""
+    if "~" not in folder:
+        return folder
+    data = bytearray()
+    index = 0
+    while index < len(folder):
+        if folder[index] == "~" and index + 2 < len(folder):
+            data += bytes.fromhex(folder[index + 1 : index + 3])
+            index += 3
+        else:
+            data += folder[index].encode()
+            index += 1
+    return data.decode()
+
+
 def mirror_path(root: Path, table_id: TableId) -> Path:
-    return root / table_id.database / table_id.table
+    return root / folder_name(table_id.database) / folder_name(table_id.table)
 
 
 def changelog_path(root: Path, table_id: TableId) -> Path:
-    return root / CHANGELOG_DIR / table_id.database / table_id.table
+    return root / CHANGELOG_DIR / folder_name(table_id.database) / folder_name(table_id.table)
 
 
 #: appended to the typed row columns in the changelog table, in this order

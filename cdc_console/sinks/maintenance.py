@@ -38,8 +38,9 @@ from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties
 
 from cdc_console.config import LakeConfig
+from cdc_console.core.schema import TableId
 from cdc_console.sinks.delta_files import FILE_PREFIX, IN_FLIGHT_SECONDS, file_batch
-from cdc_console.sinks.lake_layout import CHANGELOG_DIR
+from cdc_console.sinks.lake_layout import CHANGELOG_DIR, name_of_folder
 from cdc_console.units import size
 
 OPTIMIZE = "optimize"
@@ -116,7 +117,8 @@ def lake_tables(root: Path) -> list[LakeTable]:
         for folder in databases or [database]:
             for table in sorted(p for p in folder.iterdir() if p.is_dir()):
                 if (table / "_delta_log").is_dir():
-                    found.append(LakeTable(f"{folder.name}.{table.name}", kind, table))
+                    name = TableId(name_of_folder(folder.name), name_of_folder(table.name))
+                    found.append(LakeTable(str(name), kind, table))
     return found
 
 

@@ -67,8 +67,12 @@ def _captured(tables: Sequence[TableState]) -> str:
 
 
 def _find(tables: Sequence[TableState], target: str) -> TableState | None:
+    try:
+        wanted = TableId.parse(target)
+    except ValueError:
+        return None
     for table in tables:
-        if str(table.table_id) == target:
+        if table.table_id == wanted:
             return table
     return None
 

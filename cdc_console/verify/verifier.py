@@ -45,6 +45,7 @@ from cdc_console.mysql.binlog import RowChange, read_window
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
+from cdc_console.sinks.lake_layout import mirror_path
 from cdc_console.source.snapshot_reader import SnapshotSplitReader, open_text_mode
 from cdc_console.state.store import StateStore, TableState
 from cdc_console.status import skip_reason
@@ -261,7 +262,7 @@ class Verifier:
         ranges = [s.range for s in splits]
         mirror = MirrorReader(
             self.store,
-            str(self.config.sink.path / table_id.database / table_id.table),
+            str(mirror_path(self.config.sink.path, table_id)),
             self.config.name,
         ).read(schema, ranges)
         head_conn = connect(source)

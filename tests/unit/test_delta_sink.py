@@ -837,3 +837,26 @@ def test_isolated_a_table_whose_values_its_mirror_cannot_hold_is_refused_alone(
     assert "is a str, expected int" in str(stats[ITEMS][REFUSED])
     assert not stats[ORDERS].get(REFUSED)
     assert list(mirror(sink)) == [(7,)]
+
+
+def test_a_native_panic_in_one_tables_share_refuses_that_table_alone(
+    sink: DeltaSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """delta-rs panics (pyo3's PanicException, a BaseException) on what one table holds; with
+    ``isolate`` that table is refused and the others applied, as for any table fault."""
+    panic = type("PanicException", (BaseException,), {})
+    applied = DeltaSink._apply_table
+
+    def apply(self: DeltaSink, batch_id: int, schema: TableSchema, *rest: Any) -> Any:
+        if schema.table_id == ITEMS:
+            raise panic("Invalid object store url.: External(InvalidDomainCharacter)")
+        return applied(self, batch_id, schema, *rest)
+
+    monkeypatch.setattr(DeltaSink, "_apply_table", apply)
+    feed = Feed()
+    item = feed.rec("+I", {"Order Id": 1, "Line": "a", "qty": 2}, table=ITEMS)
+    stats = sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(7)), item], isolate=True)
+    assert "InvalidDomainCharacter" in str(stats[ITEMS][REFUSED])
+    assert list(mirror(sink)) == [(7,)]
+    with pytest.raises(BaseException, match="InvalidDomainCharacter"):
+        sink.apply_batch(1, SCHEMAS, [item])
