@@ -10,12 +10,13 @@ column's collation for the families that matter (binary, ``*_bin``, case- and ac
 
 from __future__ import annotations
 
+import ipaddress
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, cast
 
-from cdc_console.core.mysqltypes import TEXT_COLLATED
+from cdc_console.core.mysqltypes import TEXT_COLLATED, TypeFamily
 from cdc_console.core.schema import ColumnInfo
 from cdc_console.core.values import RawKey
 
@@ -62,6 +63,22 @@ def unicode_ci_key(text: str) -> tuple[int, ...]:
     return tuple(ord(ch) for ch in _strip_accents(text).casefold())
 
 
+def uuid_sort_key(text: str) -> bytes:
+    """A UUID's place in MariaDB's order: its bytes as the table stores them, where a version
+    1 to 5 UUID of the RFC variant (byte 6 in 0x01..0x5f, byte 8 >= 0x80) is stored with its
+    groups reversed (node, clock sequence, time high, time mid, time low) so that time-based
+    UUIDs sort by time, and any other UUID as written."""
+    data = bytes.fromhex(text.replace("-", ""))
+    if 0 < data[6] < 0x60 and data[8] & 0x80:
+        return data[10:16] + data[8:10] + data[6:8] + data[4:6] + data[0:4]
+    return data
+
+
+def inet_sort_key(text: str) -> bytes:
+    """An INET4 or INET6 value's place in the server's order: its address bytes."""
+    return ipaddress.ip_address(text).packed
+
+
 @dataclass(frozen=True)
 class KeyOrder:
     """Sort keys for one chunk-key column, consistent with the server's ``ORDER BY``."""
@@ -71,6 +88,10 @@ class KeyOrder:
 
     @classmethod
     def for_column(cls, column: ColumnInfo) -> KeyOrder:
+        if column.family is TypeFamily.UUID:
+            return cls(cast(SortKeyFn, uuid_sort_key), "uuid (as the server stores it)")
+        if column.family in (TypeFamily.INET4, TypeFamily.INET6):
+            return cls(cast(SortKeyFn, inet_sort_key), "address bytes")
         if column.family not in TEXT_COLLATED:
             return cls(_natural, "natural")
         collation = (column.collation or "").lower()

@@ -35,11 +35,15 @@ DATETIME    datetime                            ISO text, p digits           tim
 TIMESTAMP   timestamp                           ISO text in UTC, "Z"         timestamp (UTC)
 TIME        time                                ``[-]HH:MM:SS[.f]``          string
 JSON        json (and guarded longtext)         canonical JSON text          string
+UUID        uuid (MariaDB 10.7+)                the server's text            string
+INET4       inet4 (MariaDB 10.10+)              the server's text            string
+INET6       inet6 (MariaDB 10.5+)               the server's text            string
 ==========  ==================================  ===========================  ====================
 
-Names not listed (MariaDB's ``uuid``/``inet6``, MySQL's ``vector``) have no family: the snapshot
-and the binlog decode them differently in ways cdc-console does not reconcile, so a table with
-such a column is refused with :class:`UnsupportedColumnType` rather than mirrored inexactly.
+MariaDB's fixed-binary types travel as the text the server prints for them: the binlog carries
+their bytes, which ``values.fixed_binary`` formats the way the server does. Names not listed
+(MySQL's ``vector``, anything a server adds) have no family: a table with such a column is
+parked with :class:`UnsupportedColumnType` rather than mirrored inexactly.
 """
 
 from __future__ import annotations
@@ -68,6 +72,9 @@ class TypeFamily(StrEnum):
     TIMESTAMP = "timestamp"
     TIME = "time"
     JSON = "json"
+    UUID = "uuid"
+    INET4 = "inet4"
+    INET6 = "inet6"
 
 
 class UnsupportedColumnType(ValueError):
@@ -117,6 +124,9 @@ _NAMES: dict[TypeFamily, tuple[str, ...]] = {
     TypeFamily.TIMESTAMP: ("timestamp",),
     TypeFamily.TIME: ("time",),
     TypeFamily.JSON: ("json",),
+    TypeFamily.UUID: ("uuid",),
+    TypeFamily.INET4: ("inet4",),
+    TypeFamily.INET6: ("inet6",),
 }
 
 MYSQL_TYPES: Final[MappingProxyType[str, TypeFamily]] = MappingProxyType(
@@ -129,6 +139,11 @@ TEMPORAL: Final = frozenset({TypeFamily.DATE, TypeFamily.DATETIME, TypeFamily.TI
 
 TEXT_COLLATED: Final = frozenset({TypeFamily.CHAR, TypeFamily.STRING, TypeFamily.SET})
 """Families compared by collation (a chunk key on them sorts as the server's collation does)."""
+
+FIXED_BINARY: Final[MappingProxyType[TypeFamily, int]] = MappingProxyType(
+    {TypeFamily.UUID: 16, TypeFamily.INET4: 4, TypeFamily.INET6: 16}
+)
+"""MariaDB's fixed-binary types and their length in bytes (the binlog strips trailing zeros)."""
 
 
 def family_of(data_type: str) -> TypeFamily | None:

@@ -6,6 +6,8 @@ values through the same column metadata, so it is probed once per table and shar
 
 from __future__ import annotations
 
+import os
+
 import pymysql
 
 from cdc_console.core.schema import (
@@ -20,6 +22,13 @@ from cdc_console.core.untyped import Connection, Cursor, DriverRow
 # Servers whose information_schema has no CHECK_CONSTRAINTS (MySQL 5.7: unknown table) or no
 # TABLE_NAME column in it (MySQL 8.0): neither has a LONGTEXT-based JSON, so nothing to find.
 _NO_CHECK_CONSTRAINTS = frozenset({1054, 1109, 1146})
+
+
+#: a test's way to stand for a type the server has and cdc-console does not know
+#: (``CDC_TEST_UNKNOWN_TYPES=inet4``): MariaDB 10.11 has none left to test with
+_UNKNOWN_FOR_TESTS = frozenset(
+    filter(None, os.environ.get("CDC_TEST_UNKNOWN_TYPES", "").split(","))
+)
 
 
 def _check_clauses(cur: Cursor, table_id: TableId) -> list[str]:
@@ -71,6 +80,8 @@ def load_table_schema(
         columns = []
         for name, data_type, column_type, nullable, prec, scale, dt_prec, charset, coll in rows:
             data_type = str(data_type).lower()
+            if data_type in _UNKNOWN_FOR_TESTS:
+                data_type = f"unknown {data_type}"
             column_type = str(column_type)
             columns.append(
                 ColumnInfo(

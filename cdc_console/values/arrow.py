@@ -181,7 +181,14 @@ def codec_for(column: ColumnInfo) -> ColumnCodec:
         case TypeFamily.TIMESTAMP:
             return ColumnCodec(column, pa.timestamp("us", tz="UTC"), "timestamp")
         case (
-            TypeFamily.CHAR | TypeFamily.STRING | TypeFamily.SET | TypeFamily.TIME | TypeFamily.JSON
+            TypeFamily.CHAR
+            | TypeFamily.STRING
+            | TypeFamily.SET
+            | TypeFamily.TIME
+            | TypeFamily.JSON
+            | TypeFamily.UUID
+            | TypeFamily.INET4
+            | TypeFamily.INET6
         ):
             return ColumnCodec(column, pa.string(), "string")
         case TypeFamily.BINARY | TypeFamily.BYTES:

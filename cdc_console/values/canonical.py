@@ -72,8 +72,10 @@ decoder for MySQL-only shapes), and what we do about it:
 * Unsigned integers: with full metadata the binlog already gives the unsigned value; if the
   signedness metadata were missing it would give a negative number, which we wrap back.
 
-MariaDB-only types whose two shapes we cannot reconcile safely (``uuid``, ``inet4``, ``inet6``
-and anything unknown) raise :class:`UnsupportedColumnType` when the normalizer is built, so a
+* MariaDB's ``uuid``, ``inet4`` and ``inet6``: the server's text on the snapshot path; their
+  bytes in the binlog, formatted as the server formats them (``values.fixed_binary``).
+
+A type with no family raises :class:`UnsupportedColumnType` when the normalizer is built, so a
 divergence is a clear start-up error rather than a silently drifting mirror.
 """
 
@@ -93,6 +95,7 @@ from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily, UnsupportedCol
 from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
 from cdc_console.core.untyped import DriverValue
 from cdc_console.core.values import CanonicalRow, CanonicalValue, RawKey
+from cdc_console.values import fixed_binary
 
 __all__ = [
     "CanonicalRow",
@@ -448,6 +451,8 @@ def _plan(column: ColumnInfo) -> _Plan:
                 _json_text(null_value, decoded=True),
                 binlog_not_null=null_value,
             )
+        case TypeFamily.UUID | TypeFamily.INET4 | TypeFamily.INET6:
+            return _Plan(fixed_binary.snapshot_text, fixed_binary.binlog_converter(family))
         # the rest: one converter, shaped by the column or fixed, serves both sources
         case TypeFamily.DECIMAL:
             conv = _decimal_text(column.numeric_scale or 0)
@@ -480,7 +485,7 @@ def _key_plan(column: ColumnInfo, binlog: bool) -> KeyConverter | None:
             return _timestamp_value
         case TypeFamily.TIME:
             return _time_value(binlog and _precision(column) > 0)
-        case TypeFamily.JSON:
+        case TypeFamily.JSON | TypeFamily.UUID | TypeFamily.INET4 | TypeFamily.INET6:
             return _plan(column).binlog if binlog else _plan(column).snapshot
         case _:
             return _plan(column).binlog

@@ -49,17 +49,19 @@ def _finished_chunks(config: PipelineConfig, table: str) -> int:
 
 
 def test_one_tables_type_shape_or_values_never_stop_the_others(
-    source_db: SourceDb, tmp_path: Path
+    source_db: SourceDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = source_db
+    # every type MariaDB 10.11 has is captured: INET4 stands for one a newer server adds
+    monkeypatch.setenv("CDC_TEST_UNKNOWN_TYPES", "inet4")
     create_table(db, "t1", rows=3_000)
     db.execute(
         "CREATE TABLE t2 (id INT PRIMARY KEY, age INT NOT NULL, name VARCHAR(20))",
         "INSERT INTO t2 SELECT seq, seq % 90, CONCAT('n', seq) FROM seq_1_to_1000",
         "CREATE TABLE t3 (id INT PRIMARY KEY, v VARCHAR(20) NOT NULL)",
         "INSERT INTO t3 SELECT seq, CONCAT('v', seq) FROM seq_1_to_12000",
-        "CREATE TABLE t4 (id INT PRIMARY KEY, u UUID NOT NULL)",
-        "INSERT INTO t4 SELECT seq, UUID() FROM seq_1_to_50",
+        "CREATE TABLE t4 (id INT PRIMARY KEY, u INET4 NOT NULL)",
+        "INSERT INTO t4 SELECT seq, CONCAT('10.0.0.', seq) FROM seq_1_to_50",
         "CREATE TABLE t5 (id INT PRIMARY KEY, day DATE)",
         "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'",
         "INSERT INTO t5 VALUES (1, '2024-04-31'), (2, '2024-04-30')",
@@ -74,7 +76,7 @@ def test_one_tables_type_shape_or_values_never_stop_the_others(
     )
     config = load(config_path)
     checked = cli(config_path, "check")
-    assert f"{db.name}.t4: column u has type uuid, which is not captured" in checked, checked
+    assert f"{db.name}.t4: column u has type inet4, which is not captured" in checked, checked
     writer = Writer(db, "t1", [1, 1500, 2999], seed=5, rate=30)
     writer.start()
 
@@ -90,7 +92,7 @@ def test_one_tables_type_shape_or_values_never_stop_the_others(
             # the uncaptured type parks t4 at once; the others start
             wait_for(lambda: all_in(config, Lifecycle.NEEDS_REDUMP, ["t4"]), 60, "t4 parked", job)
             assert any(
-                ".t4 parked (NEEDS_REDUMP): column u has type uuid" in m for m in _journal(config)
+                ".t4 parked (NEEDS_REDUMP): column u has type inet4" in m for m in _journal(config)
             )
             wait_for(lambda: _finished_chunks(config, "t3") >= 2, 180, "t3 part way through", job)
             assert all_in(config, Lifecycle.SNAPSHOTTING, ["t3"])

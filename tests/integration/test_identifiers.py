@@ -93,8 +93,10 @@ def test_names_with_dots_quotes_and_pattern_characters_are_captured_exactly(
 
     with running(JobProcess(config_path)) as job:
         wait_for(
-            lambda: set(tables_state(config).values()) == {"STREAMING"}
-            and len(tables_state(config)) == 3,
+            lambda: (
+                set(tables_state(config).values()) == {"STREAMING"}
+                and len(tables_state(config)) == 3
+            ),
             240,
             "the three tables to stream",
             job,

@@ -192,9 +192,9 @@ def test_changes_that_rewrote_rows_without_row_events_are_read_again(
         ),
         (
             OLD,
-            shape(ID, NOTE, ColumnInfo("u", "uuid", "uuid")),
-            "ALTER TABLE t ADD u UUID",
-            "column u has type uuid, not captured",
+            shape(ID, NOTE, ColumnInfo("u", "vector", "vector(3)")),
+            "ALTER TABLE t ADD u VECTOR(3)",
+            "column u has type vector(3), not captured",
         ),
         (
             OLD,

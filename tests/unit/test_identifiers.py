@@ -57,7 +57,7 @@ def test_only_an_unquoted_star_is_special_in_source_tables() -> None:
     literal = parse_table_pattern("shop.`orders_*`")
     assert not literal.matches("shop", "orders_1") and literal.matches("shop", "orders_*")
     assert str(parse_table_pattern("`a.b`.x_*")) == "`a.b`.x_*"
-    with pytest.raises(ConfigError, match="not 'database.table'"):
+    with pytest.raises(ConfigError, match=r"not 'database\.table'"):
         parse_table_pattern("sh*p.orders")
     assert parse_table_pattern("`sh*p`.orders").database == "sh*p"
 
