@@ -29,6 +29,7 @@ from pymysqlreplication.row_event import RowsEvent
 
 from cdc_console.core.untyped import BinlogLibObject, DriverImage, DriverValue
 from cdc_console.mysql.native import compiled_rows_wanted
+from cdc_console.values.canonical import JSON_NULL_SOURCE
 
 _rowimages: ModuleType | None
 try:
@@ -149,7 +150,9 @@ def _pascal_bytes(length_size: int) -> Reader:
     return read
 
 
-def _json(length_size: int) -> Reader:
+def _json(length_size: int, source_key: str) -> Reader:
+    """MySQL's binary JSON; its ``null`` literal parses to None and is marked as such, so that
+    it is not taken for a NULL."""
     length_of = _uint_le(length_size)
 
     def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
@@ -161,7 +164,10 @@ def _json(length_size: int) -> Reader:
         if len(data) < end:
             raise ValueError("short json")
         value = data[pos:end]
-        return parse_json(value[0], value[1:]), end
+        parsed = parse_json(value[0], value[1:])
+        if parsed is None:
+            sources[source_key] = JSON_NULL_SOURCE
+        return parsed, end
 
     return read
 
@@ -443,7 +449,7 @@ def _column_reader(
     if kind == FIELD_TYPE.GEOMETRY:
         return _pascal_bytes(column.length_size)
     if kind == FIELD_TYPE.JSON:
-        return _json(column.length_size)
+        return _json(column.length_size, source_key)
     # DATETIME, TIME and TIMESTAMP of the pre-5.6 formats and anything unknown.
     raise _Unsupported(f"column type {kind}")
 

@@ -67,8 +67,10 @@ decoder for MySQL-only shapes), and what we do about it:
   decodes to Python objects with *bytes* keys and strings, ``Decimal`` for decimals and
   ``datetime``/``time`` for temporals; we turn them into what ``json.loads`` of MySQL's JSON text
   would give (bytes -> str, Decimal -> float, temporals -> MySQL's text forms). A top-level JSON
-  ``null`` literal is indistinguishable from SQL NULL in the binlog, so on both paths it becomes
-  ``None`` (SQL NULL) for a nullable column and ``"null"`` for a NOT NULL one.
+  ``null`` literal is a value, kept apart from SQL NULL: it is the text ``"null"`` on both paths.
+  MariaDB's binlog holds its text; MySQL's binary JSON decodes it to ``None``, which the
+  decoder marks ``JSON_NULL_SOURCE`` in ``none_sources``. Without ``none_sources`` a binlog
+  ``None`` in a nullable JSON column reads as NULL.
 * Unsigned integers: with full metadata the binlog already gives the unsigned value; if the
   signedness metadata were missing it would give a negative number, which we wrap back.
 
@@ -117,6 +119,9 @@ KeyConverter = Callable[[DriverValue], RawKey]
 
 #: ``row["none_sources"]`` value pymysqlreplication gives an empty SET (``NONE_SOURCE.EMPTY_SET``).
 EMPTY_SET_SOURCE = "empty set"
+#: ``row["none_sources"]`` value our binlog decoder gives MySQL's JSON ``null`` literal, which
+#: its binary JSON parser returns as ``None`` like a NULL
+JSON_NULL_SOURCE = "json null"
 
 _FLOAT32 = struct.Struct("<f")
 _DECIMAL_CONTEXT = Context(prec=200, rounding=ROUND_HALF_EVEN)
@@ -364,7 +369,7 @@ def _plain_json(value: DriverValue) -> object:
     return value
 
 
-def _json_text(null_value: str | None, decoded: bool) -> Converter:
+def _json_text(decoded: bool) -> Converter:
     """Canonical JSON text. ``decoded``: the binlog may hand over already-parsed MySQL JSON."""
 
     def conv(value: DriverValue) -> CanonicalValue:
@@ -374,7 +379,7 @@ def _json_text(null_value: str | None, decoded: bool) -> Converter:
             # MySQL binary JSON: a bytes value here is a decoded top-level JSON *string*.
             parsed = _plain_json(value)
         if parsed is None:
-            return null_value
+            return "null"
         return json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     return conv
@@ -403,6 +408,8 @@ class _Plan:
     #: canonical value for a binlog ``None`` in a NOT NULL column ('' for SET, 'null' for JSON)
     binlog_not_null: CanonicalValue = None
     is_set: bool = False
+    #: a binlog None not marked NULL in ``none_sources`` is the JSON literal null
+    is_json: bool = False
 
 
 def _family(column: ColumnInfo) -> TypeFamily:
@@ -445,11 +452,11 @@ def _plan(column: ColumnInfo) -> _Plan:
             precision = _precision(column)
             return _Plan(_time_text(precision, False), _time_text(precision, precision > 0))
         case TypeFamily.JSON:
-            null_value = None if column.nullable else "null"
             return _Plan(
-                _json_text(null_value, decoded=False),
-                _json_text(null_value, decoded=True),
-                binlog_not_null=null_value,
+                _json_text(decoded=False),
+                _json_text(decoded=True),
+                binlog_not_null=None if column.nullable else "null",
+                is_json=True,
             )
         case TypeFamily.UUID | TypeFamily.INET4 | TypeFamily.INET6:
             return _Plan(fixed_binary.snapshot_text, fixed_binary.binlog_converter(family))
@@ -505,12 +512,14 @@ def normalize_value(
 
     ``binlog`` says the value came from pymysqlreplication (it needs the TIME2 repair and the
     NULL-vs-empty-SET rules); ``none_source`` is the decoder's ``none_sources`` entry for a
-    ``None`` value, which tells an empty SET from NULL.
+    ``None`` value, which tells an empty SET or a JSON ``null`` from NULL.
     """
     plan = _plan(column)
     if value is None:
         if binlog and plan.is_set and none_source == EMPTY_SET_SOURCE:
             return ""
+        if binlog and plan.is_json and none_source == JSON_NULL_SOURCE:
+            return "null"
         return plan.binlog_not_null if binlog else None
     conv = plan.binlog if binlog else plan.snapshot
     return value if conv is None else conv(value)
@@ -591,10 +600,11 @@ class RowNormalizer:
         )
         # Columns where a binlog None may stand for a non-NULL value (empty SET, JSON null).
         self._set_columns: frozenset[str] = frozenset(n for n, p in plans if p.is_set)
+        self._json_columns: frozenset[str] = frozenset(n for n, p in plans if p.is_json)
         self._binlog_nones: tuple[tuple[str, CanonicalValue], ...] = tuple(
             (name, plan.binlog_not_null)
             for name, plan in plans
-            if plan.binlog_not_null is not None or plan.is_set
+            if plan.binlog_not_null is not None or plan.is_set or plan.is_json
         )
         self._key_names: tuple[str, ...] = tuple(schema.key_columns)
         missing = [k for k in self._key_names if k not in self._names]
@@ -644,12 +654,11 @@ class RowNormalizer:
                 row[name] = conv(value)
         for name, not_null in self._binlog_nones:
             if row[name] is None:
-                if (
-                    none_sources is not None
-                    and name in self._set_columns
-                    and none_sources.get(name) == EMPTY_SET_SOURCE
-                ):
+                why = none_sources.get(name) if none_sources is not None else None
+                if why == EMPTY_SET_SOURCE and name in self._set_columns:
                     row[name] = ""
+                elif why == JSON_NULL_SOURCE and name in self._json_columns:
+                    row[name] = "null"
                 elif not_null is not None:
                     row[name] = not_null
         return row

@@ -125,7 +125,8 @@ def streamed(mariadb: MySQLSandbox, tmp_path_factory: pytest.TempPathFactory) ->
         "INSERT INTO docs VALUES "
         """(1, '{"b": 1, "a": [1, 2.5, "x"]}', '[ ]', '{"b": 1,  "a": 2}'), """
         """(2, NULL, 'null', NULL), """
-        """(3, '{"é": "ü", "n": {"z": true, "y": null}}', ' "s" ', 'plain')""",
+        """(3, '{"é": "ü", "n": {"z": true, "y": null}}', ' "s" ', 'plain'), """
+        """(5, 'null', 'null', NULL)""",
         "CREATE TABLE events (event_id BIGINT NOT NULL, kind VARCHAR(20), payload INT, "
         "UNIQUE KEY uq_event (event_id))",
         "INSERT INTO events SELECT seq * 3, CONCAT('k', seq % 4), seq FROM seq_1_to_40",
@@ -150,6 +151,8 @@ def streamed(mariadb: MySQLSandbox, tmp_path_factory: pytest.TempPathFactory) ->
                 """UPDATE docs SET doc = '{"y": false,   "x": "new"}', doc_nn = '0' WHERE id = 1""",
                 "UPDATE docs SET doc = JSON_OBJECT('q', 1, 'p', JSON_ARRAY(1, 2)) WHERE id = 2",
                 "DELETE FROM docs WHERE id = 3",
+                "UPDATE docs SET doc = NULL, note = 'was json null' WHERE id = 5",
+                "INSERT INTO docs VALUES (6, 'null', '1', NULL)",
                 "INSERT INTO events VALUES (1000, 'new', 0)",
                 "UPDATE events SET kind = 'changed' WHERE event_id = 30",
                 "DELETE FROM events WHERE event_id = 60",
@@ -180,6 +183,7 @@ def test_mariadb_json_column_mirrors_as_canonical_json(streamed: Streamed) -> No
         {"id": 1, "doc": '{"a":[1,2.5,"x"],"b":1}', "doc_nn": "[]", "note": '{"b": 1,  "a": 2}'},
         {"id": 2, "doc": None, "doc_nn": "null", "note": None},
         {"id": 3, "doc": '{"n":{"y":null,"z":true},"é":"ü"}', "doc_nn": '"s"', "note": "plain"},
+        {"id": 5, "doc": "null", "doc_nn": "null", "note": None},
     ]
     # Every row below changed after the snapshot finished: these values came from the binlog.
     assert mirror_rows(config, db.name, "docs", "id") == [
@@ -191,10 +195,13 @@ def test_mariadb_json_column_mirrors_as_canonical_json(streamed: Streamed) -> No
             "doc_nn": '{"k":"v"}',
             "note": '{ "z" : 1 }',
         },
+        # the JSON value null and SQL NULL stay apart, through the binlog too
+        {"id": 5, "doc": None, "doc_nn": "null", "note": "was json null"},
+        {"id": 6, "doc": "null", "doc_nn": "1", "note": None},
     ]
-    # Binlog changes only (snapshot rows carry event_index -1): +I, -U/+U twice, -D.
+    # Binlog changes only (snapshot rows carry event_index -1): +I twice, -U/+U three times, -D.
     _, changes, duplicates = changelog_replay(config, db.name, "docs", "id")
-    assert changes == 6 and duplicates == 0
+    assert changes == 9 and duplicates == 0
 
 
 def test_table_without_primary_key_uses_the_chunk_key(streamed: Streamed) -> None:

@@ -21,6 +21,7 @@ from pymysqlreplication.row_event import RowsEvent
 
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.values.canonical import (
+    JSON_NULL_SOURCE,
     RowNormalizer,
     UnsupportedColumnType,
     canonical_chunk_key,
@@ -407,14 +408,24 @@ def test_set_members_follow_the_definition_order_not_the_python_set_order() -> N
     assert normalize_value(column, chosen, binlog=True) == "m0,m2,m17,m39"
 
 
-def test_json_null_literal_follows_column_nullability() -> None:
-    """MySQL's binlog decodes a JSON ``null`` as None, like SQL NULL: both paths agree anyway."""
-    assert normalize_value(JSON_COL, "null") is None
+def test_a_json_null_literal_stays_apart_from_sql_null() -> None:
+    """The JSON value ``null`` is "null" on both paths; SQL NULL is None. MySQL's binlog decodes
+    the literal to None, which the decoder marks ``JSON_NULL_SOURCE``."""
+    assert normalize_value(JSON_COL, "null") == "null"
+    assert normalize_value(JSON_COL, None) is None
+    assert normalize_value(JSON_COL, "null", binlog=True) == "null"  # MariaDB text
+    assert normalize_value(JSON_COL, None, binlog=True, none_source=JSON_NULL_SOURCE) == "null"
+    assert normalize_value(JSON_COL, None, binlog=True, none_source="null") is None
     assert normalize_value(JSON_COL, None, binlog=True) is None
-    assert normalize_value(JSON_COL, "null", binlog=True) is None  # MariaDB text
     assert normalize_value(JSON_NN, "null") == "null"
     assert normalize_value(JSON_NN, None, binlog=True) == "null"
-    assert normalize_value(JSON_NN, "null", binlog=True) == "null"
+    id_col = col("id", "int", nullable=False)
+    normalizer = RowNormalizer(TableSchema(TableId("d", "t"), (id_col, JSON_COL), ("id",), "id"))
+    images = [
+        ({"id": 1, "j": None}, {"j": JSON_NULL_SOURCE}),
+        ({"id": 2, "j": None}, {"j": "null"}),
+    ]
+    assert [normalizer.binlog_row(v, s)["j"] for v, s in images] == ["null", None]
 
 
 def test_json_text_is_canonical() -> None:
