@@ -19,6 +19,7 @@ from cdc_console.core.schema import TableSchema
 from cdc_console.errors import ConfigError, redact
 from cdc_console.mysql.checks import CheckResult, run_checks
 from cdc_console.mysql.probe import ServerInfo
+from cdc_console.state.readonly import captured_tables
 
 MARKS = {"ok": "✓", "error": "✗", "warning": "⚠"}
 
@@ -49,7 +50,7 @@ def check_config(
         f"{config.path or path}: {len(config.source.tables)} table pattern(s)",
         area="config",
     )
-    server, tables, results = run_checks(config)
+    server, tables, results = run_checks(config, captured_tables(config.state_path))
     return config, server, tables, [loaded, *results]
 
 

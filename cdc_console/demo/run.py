@@ -355,7 +355,7 @@ class Demo:
         second with the fix rather than after the job has started."""
         from cdc_console.mysql.checks import preflight
 
-        server, tables = preflight(config)
+        server, tables, _ = preflight(config)
         log.info("preflight passed: %s, %d tables to capture", server.label, len(tables))
 
     # -- the job --------------------------------------------------------------------------------

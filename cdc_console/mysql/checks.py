@@ -20,7 +20,7 @@ import contextlib
 import logging
 import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -480,8 +480,26 @@ def _unused_chunk_keys(config: PipelineConfig, tables: list[TableSchema]) -> lis
     return results
 
 
+def _gone(table_id: TableId) -> CheckResult:
+    """A table the pipeline captured that the source no longer has: a state, not a mistake."""
+    return _fail(
+        f"gone {table_id}",
+        f"{table_id} was captured but is gone from the source (dropped or renamed); the job "
+        "keeps it parked (NEEDS_REDUMP) with its mirror as it was, and captures the others",
+        f"re-create it and run 'cdc-console redump --table {table_id}', or leave it out of "
+        "source.tables",
+        area="config",
+        severity="warning",
+    )
+
+
+def gone_tables(results: Iterable[CheckResult]) -> list[TableId]:
+    """The captured tables ``run_checks`` found gone from the source."""
+    return [TableId.parse(r.name[len("gone ") :]) for r in results if r.name.startswith("gone ")]
+
+
 def _table_checks(
-    conn: Connection, config: PipelineConfig, account: str
+    conn: Connection, config: PipelineConfig, account: str, known: Collection[TableId] = ()
 ) -> tuple[list[TableSchema], list[CheckResult]]:
     results: list[CheckResult] = []
     tables: list[TableSchema] = []
@@ -492,8 +510,17 @@ def _table_checks(
         try:
             table_ids = expand_pattern(conn, pattern, account)
         except ConfigError as exc:
-            results.append(_fail(f"table {pattern}", exc.message, exc.hint, area="config"))
+            matched = [t for t in sorted(known) if pattern.matches(t.database, t.table)]
+            if matched:
+                results += [_gone(t) for t in matched]
+            else:
+                results.append(_fail(f"table {pattern}", exc.message, exc.hint, area="config"))
             continue
+        results += [
+            _gone(t)
+            for t in sorted(known)
+            if pattern.matches(t.database, t.table) and t not in table_ids
+        ]
         fresh = [t for t in table_ids if t not in seen]
         seen.update(fresh)
         names = ", ".join(t.table for t in table_ids[:8]) + (", ..." if len(table_ids) > 8 else "")
@@ -537,7 +564,7 @@ def _table_checks(
 
 
 def run_checks(
-    config: PipelineConfig,
+    config: PipelineConfig, known: Collection[TableId] = ()
 ) -> tuple[ServerInfo | None, list[TableSchema], list[CheckResult]]:
     """Run every check in order; never raises for a failed requirement, reports it instead.
 
@@ -545,7 +572,9 @@ def run_checks(
     server_id, binlog_retention, REPLICATION SLAVE, REPLICATION CLIENT / BINLOG MONITOR, then per
     ``source.tables`` entry: it names tables, and per table: SELECT works, a key to chunk on.
     When the connection fails nothing else can be checked: ``(None, [], [that failure])``.
-    The returned schemas are the tables that passed their checks.
+    The returned schemas are the tables that passed their checks. ``known`` are the tables the
+    pipeline's state holds: one of them gone from the source is a warning (``gone_tables``),
+    not a config mistake, so that one dropped table never keeps the others from starting.
     """
     conn, connected = _connect_check(config)
     if conn is None:
@@ -577,7 +606,7 @@ def run_checks(
             lambda: _position_check(conn, server, account, binlog_on),
         ]
         results += [step() for step in steps]
-        tables, table_results = _table_checks(conn, config, account)
+        tables, table_results = _table_checks(conn, config, account, known)
         results += table_results
         if tables:
             results.append(_trigger_check(conn, tables, account))
@@ -597,19 +626,22 @@ def format_failures(failed: list[CheckResult]) -> str:
     return "\n".join(lines)
 
 
-def preflight(config: PipelineConfig) -> tuple[ServerInfo, list[TableSchema]]:
-    """Run the checks; raise listing every blocking failure, else return the server and tables.
+def preflight(
+    config: PipelineConfig, known: Collection[TableId] = ()
+) -> tuple[ServerInfo, list[TableSchema], list[TableId]]:
+    """Run the checks; raise listing every blocking failure, else return the server, the
+    tables and the ``known`` tables gone from the source.
 
     Raises ``ConfigError`` when every blocking failure is a config mistake (the TOML file is the
     thing to edit), ``SourceError`` otherwise. Warnings are logged and do not block.
     """
-    server, tables, results = run_checks(config)
+    server, tables, results = run_checks(config, known)
     for result in results:
         if not result.ok and not result.blocking:
             log.warning("preflight: %s: %s (fix: %s)", result.name, result.detail, result.fix)
     failed = [r for r in results if r.blocking]
     if not failed and server is not None:
-        return server, tables
+        return server, tables, gone_tables(results)
     kind: type[CdcError] = (
         ConfigError if failed and all(r.area == "config" for r in failed) else SourceError
     )

@@ -1,4 +1,5 @@
-"""Parking a table whose binlog was purged: the one move and the one message for it.
+"""Parking a table whose binlog was purged, or that is gone from the source: the one move
+and the one message for each.
 
 A table that must read the binlog from a file the server no longer has cannot be kept exact
 from the binlog any more: the changes in the purged files are gone. Failing every window for it
@@ -13,11 +14,11 @@ import logging
 import sqlite3
 from collections.abc import Mapping
 
-from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.lifecycle import TRANSITIONS, Lifecycle
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.schema import TableId
 from cdc_console.state.rows import FieldValue
-from cdc_console.state.store import StateStore
+from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
 
@@ -63,4 +64,31 @@ def park_table(store: StateStore, table_id: TableId, start: BinlogOffset, files:
         f"{table_id} parked (NEEDS_REDUMP): it must read the binlog from {start}, but the "
         f"server's oldest binlog is now {oldest}; the changes in between were purged. The other "
         f"tables go on. Fix: cdc-console redump --table {table_id}",
+    )
+
+
+def park_gone(store: StateStore, table: TableState) -> None:
+    """Park a captured table the source no longer has (dropped or renamed while the job was
+    down); one parked already (its DROP seen in the binlog, with where) stays as it is. It is
+    a table state, not a config error: the others start, and the config may keep naming it."""
+    fix = (
+        f"re-create it and run 'cdc-console redump --table {table.table_id}', or leave it out "
+        "of source.tables"
+    )
+    if table.state in (Lifecycle.NEEDS_REDUMP, Lifecycle.REMOVED):
+        return
+    if (table.state, Lifecycle.NEEDS_REDUMP) not in TRANSITIONS:
+        store.log_event(
+            "table",
+            f"{table.table_id} is gone from the source; its mirror stays as it was. Fix: {fix}",
+            level="warning",
+            table_id=table.table_id,
+        )
+        return
+    park(
+        store,
+        table.table_id,
+        f"{table.table_id} parked (NEEDS_REDUMP): it is gone from the source (dropped or "
+        "renamed while the job was down); its mirror stays as it was. The other tables go "
+        f"on. Fix: {fix}",
     )

@@ -14,7 +14,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from types import FrameType
 from typing import TYPE_CHECKING, TypeVar
@@ -44,11 +44,12 @@ from cdc_console.retention import missing_binlog
 from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
 from cdc_console.source.evolution import Reread, reshaped_unseen
 from cdc_console.source.failover import connect_following
-from cdc_console.source.parking import PARKABLE, is_purged, park, park_table
+from cdc_console.source.parking import PARKABLE, is_purged, park, park_gone, park_table
 from cdc_console.source.redump import reread_or_park
 from cdc_console.spark.lag_monitor import LagMonitor
 from cdc_console.spark.shutdown import drain, quiet_cancellations, stop_query
 from cdc_console.spark.verify_schedule import VerifySchedule
+from cdc_console.state.readonly import captured_tables
 from cdc_console.state.store import StateStore, TableState
 
 if TYPE_CHECKING:
@@ -91,7 +92,9 @@ class PipelineJob:
             log.info("stop requested (signal %s): finishing the current batch", signum)
         self.stop_requested.set()
 
-    def register_tables(self, store: StateStore, schemas: list[TableSchema]) -> None:
+    def register_tables(
+        self, store: StateStore, schemas: list[TableSchema], gone: Sequence[TableId] = ()
+    ) -> None:
         """Record the configured tables; retire the ones the config no longer names.
 
         A table dropped from ``source.tables`` becomes REMOVED, so the binlog windows no longer
@@ -105,8 +108,12 @@ class PipelineJob:
         known = store.schemas()
         configured = {s.table_id for s in schemas}
         states = {t.table_id: t for t in store.tables()}
+        for table_id in gone:
+            park_gone(store, states[table_id])
         for table in states.values():
-            if table.table_id in configured or table.state == Lifecycle.REMOVED:
+            if table.table_id in configured or table.table_id in gone:
+                continue
+            if table.state == Lifecycle.REMOVED:
                 continue
             if table.origin == "command":
                 log.info("%s: captured by add-table, though not in source.tables", table.table_id)
@@ -275,10 +282,10 @@ class PipelineJob:
     def run(self, until_caught_up: bool = False) -> int:
         if not self.wait_for_source():
             return 0
-        _, schemas = preflight(self.config)
+        _, schemas, gone = preflight(self.config, captured_tables(self.config.state_path))
         store = StateStore(self.config.state_path)
         self.store = store
-        self.register_tables(store, schemas)
+        self.register_tables(store, schemas, gone)
         store.set_draining(False)  # a stop that never finished (the job was killed meanwhile)
         store.close_outages("a new run started")
         started = time.time()

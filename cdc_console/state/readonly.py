@@ -1,7 +1,8 @@
 """Figures read from a state database without opening it as a ``StateStore``.
 
-The benchmarks look at a finished job's state: opening it as a ``StateStore`` would migrate it and
-take write locks on a file the job owns, so these reads use SQLite's read-only mode. They are the
+The benchmarks look at a finished job's state, and the start-up checks at what a pipeline
+captures before it opens its state: opening it as a ``StateStore`` would migrate it (or create
+it) and take write locks on a file the job owns, so these reads use SQLite's read-only mode. They are the
 only reads of the state schema outside ``store.py``, and they live here, in ``state/``, with it.
 """
 
@@ -12,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from cdc_console.core.schema import TableId
 
 
 @contextmanager
@@ -73,3 +76,13 @@ def events_applied(state_path: Path) -> int:
         return int(
             conn.execute("SELECT COALESCE(SUM(events_applied), 0) FROM tables").fetchone()[0]
         )
+
+
+def captured_tables(state_path: Path) -> set[TableId]:
+    """The tables a pipeline's state holds as captured, REMOVED ones aside (none before the
+    pipeline's first run)."""
+    if not state_path.exists():
+        return set()
+    with _readonly(state_path) as conn:
+        rows = conn.execute("SELECT table_id FROM tables WHERE state != 'REMOVED'").fetchall()
+    return {TableId.parse(str(r[0])) for r in rows}
