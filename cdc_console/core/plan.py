@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import TableId
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit
 from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import JSONObject
@@ -49,10 +50,13 @@ class BatchPlan:
     binlog: BinlogSplit | None = None
     binlog_server_id: int = 0
     head: BinlogOffset | None = None
+    #: tables whose schema change was applied in place while this batch was planned: their
+    #: mirror takes the new columns in this batch, rows or not
+    reshaped: tuple[TableId, ...] = ()
 
     @property
     def is_empty(self) -> bool:
-        return not self.snapshot and self.binlog is None
+        return not self.snapshot and self.binlog is None and not self.reshaped
 
     def reader_groups(self) -> list[tuple[int, tuple[PlannedSplit, ...]]]:
         """The snapshot splits per server id, in plan order: one task reads each group in turn.
@@ -85,6 +89,7 @@ class BatchPlan:
             "binlog": self.binlog.to_dict() if self.binlog else None,
             "binlog_server_id": self.binlog_server_id,
             "head": self.head.to_dict() if self.head else None,
+            "reshaped": [str(t) for t in self.reshaped],
         }
 
     @classmethod
@@ -95,6 +100,7 @@ class BatchPlan:
             binlog=BinlogSplit.from_dict(data["binlog"]) if data.get("binlog") else None,
             binlog_server_id=int(data.get("binlog_server_id", 0)),
             head=BinlogOffset.from_dict(data["head"]) if data.get("head") else None,
+            reshaped=tuple(TableId.parse(str(t)) for t in data.get("reshaped") or ()),
         )
 
 

@@ -22,7 +22,7 @@ in ``ChangeRecord.sort_key`` order.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 from cdc_console.core.records import ChangeRecord
@@ -69,6 +69,7 @@ class Sink(Protocol):
         commit_info: Mapping[str, str] | None = None,
         *,
         isolate: bool = False,
+        reshaped: Collection[TableId] = (),
     ) -> dict[TableId, SinkStats]: ...
 
 

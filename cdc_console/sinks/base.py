@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -160,8 +160,13 @@ class TableBatchSink(ABC):
         commit_info: Mapping[str, str] | None = None,
         *,
         isolate: bool = False,
+        reshaped: Collection[TableId] = (),
     ) -> dict[TableId, SinkStats]:
         """Apply one micro-batch to every table it touches; idempotent per ``batch_id``.
+
+        ``reshaped`` tables had a schema change applied in place in this batch: each is written
+        even without a row, so that its mirror's schema follows at the DDL's batch (Delta: a
+        commit that only adds the columns).
 
         With ``isolate`` (the job's way), a table whose share fails with one of
         ``table_faults`` is refused (its stats are ``{REFUSED: why}``) and the others are
@@ -192,7 +197,7 @@ class TableBatchSink(ABC):
         appends = appends or {}
         self._commit_info = dict(commit_info or {})
         stats: dict[TableId, SinkStats] = {}
-        for table_id in sorted(set(by_table) | set(ranges) | set(appends)):
+        for table_id in sorted(set(by_table) | set(ranges) | set(appends) | set(reshaped)):
             schema = schemas.get(table_id)
             if schema is None:
                 raise SinkError(f"batch {batch_id} has changes for {table_id} but no schema")

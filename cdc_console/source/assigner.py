@@ -144,9 +144,10 @@ class HybridSplitAssigner:
         tables = self.store.tables()
         if past is not None:
             tables = as_committed(tables, past)
+        reshaped: list[TableId] = []
         if any(t.schema_pending for t in tables):
             # first, so a table read again gets its fresh chunks in this very plan
-            self._settle_schema_changes(tables)
+            reshaped = self._settle_schema_changes(tables)
             tables = self.store.tables()
         schemas = {t: schema_from_dict(d) for t, d in self.store.schemas().items()}
         snapshotting = [
@@ -170,7 +171,7 @@ class HybridSplitAssigner:
         if past is None:  # the window's tables were just read up to its end: nothing is purged
             tables = self._park_purged(tables)
         binlog = self._binlog_window(tables, head)
-        plan = BatchPlan(batch_no, planned, binlog, self.server_ids[0], head)
+        plan = BatchPlan(batch_no, planned, binlog, self.server_ids[0], head, tuple(reshaped))
         if plan.is_empty:
             return None
         self.store.create_batch(batch_no, plan.to_dict(), splits)
@@ -181,12 +182,14 @@ class HybridSplitAssigner:
         )
         return plan
 
-    def _settle_schema_changes(self, tables: Sequence[TableState]) -> None:
-        """Follow each table held at a schema change: in place, by reading it again, or parked.
+    def _settle_schema_changes(self, tables: Sequence[TableState]) -> list[TableId]:
+        """Follow each table held at a schema change: in place, by reading it again, or parked;
+        return the tables followed in place (their mirror takes the new shape in this batch).
 
         A table still catching up whose chunks were read after the change holds rows in the
         old shape past it: only reading it again makes it exact.
         """
+        in_place: list[TableId] = []
         for table in tables:
             if not table.schema_pending:
                 continue
@@ -241,6 +244,8 @@ class HybridSplitAssigner:
                 )
                 self.store.log_event("table", message, table_id=table.table_id, conn=conn)
             log.info("%s", message)
+            in_place.append(table.table_id)
+        return in_place
 
     def _park_purged(self, tables: Sequence[TableState]) -> list[TableState]:
         """The tables without those whose next binlog file is gone, which are parked.

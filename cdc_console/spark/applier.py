@@ -221,7 +221,7 @@ class BatchApplier:
         # A chunk not read (its table changed shape) must not empty its key range.
         unread = {r.split_id for r in split_results if r.reshaped or r.failed}
         replaces = [r for r in replaces if r.split_id not in unread]
-        has_data = bool(records or replaces or appends)
+        has_data = bool(records or replaces or appends or plan.reshaped)
         position = batch_position(plan, split_results)
         info = {"cdc_console.position": str(position)} if position is not None else None
         stats = (
@@ -233,6 +233,7 @@ class BatchApplier:
                 appends,
                 commit_info=info,
                 isolate=True,
+                reshaped=plan.reshaped,
             )
             if has_data
             else {}

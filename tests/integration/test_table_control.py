@@ -467,6 +467,15 @@ def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
             for m in applied_online
         ), applied_online
 
+        # A column added with no row written after it is in the mirror's schema all the same.
+        db.execute("ALTER TABLE t2 ADD COLUMN quiet INT NULL")
+
+        def mirror_columns() -> list[str]:
+            path = config.sink.path / db.name / "t2"
+            return [f.name for f in DeltaTable(str(path)).schema().fields]
+
+        wait_for(lambda: "quiet" in mirror_columns(), 60, "quiet in the mirror's schema", job)
+
         # A widened column goes on too; a value only the new width holds lands whole.
         long_note = "w" * 60
         db.execute(
@@ -510,7 +519,9 @@ def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
         rows = t2_rows()
         assert rows[1]["note"] == "before the ddl" and rows[1]["extra"] == 7
         assert str(rows[2]["amount"]) == "123456789012.34" and rows[2]["note"] == "after the ddl"
-        db.execute("TRUNCATE TABLE t2", "INSERT INTO t2 VALUES (7, 1.00, 'kept', NULL, NULL, 9)")
+        db.execute(
+            "TRUNCATE TABLE t2", "INSERT INTO t2 VALUES (7, 1.00, 'kept', NULL, NULL, NULL, 9)"
+        )
         wait_for(
             lambda: list(t2_rows()) == [7] and all_in(config, Lifecycle.STREAMING, ["t2"]),
             180,

@@ -327,6 +327,9 @@ def test_a_held_table_goes_on_in_place_is_read_again_or_is_parked(
     assert orders is not None and orders.state == state and not orders.schema_pending
     assert any(logged in e.message for e in store.events()), [e.message for e in store.events()]
     assert plan is not None and plan.binlog is not None
+    # the plan names the table reshaped in place, so its mirror takes the columns now
+    assert plan.reshaped == ((ORDERS,) if outcome == "in place" else ())
+    assert BatchPlan.from_dict(plan.to_dict()) == plan
     if outcome == "in place":
         assert orders.stream_from == after
         assert store.schemas()[ORDERS] == schema_to_dict(wider)

@@ -860,3 +860,24 @@ def test_a_native_panic_in_one_tables_share_refuses_that_table_alone(
     assert list(mirror(sink)) == [(7,)]
     with pytest.raises(BaseException, match="InvalidDomainCharacter"):
         sink.apply_batch(1, SCHEMAS, [item])
+
+
+def test_a_table_reshaped_in_place_takes_its_new_columns_without_a_row(sink: DeltaSink) -> None:
+    """A column added online reaches the mirror's schema in the DDL's batch, rows or not: a
+    commit that only adds the column, once (a retry of the batch finds it applied)."""
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(1))])
+    old = SCHEMAS[ORDERS]
+    wider = TableSchema(
+        ORDERS, (*old.columns, ColumnInfo("label", "varchar", "varchar(10)")), ("id",), "id"
+    )
+    schemas = {**SCHEMAS, ORDERS: wider}
+    version = DeltaTable(str(sink.mirror_path(ORDERS))).version()
+    stats = sink.apply_batch(1, schemas, [], reshaped=[ORDERS])
+    assert not stats[ORDERS].get(REFUSED)
+    table = DeltaTable(str(sink.mirror_path(ORDERS)))
+    assert "label" in [f.name for f in table.schema().fields]
+    assert table.version() == version + 1
+    assert table.to_pyarrow_table().column("label").to_pylist() == [None]
+    assert sink.apply_batch(1, schemas, [], reshaped=[ORDERS])[ORDERS]["mirror_skipped"]
+    assert DeltaTable(str(sink.mirror_path(ORDERS))).version() == version + 1
