@@ -63,6 +63,11 @@ def unicode_ci_key(text: str) -> tuple[int, ...]:
     return tuple(ord(ch) for ch in _strip_accents(text).casefold())
 
 
+#: character sets whose ``*_bin`` order is the order of Unicode code points (UTF-8's byte
+#: order is; MySQL's ``latin1`` is cp1252, whose 0x80-0x9f hold code points far above 0xff)
+CODE_POINT_ORDERED_CHARSETS = frozenset({"utf8mb4", "utf8mb3", "utf8", "ascii"})
+
+
 def uuid_sort_key(text: str) -> bytes:
     """A UUID's place in MariaDB's order: its bytes as the table stores them, where a version
     1 to 5 UUID of the RFC variant (byte 6 in 0x01..0x5f, byte 8 >= 0x80) is stored with its
@@ -85,6 +90,10 @@ class KeyOrder:
 
     sort_key: SortKeyFn
     description: str
+    #: False where the Python sort key only approximates the server's collation (UCA, the
+    #: 8-bit national collations, ``*_ci`` variants): ``mysql.key_weights`` then asks the
+    #: server for the collation's weights instead
+    exact: bool = True
 
     @classmethod
     def for_column(cls, column: ColumnInfo) -> KeyOrder:
@@ -96,11 +105,18 @@ class KeyOrder:
             return cls(_natural, "natural")
         collation = (column.collation or "").lower()
         pad = not ("0900" in collation or "uca1400" in collation or collation.endswith("nopad_bin"))
-        if collation.endswith("_bin") or collation == "binary" or collation.endswith("_cs"):
+        charset = (column.character_set or "").lower()
+        if collation == "binary" or (
+            collation.endswith("_bin") and charset in CODE_POINT_ORDERED_CHARSETS
+        ):
             return cls(_padded(_codepoints, pad), f"{collation} (code points)")
+        if collation.endswith("_bin") or collation.endswith("_cs"):
+            return cls(_padded(_codepoints, pad), f"{collation} (code points)", exact=False)
         if "general" in collation:
-            return cls(cast(SortKeyFn, general_ci_key), f"{collation} (general)")
-        return cls(_padded(cast(SortKeyFn, unicode_ci_key), pad), f"{collation} (unicode)")
+            return cls(cast(SortKeyFn, general_ci_key), f"{collation} (general)", exact=False)
+        return cls(
+            _padded(cast(SortKeyFn, unicode_ci_key), pad), f"{collation} (unicode)", exact=False
+        )
 
     def compare(self, left: RawKey, right: RawKey) -> int:
         a, b = self.sort_key(left), self.sort_key(right)

@@ -26,6 +26,7 @@ from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.core.values import CanonicalValue, RawKey
 from cdc_console.errors import SchemaChangedError, redact
 from cdc_console.mysql.binlog import RowEvent, read_window_events
+from cdc_console.mysql.key_weights import key_order
 from cdc_console.source.jsonvalues import compact_encoder
 from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
 
@@ -162,7 +163,7 @@ class BinlogSplitReader:
             column = schema.column(schema.chunk_key)
             key_columns[stream_filter.table_id] = column
             watermarks[stream_filter.table_id] = SplitWatermarks(
-                stream_filter, KeyOrder.for_column(column)
+                stream_filter, key_order(column, self.source)
             )
         # should_emit's two position-only tests, on sort keys: the same order as BinlogOffset's
         bounds = {

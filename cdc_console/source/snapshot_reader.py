@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 import pymysql
 
 from cdc_console.config import SourceConfig
-from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema, quote_ident
@@ -40,6 +39,7 @@ from cdc_console.core.untyped import Connection, DriverImage, DriverRow, DriverV
 from cdc_console.core.values import RawKey
 from cdc_console.mysql.binlog import read_window
 from cdc_console.mysql.connection import connect, text_mode_conversions, text_mode_decoders
+from cdc_console.mysql.key_weights import key_order
 from cdc_console.mysql.position import current_position, gtid_of
 from cdc_console.mysql.rawrows import RawResult, select_raw
 from cdc_console.mysql.retry import error_code
@@ -161,7 +161,7 @@ class SnapshotSplitReader:
         self.normalizer = RowNormalizer(schema)
         key_column = schema.column(schema.chunk_key)
         self.key_column = key_column
-        self.order = KeyOrder.for_column(key_column)
+        self.order = key_order(key_column, source)
         self.connection = connection
         self.text_mode = text_mode
         self._text_decoders = [

@@ -29,12 +29,14 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.keys import KeyOrder
 from cdc_console.core.mysqltypes import TypeFamily, is_enum
 from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.untyped import Connection, DriverRow
 from cdc_console.core.values import RawKey
 from cdc_console.errors import ConfigError
+from cdc_console.mysql.key_weights import weights_agree
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +167,16 @@ class ChunkSplitter:
             for number, chunk_range in enumerate(ranges)
         ]
 
+    def _orderable(self, column: ColumnInfo) -> bool:
+        """Whether a key of ``column`` can be placed among chunk boundaries outside the server:
+        by Python's order where it is exact, else by the server's weights where they agree
+        with its comparisons (``mysql.key_weights``)."""
+        if KeyOrder.for_column(column).exact:
+            return True
+        if not column.character_set or not column.collation:
+            return False
+        return weights_agree(self.conn, column.character_set, column.collation)
+
     def _split_ranges(self, schema: TableSchema, column: ColumnInfo) -> list[ChunkRange]:
         table = schema.table_id
         key = quote_ident(column.name)
@@ -186,6 +198,16 @@ class ChunkSplitter:
                 table,
                 column.name,
                 column.data_type.upper(),
+            )
+            return ranges_from_boundaries([])
+        if not self._orderable(column):
+            log.warning(
+                "split %s: %s's collation %s orders values otherwise by the server's weights "
+                "than by its comparisons, so a change could not be placed in its chunk; one "
+                "chunk",
+                table,
+                column.name,
+                column.collation,
             )
             return ranges_from_boundaries([])
         if not is_integer_key(column):

@@ -24,15 +24,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from cdc_console.config import PipelineConfig
+from cdc_console.config import PipelineConfig, SourceConfig
 from cdc_console.core.chunk import ChunkRange
-from cdc_console.core.keys import KeyOrder
 from cdc_console.core.lifecycle import BatchStatus
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.reports import SplitResult
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
+from cdc_console.mysql.key_weights import key_order
 from cdc_console.sinks import Sink
 from cdc_console.sinks.base import (
     REFUSED,
@@ -215,7 +215,7 @@ class BatchApplier:
         schemas: dict[TableId, TableSchema] = {
             t: schema_from_dict(d) for t, d in self.store.schemas().items()
         }
-        replaces = replace_ranges(plan, schemas)
+        replaces = replace_ranges(plan, schemas, self.config.source)
         clock = time.monotonic()
         split_results = list(reports.splits)
         # A chunk not read (its table changed shape) must not empty its key range.
@@ -314,7 +314,11 @@ def chunk_rows(chunk: SnapshotChunk) -> int:
     return chunk.rows.num_rows if isinstance(chunk, TypedChunk) else chunk.rows
 
 
-def replace_ranges(plan: BatchPlan, schemas: Mapping[TableId, TableSchema]) -> list[ReplaceRange]:
+def replace_ranges(
+    plan: BatchPlan,
+    schemas: Mapping[TableId, TableSchema],
+    source: SourceConfig | None = None,
+) -> list[ReplaceRange]:
     """The range replaces of a batch's re-dump chunks: each split's key range, in the server's
     order for its chunk key, over the canonical key values the sinks hold."""
     replaces: list[ReplaceRange] = []
@@ -328,7 +332,7 @@ def replace_ranges(plan: BatchPlan, schemas: Mapping[TableId, TableSchema]) -> l
             ReplaceRange(
                 split.table_id,
                 split.split_id,
-                _range_test(split.range, column, split.chunk_key),
+                _range_test(split.range, column, split.chunk_key, source),
                 ts_ms=int(time.time() * 1000),
                 bounds=_integer_bounds(split.range, column, split.chunk_key),
             )
@@ -348,8 +352,10 @@ def _integer_bounds(chunk: ChunkRange, column: ColumnInfo, name: str) -> KeyBoun
     return KeyBounds(name, ends[0], ends[1])
 
 
-def _range_test(chunk: ChunkRange, column: ColumnInfo, name: str) -> InRange:
-    order = KeyOrder.for_column(column)
+def _range_test(
+    chunk: ChunkRange, column: ColumnInfo, name: str, source: SourceConfig | None
+) -> InRange:
+    order = key_order(column, source)
 
     def in_range(key_row: KeyRow) -> bool:
         return chunk.contains(canonical_chunk_key(column, key_row[name]), order)

@@ -25,13 +25,14 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 from deltalake import DeltaTable
 
+from cdc_console.config import SourceConfig
 from cdc_console.core.chunk import ChunkRange
-from cdc_console.core.keys import KeyOrder
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableSchema
 from cdc_console.figures import table_position
+from cdc_console.mysql.key_weights import key_order
 from cdc_console.sinks.delta import pipeline_app_id
 from cdc_console.sinks.lake_layout import from_lake
 from cdc_console.state.store import StateStore
@@ -58,9 +59,12 @@ class MirrorSnapshot:
 class MirrorReader:
     """Reads one table's mirror with its position (see the module docstring)."""
 
-    def __init__(self, store: StateStore, path: str, pipeline: str) -> None:
+    def __init__(
+        self, store: StateStore, path: str, pipeline: str, source: SourceConfig | None = None
+    ) -> None:
         self.store = store
         self.path = path
+        self.source = source
         self.app_id = pipeline_app_id(pipeline)
 
     def read(self, schema: TableSchema, ranges: list[ChunkRange]) -> MirrorSnapshot:
@@ -70,7 +74,8 @@ class MirrorReader:
             # snapshot-only: each chunk is its state at its own high watermark, and nothing
             # writes the mirror any more; the caller places each chunk by its watermark
             table = DeltaTable(self.path)
-            return MirrorSnapshot(_read_ranges(table, schema, ranges), None, table.version())
+            rows = _read_ranges(table, schema, ranges, self.source)
+            return MirrorSnapshot(rows, None, table.version())
         stream_from = table_position(found) if found is not None else None
         if found is None or stream_from is None:
             raise MirrorNotReady(f"{table_id} has no stream position yet")
@@ -86,11 +91,16 @@ class MirrorReader:
                     f"{table_id}'s mirror holds batch {batch}, which reads no binlog window"
                 )
             position = row.plan.binlog.end
-        rows = _read_ranges(table, schema, ranges)
+        rows = _read_ranges(table, schema, ranges, self.source)
         return MirrorSnapshot(rows, position, version)
 
 
-def _read_ranges(table: DeltaTable, schema: TableSchema, ranges: list[ChunkRange]) -> pa.Table:
+def _read_ranges(
+    table: DeltaTable,
+    schema: TableSchema,
+    ranges: list[ChunkRange],
+    source: SourceConfig | None = None,
+) -> pa.Table:
     """The mirror's rows whose chunk key falls in one of ``ranges`` (contiguous, in order), as
     typed source columns. Integer keys are filtered by Delta's file statistics and Arrow; other
     keys compare by collation, which only ``ChunkRange.contains`` knows, so they are filtered
@@ -119,7 +129,7 @@ def _read_ranges(table: DeltaTable, schema: TableSchema, ranges: list[ChunkRange
             data = data.append_column(name, pa.nulls(data.num_rows, wanted.field(name).type))
     rows = typed(schema, data)
     if expression is None and (start is not None or end is not None):
-        rows = rows.filter(pa.array(in_ranges(schema, rows, ranges), pa.bool_()))
+        rows = rows.filter(pa.array(in_ranges(schema, rows, ranges, source), pa.bool_()))
     return rows
 
 
@@ -132,10 +142,16 @@ def lake_scalar(value: int, stored: pa.DataType) -> pa.Scalar:
     return pa.scalar(value, stored)
 
 
-def in_ranges(schema: TableSchema, rows: pa.Table, ranges: list[ChunkRange]) -> list[bool]:
-    """Per row of ``rows``: is its chunk key inside one of ``ranges``?"""
+def in_ranges(
+    schema: TableSchema,
+    rows: pa.Table,
+    ranges: list[ChunkRange],
+    source: SourceConfig | None = None,
+) -> list[bool]:
+    """Per row of ``rows``: is its chunk key inside one of ``ranges`` (in the server's order,
+    asked of ``source`` where Python cannot tell it)?"""
     column = schema.column(schema.chunk_key)
-    order = KeyOrder.for_column(column)
+    order = key_order(column, source)
     values = codec_for(column).array_to_canonical(rows.column(schema.chunk_key))
     keys = [canonical_chunk_key(column, v) for v in values]
     return [any(r.contains(k, order) for r in ranges) for k in keys]

@@ -32,8 +32,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from cdc_console.config import PipelineConfig
-from cdc_console.core.keys import KeyOrder
+from cdc_console.config import PipelineConfig, SourceConfig
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus, Verdict
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
@@ -43,6 +42,7 @@ from cdc_console.core.values import CanonicalRow
 from cdc_console.errors import CdcError, ConfigError, redact
 from cdc_console.mysql.binlog import RowChange, read_window
 from cdc_console.mysql.connection import close_quietly, connect
+from cdc_console.mysql.key_weights import key_order
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
 from cdc_console.sinks.lake_layout import mirror_path
@@ -264,6 +264,7 @@ class Verifier:
             self.store,
             str(mirror_path(self.config.sink.path, table_id)),
             self.config.name,
+            self.config.source,
         ).read(schema, ranges)
         head_conn = connect(source)
         try:
@@ -284,7 +285,7 @@ class Verifier:
         mirror_rows = overlay(schema, mirror.rows, mirror_fold)
         differences = compare(schema, source_rows, mirror_rows)
         shared = time.monotonic() - clock
-        by_chunk = _by_chunk(schema, splits, differences)
+        by_chunk = _by_chunk(schema, splits, differences, self.config.source)
         total = max(1, source_rows.num_rows)
         now = time.time()
         log.info(
@@ -326,7 +327,7 @@ class Verifier:
         table_id = schema.table_id
         normalizer = RowNormalizer(schema)
         column = schema.column(schema.chunk_key)
-        order = KeyOrder.for_column(column)
+        order = key_order(column, self.config.source)
 
         def chunk_of(image: Mapping[str, object] | None) -> int | None:
             if image is None:
@@ -398,11 +399,14 @@ class Verifier:
 
 
 def _by_chunk(
-    schema: TableSchema, splits: list[SnapshotSplit], differences: list[Difference]
+    schema: TableSchema,
+    splits: list[SnapshotSplit],
+    differences: list[Difference],
+    source: SourceConfig | None = None,
 ) -> dict[int, list[Difference]]:
     """The differences per chunk number, by where each key's chunk key falls."""
     column = schema.column(schema.chunk_key)
-    order = KeyOrder.for_column(column)
+    order = key_order(column, source)
     out: dict[int, list[Difference]] = {}
     for difference in differences:
         key = canonical_chunk_key(column, difference.chunk_value)

@@ -11,6 +11,7 @@ import pytest
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.errors import ConfigError
+from cdc_console.source import splitter as splitter_module
 from cdc_console.source.splitter import (
     ChunkSplitter,
     distribution_factor,
@@ -194,12 +195,23 @@ class CaseInsensitiveServer:
         return self.result
 
 
-def test_uneven_walk_trusts_the_servers_equality_not_pythons() -> None:
+def test_uneven_walk_trusts_the_servers_equality_not_pythons(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Six first-column values of 100 rows each, half 'x' and half 'X', chunks of 30."""
     keys = [letter if n % 2 else letter.upper() for letter in "abcdef" for n in range(100)]
     server = CaseInsensitiveServer(keys)
+    # the collation's weights agree with its comparisons (probed against a real server in
+    # tests/integration/test_key_orders.py); this fake server answers only the walk's queries
+    monkeypatch.setattr(splitter_module, "weights_agree", lambda conn, charset, collation: True)
     columns = (
-        ColumnInfo("k", "varchar", "varchar(4)", collation="utf8mb4_general_ci"),
+        ColumnInfo(
+            "k",
+            "varchar",
+            "varchar(4)",
+            character_set="utf8mb4",
+            collation="utf8mb4_general_ci",
+        ),
         ColumnInfo("n", "int", "int"),
     )
     schema = TableSchema(TableId("db", "t"), columns, ("k", "n"), "k")
