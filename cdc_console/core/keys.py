@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, cast
 
@@ -94,6 +94,13 @@ class KeyOrder:
     #: 8-bit national collations, ``*_ci`` variants): ``mysql.key_weights`` then asks the
     #: server for the collation's weights instead
     exact: bool = True
+    #: fetches the sort keys of many values at once, where each costs a server round trip
+    prefetch: Callable[[Iterable[RawKey]], None] | None = None
+
+    def warm(self, values: Iterable[RawKey]) -> None:
+        """Have the sort keys of ``values`` at hand (one round trip, not one per value)."""
+        if self.prefetch is not None:
+            self.prefetch([v for v in values if v is not None])
 
     @classmethod
     def for_column(cls, column: ColumnInfo) -> KeyOrder:

@@ -13,6 +13,7 @@ the collation does), trailing spaces stripped first where the collation pads, ca
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import cast
 
@@ -25,6 +26,10 @@ from cdc_console.mysql.connection import close_quietly, connect
 
 #: values asked for in one query
 _BATCH = 256
+#: weights kept per collation before the cache starts over
+_CACHED = 200_000
+#: one per server and collation in a process, so that windows share what earlier ones asked
+_SHARED: dict[tuple[str, int, str, str, str], ServerWeights] = {}
 
 
 class ServerWeights:
@@ -37,6 +42,7 @@ class ServerWeights:
         self._pads: bool | None = None
         self._conn: Connection | None = None
         self._cache: dict[str, bytes] = {}
+        self._lock = threading.RLock()
 
     def _cursor_rows(self, sql: str, args: list[str]) -> tuple[object, ...]:
         if self._conn is None:
@@ -57,14 +63,18 @@ class ServerWeights:
             self._pads = bool(equal)
         return text.rstrip(" ") if self._pads else text
 
-    def prefetch(self, texts: Iterable[str]) -> None:
-        """Weights of every value of ``texts`` not cached yet, in as few queries as it takes."""
+    def prefetch(self, values: Iterable[RawKey]) -> None:
+        """Weights of every value not cached yet, in as few queries as it takes."""
+        texts = (v if isinstance(v, str) else str(v) for v in values)
         wanted = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if len(self._cache) + len(wanted) > _CACHED:
+            self._cache.clear()
         for start in range(0, len(wanted), _BATCH):
             part = wanted[start : start + _BATCH]
-            values = [self._strip(t) for t in part]
             sql = "SELECT " + ", ".join([self._expression] * len(part))
-            for text, weight in zip(part, self._cursor_rows(sql, values), strict=True):
+            with self._lock:  # one connection, shared by the threads of a process
+                found = self._cursor_rows(sql, [self._strip(t) for t in part])
+            for text, weight in zip(part, found, strict=True):
                 self._cache[text] = weight if isinstance(weight, bytes) else b""
 
     def weight(self, value: RawKey) -> SortKey:
@@ -86,8 +96,11 @@ def key_order(column: ColumnInfo, source: SourceConfig | None) -> KeyOrder:
     order = KeyOrder.for_column(column)
     if order.exact or source is None or not column.character_set or not column.collation:
         return order
-    weights = ServerWeights(source, column.character_set, column.collation)
-    return KeyOrder(weights.weight, f"{column.collation} (server weights)")
+    shared = (source.host, source.port, source.user, column.character_set, column.collation)
+    weights = _SHARED.get(shared)
+    if weights is None:
+        weights = _SHARED[shared] = ServerWeights(source, column.character_set, column.collation)
+    return KeyOrder(weights.weight, f"{column.collation} (server weights)", True, weights.prefetch)
 
 
 #: letters, cases, accents, scripts and punctuation the collation probe sorts

@@ -40,6 +40,7 @@ class SplitWatermarks:
         self.order = order
         self.start = stream_filter.resume_from
         self.max_high_watermark = stream_filter.max_high_watermark
+        order.warm(f.split.range.start for f in stream_filter.finished_splits)
         ordered = sorted(
             stream_filter.finished_splits,
             key=lambda f: (
