@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 COMMAND_MODULES = (
     "check",
+    "plan",
     "run",
     "status",
     "console",

@@ -137,6 +137,8 @@ class ChunkSplitter:
             )
         self.conn = conn
         self.chunk_size = chunk_size
+        #: how the last ``split`` chose its chunks, in words
+        self.method = ""
         self.factor_upper = distribution_factor_upper
         self.factor_lower = distribution_factor_lower
 
@@ -167,6 +169,12 @@ class ChunkSplitter:
             for number, chunk_range in enumerate(ranges)
         ]
 
+    def _chose(self, method: str, boundaries: Sequence[RawKey]) -> list[ChunkRange]:
+        """The ranges of ``boundaries``, with how they were chosen kept in ``method`` (``plan``
+        shows it)."""
+        self.method = method
+        return ranges_from_boundaries(boundaries)
+
     def _orderable(self, column: ColumnInfo) -> bool:
         """Whether a key of ``column`` can be placed among chunk boundaries outside the server:
         by Python's order where it is exact, else by the server's weights where they agree
@@ -185,10 +193,10 @@ class ChunkSplitter:
         )
         if min_key is None:
             log.info("split %s: empty table, one chunk (-inf, +inf)", table)
-            return ranges_from_boundaries([])
+            return self._chose("empty table: one chunk", [])
         if single:
             log.info("split %s: one distinct %s value (%r), one chunk", table, column.name, min_key)
-            return ranges_from_boundaries([])
+            return self._chose("one distinct key value: one chunk", [])
 
         if column.family is TypeFamily.SET or is_enum(column.data_type):
             # ORDER BY/MIN/MAX use the member number, which disagrees with k >= 'text'.
@@ -199,7 +207,7 @@ class ChunkSplitter:
                 column.name,
                 column.data_type.upper(),
             )
-            return ranges_from_boundaries([])
+            return self._chose(f"{column.data_type.upper()} key: one chunk", [])
         if not self._orderable(column):
             log.warning(
                 "split %s: %s's collation %s orders values otherwise by the server's weights "
@@ -209,7 +217,7 @@ class ChunkSplitter:
                 column.name,
                 column.collation,
             )
-            return ranges_from_boundaries([])
+            return self._chose(f"collation {column.collation} not orderable: one chunk", [])
         if not is_integer_key(column):
             log.info(
                 "split %s: unevenly by %s (%s key, boundaries from the server's order)",
@@ -217,7 +225,10 @@ class ChunkSplitter:
                 column.name,
                 column.data_type,
             )
-            return ranges_from_boundaries(self._uneven_boundaries(schema, column, min_key, max_key))
+            return self._chose(
+                "unevenly, boundaries from the server's order",
+                self._uneven_boundaries(schema, column, min_key, max_key),
+            )
 
         rows, how = self._row_count(schema)
         if rows <= self.chunk_size:
@@ -228,7 +239,7 @@ class ChunkSplitter:
                 how,
                 self.chunk_size,
             )
-            return ranges_from_boundaries([])
+            return self._chose(f"{rows} rows ({how}) fit in one chunk", [])
         factor = distribution_factor(int(min_key), int(max_key), rows)
         if not factor_within(factor, self.factor_lower, self.factor_upper):
             log.info(
@@ -241,9 +252,15 @@ class ChunkSplitter:
                 rows,
                 how,
             )
-            return ranges_from_boundaries(self._uneven_boundaries(schema, column, min_key, max_key))
+            return self._chose(
+                f"unevenly: distribution factor {format_factor(factor)} out of bounds",
+                self._uneven_boundaries(schema, column, min_key, max_key),
+            )
         step = even_step(factor, self.chunk_size)
-        ranges = ranges_from_boundaries(even_boundaries(int(min_key), int(max_key), step))
+        ranges = self._chose(
+            f"evenly: step {step} over keys {min_key}..{max_key} ({rows} rows {how})",
+            even_boundaries(int(min_key), int(max_key), step),
+        )
         log.info(
             "split %s: evenly by %s, factor %s, step %d, %d chunks (%s rows %s, keys %d..%d)",
             table,
