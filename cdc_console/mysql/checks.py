@@ -27,11 +27,13 @@ from typing import Literal
 import pymysql
 
 from cdc_console.config import PipelineConfig, SourceConfig, parse_table_pattern
+from cdc_console.core.keys import KeyOrder
 from cdc_console.core.schema import TableId, TableSchema, quote_ident
 from cdc_console.core.untyped import Connection
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, ConfigError, SourceError, redact
 from cdc_console.mysql.connection import connect, translate_error
+from cdc_console.mysql.key_weights import weights_agree
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.probe import (
     ServerInfo,
@@ -392,6 +394,29 @@ def _unique_not_null_columns(conn: Connection, table_id: TableId) -> set[str]:
         return {str(col) for _, col, count, prefix in cur.fetchall() if count == 1 and not prefix}
 
 
+def _order_check(conn: Connection, schema: TableSchema) -> list[CheckResult]:
+    """A warning when the chunk key cannot be ordered outside the server, so that the table is
+    read as one chunk (``mysql.key_weights``); nothing when it can."""
+    column = schema.column(schema.chunk_key)
+    if KeyOrder.for_column(column).exact or not column.character_set or not column.collation:
+        return []
+    if weights_agree(conn, column.character_set, column.collation):
+        return []
+    table_id = schema.table_id
+    return [
+        _fail(
+            f"order {table_id}",
+            f"{table_id}'s chunk key {column.name} is in collation {column.collation}, whose "
+            "server weights disagree with its own comparisons: the snapshot reads the table as "
+            "one chunk (correct, but one long read)",
+            f"chunk on another unique column (snapshot.chunk_key), or ALTER TABLE "
+            f"{table_id.quoted()} MODIFY {quote_ident(column.name)} ... COLLATE <another>",
+            area="config",
+            severity="warning",
+        )
+    ]
+
+
 def _key_check(conn: Connection, schema: TableSchema, configured: str | None) -> CheckResult:
     table_id = schema.table_id
     name = f"key {table_id}"
@@ -545,6 +570,8 @@ def _table_checks(
             select = _select_check(conn, table_id, account)
             key = _key_check(conn, schema, configured)
             results += [select, key]
+            if not key.blocking and schema.chunk_key in schema.column_names:
+                results += _order_check(conn, schema)
             if schema.uncaptured:
                 results.append(
                     _fail(

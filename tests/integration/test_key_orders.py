@@ -15,17 +15,20 @@ from __future__ import annotations
 import functools
 import os
 import random
+from pathlib import Path
 
 import pymysql
 import pytest
 
 from cdc_console.core.keys import KeyOrder
 from cdc_console.core.schema import TableId
+from cdc_console.mysql.checks import run_checks
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.key_weights import key_order, weights_agree
 from cdc_console.mysql.schema import load_table_schema
 from cdc_console.source.splitter import ChunkSplitter
 from tests.conftest import SourceDb
+from tests.integration.harness import load, write_config
 
 pytestmark = pytest.mark.mysql
 
@@ -115,3 +118,17 @@ def test_every_key_falls_in_the_chunk_the_server_puts_it_in(source_db: SourceDb)
         root.close()
         cdc.close()
     assert len(checked) >= SAMPLE, checked
+
+
+def test_check_warns_of_a_chunk_key_the_snapshot_reads_as_one_chunk(
+    source_db: SourceDb, tmp_path: Path
+) -> None:
+    source_db.execute(
+        "CREATE TABLE b5 (k VARCHAR(10) CHARACTER SET big5 COLLATE big5_chinese_ci PRIMARY KEY)",
+        "CREATE TABLE l1 (k VARCHAR(10) CHARACTER SET latin1 PRIMARY KEY)",
+    )
+    _, tables, results = run_checks(load(write_config(source_db, tmp_path)))
+    assert {t.table_id.table for t in tables} == {"b5", "l1"}
+    warned = [r for r in results if r.name.startswith("order ")]
+    assert [r.name for r in warned] == [f"order {source_db.name}.b5"]
+    assert "big5_chinese_ci" in warned[0].detail and warned[0].severity == "warning"
