@@ -15,18 +15,22 @@ from __future__ import annotations
 import functools
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pymysql
 import pytest
 
 from cdc_console.core.keys import KeyOrder
-from cdc_console.core.schema import TableId
+from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.mysql.binlog import read_window_events
 from cdc_console.mysql.checks import run_checks
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.key_weights import key_order, weights_agree
+from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import load_table_schema
 from cdc_console.source.splitter import ChunkSplitter
+from cdc_console.values.canonical import raw_chunk_key
 from tests.conftest import SourceDb
 from tests.integration.harness import load, write_config
 
@@ -132,3 +136,88 @@ def test_check_warns_of_a_chunk_key_the_snapshot_reads_as_one_chunk(
     warned = [r for r in results if r.name.startswith("order ")]
     assert [r.name for r in warned] == [f"order {source_db.name}.b5"]
     assert "big5_chinese_ci" in warned[0].detail and warned[0].severity == "warning"
+
+
+#: key types with generators of values at and near their edges (SQL literals)
+KEY_TYPES: dict[str, Callable[[random.Random], str]] = {
+    "TINYINT": lambda r: str(r.choice([-128, 127, 0, -1, r.randint(-128, 127)])),
+    "INT UNSIGNED": lambda r: str(r.choice([0, 4294967295, r.randint(0, 4294967295)])),
+    "BIGINT": lambda r: str(r.choice([-(2**63), 2**63 - 1, r.randint(-(2**63), 2**63 - 1)])),
+    "BIGINT UNSIGNED": lambda r: str(r.choice([0, 2**64 - 1, 2**63, r.randint(0, 2**64 - 1)])),
+    "DECIMAL(20,6)": lambda r: f"{r.uniform(-1e13, 1e13):.6f}",
+    "DATE": lambda r: f"'{r.randint(1000, 9999)}-{r.randint(1, 12):02}-{r.randint(1, 28):02}'",
+    "DATETIME(6)": lambda r: (
+        f"'{r.randint(1000, 9999)}-{r.randint(1, 12):02}-{r.randint(1, 28):02} "
+        f"{r.randint(0, 23):02}:{r.randint(0, 59):02}:{r.randint(0, 59):02}."
+        f"{r.randint(0, 999999):06}'"
+    ),
+    "TIMESTAMP(3)": lambda r: f"FROM_UNIXTIME({r.randint(1, 2**31 - 2)}.{r.randint(0, 999):03})",
+    "TIME(6)": lambda r: (
+        f"'{r.choice(['-', ''])}{r.randint(0, 838)}:{r.randint(0, 59):02}:{r.randint(0, 59):02}"
+        f".{r.randint(0, 999999):06}'"
+    ),
+    "BINARY(4)": lambda r: "0x" + r.randbytes(r.choice([1, 4])).hex().ljust(2, "0"),
+    "VARBINARY(8)": lambda r: "0x" + r.randbytes(r.randint(1, 8)).hex(),
+    "CHAR(6) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin": lambda r: repr(
+        "".join(r.choice("aZ9 _é") for _ in range(r.randint(1, 6))).strip() or "x"
+    ),
+}
+
+
+@pytest.mark.parametrize("key_type", list(KEY_TYPES))
+def test_every_key_type_chunks_and_places_keys_as_the_server_does(
+    source_db: SourceDb, key_type: str
+) -> None:
+    """Generated keys of each type, split by the real splitter: each key, as the snapshot reads
+    it and as the binlog decodes it, falls in the chunk whose WHERE returns it on the server."""
+    rng = random.Random(f"{key_type}-20261127")
+    source_db.execute(f"CREATE TABLE kt (k {key_type} NOT NULL PRIMARY KEY, n INT)")
+    cdc = connect(source_db.source_config())
+    table = TableId(source_db.name, "kt")
+    try:
+        start = current_position(cdc)
+        source_db.execute(
+            *(f"INSERT IGNORE INTO kt VALUES ({KEY_TYPES[key_type](rng)}, {n})" for n in range(300))
+        )
+        end = current_position(cdc)
+        schema = load_table_schema(cdc, table)
+        column = schema.column("k")
+        order = key_order(column, source_db.source_config())
+        with cdc.cursor() as cur:
+            cur.execute(f"SELECT k, n FROM {table.quoted()} ORDER BY k")
+            served = [(raw_chunk_key(column, k), n) for k, n in cur.fetchall()]
+        keys = [k for k, _ in served]
+        assert sorted(keys, key=functools.cmp_to_key(order.compare)) == keys, key_type
+        binlog = {}
+        for event in read_window_events(
+            source_db.source_config(), 5431, start, end, [table], {table: schema.column_names}
+        ):
+            for row in event.rows:
+                values = row["values"]
+                binlog[values["n"]] = raw_chunk_key(column, values["k"], binlog=True)
+        assert {n: k for k, n in served} == binlog, key_type
+        splits = ChunkSplitter(cdc, 25).split(schema)
+        assert len(splits) >= 3, (key_type, splitter_method(cdc, schema))
+        for split in splits:
+            lo, hi = split.range.start, split.range.end
+            where = [
+                *(["k >= %s"] if lo is not None else []),
+                *(["k < %s"] if hi is not None else []),
+            ]
+            with cdc.cursor() as cur:
+                cur.execute(
+                    f"SELECT n FROM {table.quoted()}"
+                    + (" WHERE " + " AND ".join(where) if where else ""),
+                    [v for v in (lo, hi) if v is not None],
+                )
+                inside = {int(r[0]) for r in cur.fetchall()}
+            ours = {n for n, k in binlog.items() if split.range.contains(k, order)}
+            assert ours == inside, (key_type, str(split), sorted(ours ^ inside)[:5])
+    finally:
+        cdc.close()
+
+
+def splitter_method(conn: pymysql.connections.Connection, schema: TableSchema) -> str:
+    splitter = ChunkSplitter(conn, 25)
+    splitter.split(schema)
+    return splitter.method
