@@ -61,29 +61,16 @@ class SplitWatermarks:
         return info.high_watermark
 
 
-class UnplacedKey(LookupError):
-    """A change's chunk key falls in none of its table's finished chunks: whether the chunk's
-    snapshot already holds it cannot be told, so it is neither emitted nor passed over in
-    silence (the table is read again)."""
-
-
 def should_emit(watermarks: SplitWatermarks, position: BinlogOffset, key: RawKey) -> bool:
-    """Whether a change at ``position`` on chunk key ``key`` is new to the sink; raises
-    ``UnplacedKey`` for a key no finished chunk owns (the table is read again), and
-    ``ValueError`` for a NULL key (a nullable chunk key, which ``check`` warns of: the table is
-    parked, as reading it again would not place the row either)."""
+    """Whether a change at ``position`` on chunk key ``key`` is new to the sink."""
     if watermarks.start is not None and position < watermarks.start:
         return False
     if watermarks.max_high_watermark is None or position >= watermarks.max_high_watermark:
         return True
-    if key is None:
-        raise ValueError(
-            f"its chunk key is NULL at {position}: rows whose chunk key is NULL are in no chunk "
-            "(check warns of a nullable chunk key); chunk the table on a NOT NULL column"
-        )
     high = watermarks.owner_high_watermark(key)
     if high is None:
-        raise UnplacedKey(f"chunk key {key!r} at {position} falls in none of the finished chunks")
+        log.warning("key %r at %s belongs to no finished split; not emitted", key, position)
+        return False
     return position >= high
 
 
@@ -142,9 +129,7 @@ class BinlogSplitReader:
         log.warning("binlog: %s changed shape at %s: left out from there on", table_id, change)
         self.schema_changes.setdefault(str(table_id), change)
 
-    def _unconvertible(
-        self, event: RowEvent, exc: Exception, cause: ChangeCause = ChangeCause.UNDECODABLE
-    ) -> None:
+    def _unconvertible(self, event: RowEvent, exc: Exception) -> None:
         """A row of ``event`` has a value that does not convert to its canonical form (bytes
         of a charset without a codec, a value out of its type's range...): the table is held
         at the event's transaction, so nothing of it past there is emitted, and reported like
@@ -152,12 +137,10 @@ class BinlogSplitReader:
         here = BinlogOffset(event.file, event.pos)
         at = BinlogOffset(event.file, event.transaction_start or event.pos)
         what = (
-            f"the {event.kind} rows at {here}: {redact(str(exc))[:200]}"
-            if cause is ChangeCause.UNPLACED
-            else f"the {event.kind} rows at {here} hold a value that does not convert "
+            f"the {event.kind} rows at {here} hold a value that does not convert "
             f"({type(exc).__name__}: {redact(str(exc))[:200]})"
         )
-        change = SchemaChange(at, here, what, cause)
+        change = SchemaChange(at, here, what, ChangeCause.UNDECODABLE)
         if not self.park_on_schema_change:
             raise SchemaChangedError(
                 f"{event.table_id} {change.cause.headline} at {at}: {what}",
@@ -263,10 +246,7 @@ class BinlogSplitReader:
                             }
                         )
             except Exception as exc:  # one table's value: that table is held, the rest go on
-                unplaced = isinstance(exc, UnplacedKey)
-                self._unconvertible(
-                    event, exc, ChangeCause.UNPLACED if unplaced else ChangeCause.UNDECODABLE
-                )
+                self._unconvertible(event, exc)
                 held.add(table_id)
                 continue
             yield from records

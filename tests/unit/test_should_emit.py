@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import ColumnInfo, TableId
-from cdc_console.core.schema_change import ChangeCause
 from cdc_console.core.splits import FinishedSnapshotSplitInfo, SnapshotSplit, TableStreamFilter
-from cdc_console.source.binlog_reader import SplitWatermarks, UnplacedKey, should_emit
+from cdc_console.source.binlog_reader import SplitWatermarks, should_emit
 
 T = TableId("shop", "orders")
 
@@ -78,17 +75,3 @@ def test_string_keys_are_placed_in_the_servers_collation_order() -> None:
     assert not should_emit(m, at(500), "B")  # owned by [b, +inf), finished at 900
     assert should_emit(m, at(500), "a")  # owned by (-inf, b), finished at 100
     assert not should_emit(m, at(500), "Zebra")
-
-
-def test_a_key_no_finished_chunk_owns_is_never_passed_over_in_silence() -> None:
-    """Chunks always cover the key space; a key none owns (a gap left by a bug, an order that
-    disagrees with the server's) raises, and the reader holds the table to read it again."""
-    gapped = (finished(0, None, 100, 1000), finished(2, 200, None, 2000))
-    m = SplitWatermarks(TableStreamFilter(T, at(1000), gapped), INT_ORDER)
-    with pytest.raises(UnplacedKey, match="150"):
-        should_emit(m, at(1500), 150)
-    assert should_emit(m, at(1500), 50)
-    # a NULL chunk key is in no chunk (check warns of a nullable chunk key): loud too
-    with pytest.raises(ValueError, match="chunk key is NULL"):
-        should_emit(m, at(1500), None)
-    assert ChangeCause.UNPLACED.heals
