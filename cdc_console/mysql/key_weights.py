@@ -23,6 +23,7 @@ from cdc_console.core.schema import ColumnInfo
 from cdc_console.core.untyped import Connection
 from cdc_console.core.values import RawKey
 from cdc_console.mysql.connection import close_quietly, connect
+from cdc_console.mysql.retry import call_with_retry
 
 #: values asked for in one query
 _BATCH = 256
@@ -45,17 +46,26 @@ class ServerWeights:
         self._lock = threading.RLock()
 
     def _cursor_rows(self, sql: str, args: list[str]) -> tuple[object, ...]:
-        if self._conn is None:
-            self._conn = connect(self._source)
-        try:
+        """One row of ``sql``; a transient fault is waited out as every source read is (a
+        longer outage raises ``SourceUnreachableError``, a fault of the job, not the table)."""
+
+        def run() -> tuple[object, ...]:
+            if self._conn is None:
+                self._conn = connect(self._source)
             with self._conn.cursor() as cur:
                 cur.execute(sql, args)
-                row = cur.fetchone()
-        except Exception:
+                return tuple(cur.fetchone())
+
+        def drop(_: BaseException) -> None:
             close_quietly(self._conn)
             self._conn = None
-            raise
-        return tuple(row)
+
+        return call_with_retry(
+            run,
+            what="collation weights",
+            outage_seconds=self._source.outage_seconds,
+            on_failure=drop,
+        )
 
     def _strip(self, text: str) -> str:
         if self._pads is None:  # PAD SPACE: 'a' = 'a ' in this collation

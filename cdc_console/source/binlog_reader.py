@@ -24,7 +24,7 @@ from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.core.values import CanonicalValue, RawKey
-from cdc_console.errors import SchemaChangedError, redact
+from cdc_console.errors import SchemaChangedError, SourceError, redact
 from cdc_console.mysql.binlog import RowEvent, read_window_events
 from cdc_console.mysql.key_weights import key_order
 from cdc_console.source.jsonvalues import compact_encoder
@@ -245,6 +245,8 @@ class BinlogSplitReader:
                                 "split_id": "",
                             }
                         )
+            except SourceError:
+                raise  # the source's fault (a key's collation weights), not this table's
             except Exception as exc:  # one table's value: that table is held, the rest go on
                 self._unconvertible(event, exc)
                 held.add(table_id)
