@@ -20,8 +20,9 @@ import re
 
 from cdc_console.core.schema import TableId
 
-_IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
-_NAME = rf"{_IDENT}(?:\s*\.\s*{_IDENT})?"
+#: one identifier, quoted or plain (the pattern ``stored_writers`` reads CREATEs with too)
+IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
+_NAME = rf"{IDENT}(?:\s*\.\s*{IDENT})?"
 _VERSIONED = re.compile(r"/\*M?!\d*(.*?)\*/", re.S)
 _BLOCK = re.compile(r"/\*.*?\*/", re.S)
 _LINE = re.compile(r"(?:--\s|#)[^\n]*")
@@ -73,16 +74,16 @@ _NOT_NAMES = frozenset(
 )
 
 
-def _unquote(ident: str) -> str:
+def unquote(ident: str) -> str:
     return ident[1:-1].replace("``", "`") if ident.startswith("`") else ident
 
 
 def _table(name: str, default_schema: str) -> TableId | None:
-    parts = re.findall(_IDENT, name)
+    parts = re.findall(IDENT, name)
     if len(parts) == 2:
-        return TableId(_unquote(parts[0]), _unquote(parts[1]))
+        return TableId(unquote(parts[0]), unquote(parts[1]))
     if len(parts) == 1 and default_schema:
-        return TableId(default_schema, _unquote(parts[0]))
+        return TableId(default_schema, unquote(parts[0]))
     return None
 
 
@@ -151,7 +152,7 @@ def dml_targets(query: str, default_schema: str) -> list[TableId] | None:
 _BODY_DML = re.compile(
     r"(?<!KEY\s)(?<!FOR\s)\b(?:(?:INSERT|REPLACE)\b(?!\s*\()|UPDATE\b|DELETE\b)", re.I
 )
-_CALL = re.compile(rf"({_IDENT}(?:\s*\.\s*{_IDENT})?)\s*\(")
+_CALL = re.compile(rf"({IDENT}(?:\s*\.\s*{IDENT})?)\s*\(")
 
 
 def body_targets(body: str, default_schema: str) -> list[TableId | None]:
@@ -173,5 +174,5 @@ def called_names(text: str) -> list[str]:
     (with every built-in and keyword the caller then finds no function for)."""
     names = []
     for match in _CALL.finditer(strip_comments(text)):
-        names.append(".".join(_unquote(part) for part in re.findall(_IDENT, match.group(1))))
+        names.append(".".join(unquote(part) for part in re.findall(IDENT, match.group(1))))
     return names

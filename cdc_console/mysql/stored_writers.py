@@ -25,18 +25,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from cdc_console.core.schema import TableId
-from cdc_console.mysql.logged_statements import body_targets, called_names, strip_comments
+from cdc_console.mysql.logged_statements import (
+    IDENT,
+    body_targets,
+    called_names,
+    strip_comments,
+    unquote,
+)
 
 #: Stands for "any captured table": what a body that does not read, or an unseen one, may write.
 ANY_TABLE = TableId("*", "*")
 
-_IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
-_NAME = rf"({_IDENT})(?:\s*\.\s*({_IDENT}))?"
+_NAME = rf"({IDENT})(?:\s*\.\s*({IDENT}))?"
 _DEFINER = r"(?:DEFINER\s*=\s*\S+\s+)?"
 _CREATE_TRIGGER = re.compile(
     rf"^CREATE\s+(?:OR\s+REPLACE\s+)?{_DEFINER}TRIGGER\s+(?:IF\s+NOT\s+EXISTS\s+)?{_NAME}\s+"
     rf"(?:BEFORE|AFTER)\s+(?:INSERT|UPDATE|DELETE)\s+ON\s+{_NAME}\s+FOR\s+EACH\s+ROW\s+"
-    rf"(?:(?:FOLLOWS|PRECEDES)\s+{_IDENT}\s+)?(.*)$",
+    rf"(?:(?:FOLLOWS|PRECEDES)\s+{IDENT}\s+)?(.*)$",
     re.I | re.S,
 )
 _CREATE_FUNCTION = re.compile(
@@ -46,14 +51,10 @@ _CREATE_FUNCTION = re.compile(
 )
 
 
-def _unquote(ident: str) -> str:
-    return ident[1:-1].replace("``", "`") if ident.startswith("`") else ident
-
-
 def _qualified(first: str, second: str | None, default_schema: str) -> tuple[str, str]:
     if second:
-        return _unquote(first), _unquote(second)
-    return default_schema, _unquote(first)
+        return unquote(first), unquote(second)
+    return default_schema, unquote(first)
 
 
 @dataclass
