@@ -27,13 +27,12 @@ from typing import Literal
 import pymysql
 
 from cdc_console.config import PipelineConfig, SourceConfig, parse_table_pattern
-from cdc_console.core.keys import KeyOrder
 from cdc_console.core.schema import TableId, TableSchema, quote_ident
 from cdc_console.core.untyped import Connection
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, ConfigError, SourceError, redact
 from cdc_console.mysql.connection import connect, translate_error
-from cdc_console.mysql.key_weights import weights_agree
+from cdc_console.mysql.key_weights import orderable
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.probe import (
     ServerInfo,
@@ -398,9 +397,7 @@ def _order_check(conn: Connection, schema: TableSchema) -> list[CheckResult]:
     """A warning when the chunk key cannot be ordered outside the server, so that the table is
     read as one chunk (``mysql.key_weights``); nothing when it can."""
     column = schema.column(schema.chunk_key)
-    if KeyOrder.for_column(column).exact or not column.character_set or not column.collation:
-        return []
-    if weights_agree(conn, column.character_set, column.collation):
+    if orderable(conn, column):
         return []
     table_id = schema.table_id
     return [

@@ -129,6 +129,17 @@ def _probe_words() -> list[str]:
     return list(dict.fromkeys(words))
 
 
+def orderable(conn: Connection, column: ColumnInfo) -> bool:
+    """Whether a chunk key of ``column`` can be placed among chunk boundaries outside the
+    server: by Python's order where it is exact, else by the server's weights where they agree
+    with its comparisons. A key that cannot is read as one chunk (``check`` warns)."""
+    if KeyOrder.for_column(column).exact:
+        return True
+    if not column.character_set or not column.collation:
+        return False
+    return weights_agree(conn, column.character_set, column.collation)
+
+
 def weights_agree(conn: Connection, charset: str, collation: str) -> bool:
     """Whether the server's ``WEIGHT_STRING`` orders values as its own comparisons do in this
     collation, over probe words it can hold (cached per collation). On MariaDB 10.11 five of

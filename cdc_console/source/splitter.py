@@ -29,14 +29,13 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from cdc_console.core.chunk import ChunkRange
-from cdc_console.core.keys import KeyOrder
 from cdc_console.core.mysqltypes import TypeFamily, is_enum
 from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.untyped import Connection, DriverRow
 from cdc_console.core.values import RawKey
 from cdc_console.errors import ConfigError
-from cdc_console.mysql.key_weights import weights_agree
+from cdc_console.mysql.key_weights import orderable
 
 log = logging.getLogger(__name__)
 
@@ -175,16 +174,6 @@ class ChunkSplitter:
         self.method = method
         return ranges_from_boundaries(boundaries)
 
-    def _orderable(self, column: ColumnInfo) -> bool:
-        """Whether a key of ``column`` can be placed among chunk boundaries outside the server:
-        by Python's order where it is exact, else by the server's weights where they agree
-        with its comparisons (``mysql.key_weights``)."""
-        if KeyOrder.for_column(column).exact:
-            return True
-        if not column.character_set or not column.collation:
-            return False
-        return weights_agree(self.conn, column.character_set, column.collation)
-
     def _split_ranges(self, schema: TableSchema, column: ColumnInfo) -> list[ChunkRange]:
         table = schema.table_id
         key = quote_ident(column.name)
@@ -208,7 +197,7 @@ class ChunkSplitter:
                 column.data_type.upper(),
             )
             return self._chose(f"{column.data_type.upper()} key: one chunk", [])
-        if not self._orderable(column):
+        if not orderable(self.conn, column):
             log.warning(
                 "split %s: %s's collation %s orders values otherwise by the server's weights "
                 "than by its comparisons, so a change could not be placed in its chunk; one "

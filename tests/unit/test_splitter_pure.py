@@ -203,7 +203,7 @@ def test_uneven_walk_trusts_the_servers_equality_not_pythons(
     server = CaseInsensitiveServer(keys)
     # the collation's weights agree with its comparisons (probed against a real server in
     # tests/integration/test_key_orders.py); this fake server answers only the walk's queries
-    monkeypatch.setattr(splitter_module, "weights_agree", lambda conn, charset, collation: True)
+    monkeypatch.setattr(splitter_module, "orderable", lambda conn, column: True)
     columns = (
         ColumnInfo(
             "k",
