@@ -20,7 +20,7 @@ import contextlib
 import logging
 import re
 import struct
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -515,11 +515,6 @@ def _gone(table_id: TableId) -> CheckResult:
     )
 
 
-def gone_tables(results: Iterable[CheckResult]) -> list[TableId]:
-    """The captured tables ``run_checks`` found gone from the source."""
-    return [TableId.parse(r.name[len("gone ") :]) for r in results if r.name.startswith("gone ")]
-
-
 def _table_checks(
     conn: Connection, config: PipelineConfig, account: str, known: Collection[TableId] = ()
 ) -> tuple[list[TableSchema], list[CheckResult]]:
@@ -597,7 +592,7 @@ def run_checks(
     ``source.tables`` entry: it names tables, and per table: SELECT works, a key to chunk on.
     When the connection fails nothing else can be checked: ``(None, [], [that failure])``.
     The returned schemas are the tables that passed their checks. ``known`` are the tables the
-    pipeline's state holds: one of them gone from the source is a warning (``gone_tables``),
+    pipeline's state holds: one of them gone from the source is a warning (``_gone``),
     not a config mistake, so that one dropped table never keeps the others from starting.
     """
     conn, connected = _connect_check(config)
@@ -665,7 +660,13 @@ def preflight(
             log.warning("preflight: %s: %s (fix: %s)", result.name, result.detail, result.fix)
     failed = [r for r in results if r.blocking]
     if not failed and server is not None:
-        return server, tables, gone_tables(results)
+        loaded = {t.table_id for t in tables}
+        gone = [
+            t
+            for t in sorted(known)
+            if t not in loaded and any(p.matches(t.database, t.table) for p in config.source.tables)
+        ]
+        return server, tables, gone
     kind: type[CdcError] = (
         ConfigError if failed and all(r.area == "config" for r in failed) else SourceError
     )
