@@ -2,7 +2,8 @@
 
 ``None`` stands for the unbounded ends: the first chunk starts at -inf and the last ends at +inf so
 rows inserted after splitting, below the old minimum or above the old maximum, still belong to a
-chunk.
+chunk. A NULL key sorts first, as in the server's ``ORDER BY``: it belongs to the first chunk
+(only a counted table, or a configured nullable chunk key, has one).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class ChunkRange:
     def contains(self, key: RawKey, order: KeyOrder = NATURAL_ORDER) -> bool:
         """Whether ``key`` falls in ``[start, end)`` under the column's server ordering."""
         if key is None:
-            return False
+            return self.start is None
         if self.start is not None and order.compare(key, self.start) < 0:
             return False
         return self.end is None or order.compare(key, self.end) < 0

@@ -16,6 +16,10 @@ from cdc_console.core.mysqltypes import TypeFamily, family_of
 from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import JSONObject, JSONValue
 
+#: A counted table's mirror column holding how many source rows have the row's content
+#: (``TableSchema.counted``); a source column of that name makes the table uncapturable.
+COUNT_COLUMN = "_cdc_count"
+
 
 @dataclass(frozen=True, order=True)
 class TableId:
@@ -146,6 +150,11 @@ class TableSchema:
     ``retired`` are columns the source dropped that its mirror keeps (null in every row written
     since): the mirror's columns are ``columns`` then ``retired``; the source is read with
     ``columns`` only.
+
+    ``counted``: the table has no key that tells its rows apart (no primary key and no NOT NULL
+    column with a UNIQUE index of its own), so duplicates are legal. Its rows are then
+    identified by their whole content, and its mirror holds each distinct row once with its
+    multiplicity in ``COUNT_COLUMN`` (``sinks.counted``).
     """
 
     table_id: TableId
@@ -154,6 +163,7 @@ class TableSchema:
     chunk_key: str
     extra: dict[str, JSONValue] = field(default_factory=dict, compare=False)
     retired: tuple[ColumnInfo, ...] = ()
+    counted: bool = False
 
     @property
     def column_names(self) -> list[str]:
@@ -167,8 +177,13 @@ class TableSchema:
 
     @property
     def key_columns(self) -> tuple[str, ...]:
-        """Columns that identify a row: the primary key, or the configured chunk key."""
-        return self.primary_key or (self.chunk_key,)
+        """Columns that identify a row: the primary key, the unique chunk key, or (a counted
+        table) every column."""
+        if self.primary_key:
+            return self.primary_key
+        if self.counted:
+            return tuple(self.column_names)
+        return (self.chunk_key,)
 
     @property
     def uncaptured(self) -> str:
@@ -177,6 +192,11 @@ class TableSchema:
         for column in self.columns:
             if column.family is None:
                 return f"column {column.name} has type {column.column_type}, which is not captured"
+        if self.counted and COUNT_COLUMN in self.column_names:
+            return (
+                f"it has no unique key, so its mirror counts duplicate rows in a column "
+                f"{COUNT_COLUMN}, which is also the name of one of its own columns"
+            )
         return ""
 
 
@@ -269,6 +289,8 @@ def schema_to_dict(schema: TableSchema) -> JSONObject:
     }
     if schema.retired:
         data["retired"] = [_column_to_dict(c) for c in schema.retired]
+    if schema.counted:
+        data["counted"] = True
     return data
 
 
@@ -279,4 +301,5 @@ def schema_from_dict(data: Mapping[str, Loaded]) -> TableSchema:
         tuple(data["primary_key"]),
         data["chunk_key"],
         retired=tuple(_column_from_dict(c) for c in data.get("retired", ())),
+        counted=bool(data.get("counted", False)),
     )

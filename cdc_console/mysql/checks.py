@@ -27,7 +27,7 @@ from typing import Literal
 import pymysql
 
 from cdc_console.config import PipelineConfig, SourceConfig, parse_table_pattern
-from cdc_console.core.schema import TableId, TableSchema, quote_ident
+from cdc_console.core.schema import COUNT_COLUMN, TableId, TableSchema, quote_ident
 from cdc_console.core.untyped import Connection
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, ConfigError, SourceError, redact
@@ -381,18 +381,6 @@ def _position_check(
     )
 
 
-def _unique_not_null_columns(conn: Connection, table_id: TableId) -> set[str]:
-    """Columns that alone form a full-length UNIQUE index: each row has a distinct value."""
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT INDEX_NAME, MAX(COLUMN_NAME), COUNT(*), MAX(SUB_PART IS NOT NULL) "
-            "FROM information_schema.STATISTICS "
-            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0 GROUP BY INDEX_NAME",
-            (table_id.database, table_id.table),
-        )
-        return {str(col) for _, col, count, prefix in cur.fetchall() if count == 1 and not prefix}
-
-
 def _order_check(conn: Connection, schema: TableSchema) -> list[CheckResult]:
     """A warning when the chunk key cannot be ordered outside the server, so that the table is
     read as one chunk (``mysql.key_weights``); nothing when it can."""
@@ -414,7 +402,7 @@ def _order_check(conn: Connection, schema: TableSchema) -> list[CheckResult]:
     ]
 
 
-def _key_check(conn: Connection, schema: TableSchema, configured: str | None) -> CheckResult:
+def _key_check(schema: TableSchema, configured: str | None) -> CheckResult:
     table_id = schema.table_id
     name = f"key {table_id}"
     setting = f'snapshot.chunk_key = {{ "{table_id}" = "<column>" }}'
@@ -432,37 +420,32 @@ def _key_check(conn: Connection, schema: TableSchema, configured: str | None) ->
             return _fail(
                 name,
                 f"{detail}: chunk key column {configured} is nullable, and rows whose chunk key is "
-                "NULL fall outside every chunk range",
+                "NULL are all read with the first chunk",
                 f"choose a NOT NULL column in snapshot.chunk_key for {table_id}, or remove the entry "
                 "to chunk on the primary key",
                 area="config",
                 severity="warning",
             )
         return _ok(name, detail, area="config")
-    unique = _unique_not_null_columns(conn, table_id)
-    candidates = [c for c in schema.column_names if c in unique and not schema.column(c).nullable]
-    if configured is None:
-        hint = f" (candidates: {', '.join(candidates)})" if candidates else ""
+    if not schema.counted:
+        how = "configured" if configured is not None else "its own UNIQUE index"
+        return _ok(
+            name, f"no primary key; rows told apart by {schema.chunk_key} ({how})", area="config"
+        )
+    column = schema.column(schema.chunk_key)
+    detail = (
+        f"no unique key: rows are told apart by their whole content, duplicates counted "
+        f"({COUNT_COLUMN} in the mirror); chunks on {column.name}"
+    )
+    if column.nullable:
         return _fail(
             name,
-            f"{table_id} has no primary key and no chunk key is configured: the snapshot cannot "
-            "split it and the sink cannot tell its rows apart",
-            f"set {setting} naming a NOT NULL column with a UNIQUE index{hint}, or "
-            f"ALTER TABLE {table_id.quoted()} ADD PRIMARY KEY (...);",
+            f"{detail}, which is nullable: rows where it is NULL are all read with the first chunk",
+            f"if many rows have no {column.name}, set {setting} to a NOT NULL column",
             area="config",
+            severity="warning",
         )
-    if configured not in candidates:
-        return _fail(
-            name,
-            f"{table_id} has no primary key and its chunk key {configured} is not a NOT NULL column "
-            "with its own UNIQUE index: the sink identifies rows by it, so rows sharing a value "
-            "would overwrite each other",
-            f"set {setting} to a unique NOT NULL column"
-            + (f" ({', '.join(candidates)})" if candidates else "")
-            + f", or ALTER TABLE {table_id.quoted()} ADD UNIQUE ({quote_ident(configured)});",
-            area="config",
-        )
-    return _ok(name, f"no primary key; chunks on unique column {configured}", area="config")
+    return _ok(name, detail, area="config")
 
 
 def _select_check(conn: Connection, table_id: TableId, account: str) -> CheckResult:
@@ -560,7 +543,7 @@ def _table_checks(
                 continue
             loaded.append(schema)
             select = _select_check(conn, table_id, account)
-            key = _key_check(conn, schema, configured)
+            key = _key_check(schema, configured)
             results += [select, key]
             if not key.blocking and schema.chunk_key in schema.column_names:
                 results += _order_check(conn, schema)
@@ -693,7 +676,7 @@ def check_table(conn: Connection, config: PipelineConfig, table_id: TableId) -> 
             f"{table_id} does not exist on the source server, or {account} cannot see it",
             f"check the name; if it exists: GRANT SELECT ON {table_id.quoted()} TO {account};",
         ) from None
-    for result in (_select_check(conn, table_id, account), _key_check(conn, schema, configured)):
+    for result in (_select_check(conn, table_id, account), _key_check(schema, configured)):
         if result.blocking:
             raise SourceError(result.detail, result.fix or "")
     return schema

@@ -160,3 +160,44 @@ def binary_logs(conn: pymysql.connections.Connection) -> list[tuple[str, int]]:
     with conn.cursor() as cur:
         cur.execute("SHOW BINARY LOGS")
         return [(str(r[0]), int(r[1])) for r in cur.fetchall()]
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes | bytearray) else str(value)
+
+
+def begin_consistent_snapshot(conn: pymysql.connections.Connection) -> BinlogOffset | None:
+    """Open a transaction whose reads see the data exactly as of a binlog position, and return
+    that position (with its GTID state); None where the server cannot say it.
+
+    ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` under REPEATABLE READ fixes what the
+    transaction's reads see. MariaDB (and Percona Server) then report, as the status variables
+    ``Binlog_snapshot_file``/``Binlog_snapshot_position``, the binlog position right after the
+    last transaction that snapshot includes: lock-free, as ``mariadb-dump --single-transaction
+    --master-data`` uses it. MySQL has no such variable: the transaction is rolled back and
+    None returned. The caller ends the transaction (``COMMIT``) after its reads.
+    """
+    with conn.cursor() as cur:
+        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        cur.execute("SHOW STATUS LIKE 'binlog\\_snapshot\\_%'")
+        status = {_text(name).lower(): _text(value) for name, value in cur.fetchall()}
+    file, pos = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
+    if not file or pos is None:
+        conn.rollback()
+        return None
+    return gtid_of(conn, BinlogOffset(file=file, pos=int(pos)))
+
+
+def transactional(conn: pymysql.connections.Connection, database: str, table: str) -> bool:
+    """Whether the table's engine has transactions, so a consistent snapshot covers its reads
+    (a MyISAM or Aria table is read as it is at the moment of the read)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT e.TRANSACTIONS FROM information_schema.TABLES t "
+            "JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE "
+            "WHERE t.TABLE_SCHEMA = %s AND t.TABLE_NAME = %s",
+            (database, table),
+        )
+        row: DriverRow | None = cur.fetchone()
+    return row is not None and _text(row[0]).upper() == "YES"

@@ -62,8 +62,8 @@ def load_table_schema(
 ) -> TableSchema:
     """Columns and key of one table. Raises ``LookupError`` when the table does not exist.
 
-    ``chunk_key`` overrides the first primary-key column (a table without a primary key needs one;
-    the caller turns its absence into a user-facing error). MariaDB ``JSON`` columns, which the
+    ``chunk_key`` overrides the first primary-key column, or chooses among a table's own
+    unique columns (``_without_primary_key``). MariaDB ``JSON`` columns, which the
     server reports as ``longtext``, come back as ``json`` (see ``mark_json_columns``).
     """
     with conn.cursor() as cur:
@@ -106,8 +106,61 @@ def load_table_schema(
         primary_key = tuple(str(r[0]) for r in cur.fetchall())
         if any(c.data_type == "longtext" for c in columns):
             columns = list(mark_json_columns(columns, _check_clauses(cur, table_id)))
-    key = chunk_key or (primary_key[0] if primary_key else "")
-    return TableSchema(table_id, tuple(columns), primary_key, key)
+        if primary_key:
+            return TableSchema(table_id, tuple(columns), primary_key, chunk_key or primary_key[0])
+        unique, leading = _indexed_columns(cur, table_id)
+    return _without_primary_key(table_id, tuple(columns), chunk_key, unique, leading)
+
+
+def _indexed_columns(cur: Cursor, table_id: TableId) -> tuple[list[str], list[str]]:
+    """The columns that alone form a full-length UNIQUE index (each row has a distinct value,
+    NULL aside), and the columns that lead any index, each in index-name order."""
+    cur.execute(
+        "SELECT INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME, SUB_PART "
+        "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+        "ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+        (table_id.database, table_id.table),
+    )
+    parts: dict[str, list[tuple[bool, str, bool]]] = {}
+    for index, non_unique, _, column, sub_part in cur.fetchall():
+        parts.setdefault(str(index), []).append(
+            (str(non_unique) == "0", str(column), sub_part is not None)
+        )
+    unique = [
+        cols[0][1] for cols in parts.values() if len(cols) == 1 and cols[0][0] and not cols[0][2]
+    ]
+    leading = [cols[0][1] for cols in parts.values()]
+    return unique, leading
+
+
+def _without_primary_key(
+    table_id: TableId,
+    columns: tuple[ColumnInfo, ...],
+    configured: str | None,
+    unique: list[str],
+    leading: list[str],
+) -> TableSchema:
+    """The key of a table without a primary key.
+
+    A NOT NULL column with a UNIQUE index of its own identifies rows: the configured one, or
+    else the first such column. Without one the table is *counted* (``TableSchema.counted``):
+    its rows are told apart by their whole content, duplicates counted, and it chunks on the
+    configured column, else a NOT NULL column that leads an index (a range read can use it),
+    else its first NOT NULL column, else its first column (NULLs go to the first chunk).
+    """
+    nullable = {c.name: c.nullable for c in columns}
+    keys = [c for c in unique if c in nullable and not nullable[c]]
+    if configured is not None and configured in keys:
+        return TableSchema(table_id, columns, (), configured)
+    if configured is None and keys:
+        first = min(keys, key=[c.name for c in columns].index)
+        return TableSchema(table_id, columns, (), first)
+    if configured is not None:
+        return TableSchema(table_id, columns, (), configured, counted=True)
+    not_null = [c.name for c in columns if not c.nullable]
+    indexed = [c for c in leading if c in not_null]
+    chunk = (indexed or not_null or [columns[0].name])[0]
+    return TableSchema(table_id, columns, (), chunk, counted=True)
 
 
 def null_default_columns(conn: Connection, table_id: TableId) -> set[str]:

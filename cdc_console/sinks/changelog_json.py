@@ -11,7 +11,8 @@ a temporary file and renamed into place, so a retried batch replaces its earlier
 never duplicated, never half-written (*Exactly once*, *Crash-safe resume*). Lines are in apply order (``sort_key``).
 
 Range replaces (REDUMP) need the sink's current keys to know which to delete; this sink
-recovers them by replaying the table's earlier batch files. That is O(history) per batch with
+recovers them by replaying the table's earlier batch files (with their counts, for a table
+without a unique key: ``replay_counts``). That is O(history) per batch with
 range replaces, acceptable for a debugging sink.
 """
 
@@ -27,8 +28,9 @@ from cdc_console.core.records import OPS, UPSERT_OPS, ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.sinks.base import Key, ReplaceRange, SinkStats, TableBatchSink
-from cdc_console.sinks.delta import plan_table_batch, split_keys
+from cdc_console.sinks.counted import CountedPlan, MirrorCounts, plan_counted_batch
 from cdc_console.sinks.lake_layout import mirror_path
+from cdc_console.sinks.netting import TableBatchPlan, plan_table_batch, split_keys
 
 _BATCH_FILE = re.compile(r"^batch-(\d+)\.jsonl$")
 
@@ -83,6 +85,25 @@ def replay_changelog(
     return state
 
 
+def replay_counts(lines: Iterable[str], key_columns: Sequence[str]) -> MirrorCounts:
+    """Fold a counted table's changelog-json lines into its distinct rows with their counts
+    (``sinks.counted``): ``+I``/``+U`` add a copy, ``-U``/``-D`` take one away."""
+    state: MirrorCounts = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        data = message["data"]
+        key = tuple(data[c] for c in key_columns)
+        _, count = state.get(key, (data, 0))
+        count += 1 if message["op"] in UPSERT_OPS else -1
+        if count:
+            state[key] = (data, count)
+        else:
+            state.pop(key, None)
+    return state
+
+
 class ChangelogJsonSink(TableBatchSink):
     """Writes each batch's changes as changelog-json files under ``root`` (module docstring)."""
 
@@ -128,10 +149,23 @@ class ChangelogJsonSink(TableBatchSink):
         records: Sequence[ChangeRecord],
         replaces: list[ReplaceRange],
     ) -> SinkStats:
-        absent: list[dict[Key, CanonicalRow | None]] = []
-        if replaces:
-            absent = self._state_absent(batch_id, schema, records, replaces)
-        plan = plan_table_batch(schema, records, replaces, absent, want_changes=True)
+        plan: TableBatchPlan | CountedPlan
+        if schema.counted:
+            held: list[MirrorCounts] = []
+            if replaces:
+                state = replay_counts(
+                    self.read_lines(schema.table_id, before=batch_id), schema.key_columns
+                )
+                held = [
+                    {k: held for k, held in state.items() if replace.in_range(held[0])}
+                    for replace in replaces
+                ]
+            plan = plan_counted_batch(schema, records, replaces, held, want_changes=True)
+        else:
+            absent: list[dict[Key, CanonicalRow | None]] = []
+            if replaces:
+                absent = self._state_absent(batch_id, schema, records, replaces)
+            plan = plan_table_batch(schema, records, replaces, absent, want_changes=True)
         if not plan.changes:
             return {"lines": 0, "range_deleted": 0, "path": None}
         path = self.batch_path(schema.table_id, batch_id)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from cdc_console.config import LakeConfig
-from cdc_console.core.schema import TableId
+from cdc_console.core.schema import COUNT_COLUMN, TableId
 
 _SAFE_DECIMAL = 18  # decimals up to this precision get correct statistics from delta-rs
 _DEFAULT_INDEXED_COLUMNS = 32  # Delta's default delta.dataSkippingNumIndexedCols
@@ -83,8 +83,9 @@ CHANGELOG_FIELDS: tuple[pa.Field, ...] = (
 
 
 def changelog_schema(lake: pa.Schema) -> pa.Schema:
-    """The changelog table's schema for a mirror whose lake schema is ``lake``."""
-    return pa.schema([*lake, *CHANGELOG_FIELDS])
+    """The changelog table's schema for a mirror whose lake schema is ``lake``: one row per
+    change, so a counted mirror's multiplicity is not among its columns."""
+    return pa.schema([*(f for f in lake if f.name != COUNT_COLUMN), *CHANGELOG_FIELDS])
 
 
 def lake_schema(typed: pa.Schema, lake: LakeConfig) -> pa.Schema:
@@ -110,6 +111,8 @@ def to_lake(data: pa.Table, schema: pa.Schema) -> pa.Table:
     for field_ in schema:
         if data.schema.get_field_index(field_.name) < 0:
             data = data.append_column(field_, pa.nulls(data.num_rows, field_.type))
+    if data.column_names != schema.names:
+        data = data.select(schema.names)
     return data.cast(schema)
 
 

@@ -54,7 +54,8 @@ class SplitWatermarks:
     def owner_high_watermark(self, key: RawKey) -> BinlogOffset | None:
         if not self._infos:
             return None
-        index = bisect.bisect_right(self._starts, self.order.sort_key(key))
+        # a NULL chunk key belongs to the first chunk (ChunkRange.contains)
+        index = 0 if key is None else bisect.bisect_right(self._starts, self.order.sort_key(key))
         info = self._infos[index]
         if not info.split.range.contains(key, self.order):
             return None

@@ -219,11 +219,16 @@ def evolution(
     """
     if new.primary_key != old.primary_key or new.chunk_key != old.chunk_key:
         return f"its key changed ({', '.join(old.primary_key)} -> {', '.join(new.primary_key)})"
+    if new.counted != old.counted:
+        return "it gained or lost its only unique key: its rows are identified anew"
     change = column_change(statement)
     if change is None:
         # No column changed, whatever the table's shape is by now (a later DDL is met in
         # the binlog and settled on its own).
         return old
+    if new.counted:
+        # A row's content is its identity: any column change gives every mirror row a new one.
+        return Reread(f"{statement.split()[0].upper()} of a table without a unique key", new)
     renames = dict(change.renamed) if isinstance(change, ColumnChange) else {}
     dropped = {n.lower() for n in change.dropped} if isinstance(change, ColumnChange) else set()
     now_by_name = {c.name.lower(): c for c in new.columns}

@@ -23,6 +23,7 @@ upsert and delete idempotent. Changes after HW are the binlog reader's, filtered
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,7 +41,12 @@ from cdc_console.core.values import RawKey
 from cdc_console.mysql.binlog import read_window
 from cdc_console.mysql.connection import connect, text_mode_conversions, text_mode_decoders
 from cdc_console.mysql.key_weights import key_order
-from cdc_console.mysql.position import current_position, gtid_of
+from cdc_console.mysql.position import (
+    begin_consistent_snapshot,
+    current_position,
+    gtid_of,
+    transactional,
+)
 from cdc_console.mysql.rawrows import RawResult, select_raw
 from cdc_console.mysql.retry import error_code
 from cdc_console.source.jsonvalues import compact_encoder
@@ -98,6 +104,20 @@ class SnapshotSplitResult:
 #: "Unknown column": a column the chunk's SELECT names is gone
 _ER_BAD_FIELD_ERROR = 1054
 
+#: reads of a counted chunk, on a server without a snapshot position, before it gives up
+_QUIET_ATTEMPTS = 8
+
+#: tests read counted chunks as a MySQL source would, by quiet windows alone
+_NO_EXACT = os.environ.get("CDC_TEST_NO_SNAPSHOT_POSITION") == "1"
+
+
+class SnapshotContendedError(RuntimeError):
+    """A counted table's chunk could not be read exactly: it changed during every read."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(f"{message}; {hint}")
+        self.hint = hint
+
 
 def _name(value: DriverValue) -> str:
     """An information_schema name, which text-mode connections return as bytes."""
@@ -107,7 +127,8 @@ def _name(value: DriverValue) -> str:
 def chunk_query(
     schema: TableSchema, split: SnapshotSplit, columns: str
 ) -> tuple[str, list[RawKey]]:
-    """The chunk's SELECT: half-open on the chunk key, unbounded ends omitted.
+    """The chunk's SELECT: half-open on the chunk key, unbounded ends omitted; the first chunk
+    also holds the rows whose (nullable) chunk key is NULL (``ChunkRange.contains``).
 
     ``columns`` is the normaliser's select list (FLOAT must be selected as ``f + 0e0`` or the
     server's text protocol rounds it to six digits, disagreeing with the binlog's float32).
@@ -119,7 +140,8 @@ def chunk_query(
         where.append(f"{key} >= %s")
         args.append(split.range.start)
     if split.range.end is not None:
-        where.append(f"{key} < %s")
+        nulls = split.range.start is None and schema.column(split.chunk_key).nullable
+        where.append(f"({key} < %s OR {key} IS NULL)" if nulls else f"{key} < %s")
         args.append(split.range.end)
     sql = f"SELECT {columns} FROM {schema.table_id.quoted()}"
     if where:
@@ -164,6 +186,9 @@ class SnapshotSplitReader:
         self.order = key_order(key_column, source)
         self.connection = connection
         self.text_mode = text_mode
+        #: whether a counted table's chunks are read in a consistent snapshot (None: not
+        #: asked yet)
+        self._snapshots: bool | None = None
         self._text_decoders = [
             (i, decode)
             for i, decode in enumerate(text_mode_decoders(schema.columns))
@@ -178,9 +203,86 @@ class SnapshotSplitReader:
         if conn is None:
             conn = open_text_mode(self.source) if self.text_mode else connect(self.source)
         try:
-            self.hooks.run("pre_low_watermark")
-            low = current_position(conn, with_gtid=True)
-            log.info("split %s step 1: low watermark %s", sid, low)
+            for attempt in range(1, _QUIET_ATTEMPTS + 1):
+                low, high, raw, selected, changed = self._watermarked_select(conn, split)
+                if changed or not self.schema.counted or high == low:
+                    break
+                # A counted chunk is only exact where nothing in its range changed between
+                # the watermarks: which of those changes the SELECT saw is unknown, and a
+                # duplicate-holding row cannot be replayed idempotently.
+                if not self._touched(split, low, high):
+                    log.info("split %s: no change in range in [%s, %s): exact", sid, low, high)
+                    break
+                if attempt == _QUIET_ATTEMPTS:
+                    raise SnapshotContendedError(
+                        f"chunk {split.range} of {self.schema.table_id} (no unique key) changed "
+                        f"during each of {attempt} reads, and this server cannot say which "
+                        "binlog position a read sees (no Binlog_snapshot_position)",
+                        "re-dump the table at a quieter time, or give it a primary key",
+                    )
+                log.info("split %s: changed in range while read, attempt %d", sid, attempt)
+                time.sleep(min(2.0, 0.05 * 2**attempt))
+        finally:
+            if self.connection is None:
+                conn.close()
+        if changed:
+            log.warning(
+                "split %s: %s changed shape during its snapshot (%s): nothing read; the "
+                "table is read again in its new shape",
+                sid,
+                self.schema.table_id,
+                changed,
+            )
+            duration_ms = int((time.monotonic() - clock) * 1000)
+            return SnapshotSplitResult(
+                split, low, low, [], 0, started, duration_ms, reshaped=changed
+            )
+        if raw is not None:
+            if high == low or self.schema.counted:
+                log.info("split %s step 4: no backfill, the rows are exact at %s", sid, high)
+                duration_ms = int((time.monotonic() - clock) * 1000)
+                return SnapshotSplitResult(split, low, high, [], 0, started, duration_ms, raw=raw)
+            selected = raw.driver_rows()
+        events = 0
+        if self.schema.counted:
+            rows = [self.normalizer.snapshot_row(self._driver_values(v)) for v in selected]
+            log.info("split %s step 4: no backfill, the rows are exact at %s", sid, high)
+        else:
+            buffer: dict[tuple[CanonicalValue, ...], CanonicalRow] = {}
+            for values in selected:
+                row = self.normalizer.snapshot_row(self._driver_values(values))
+                buffer[self.normalizer.key_of(row)] = row
+            if high > low:
+                events, high = self._backfill(split, buffer, low, high)
+                log.info(
+                    "split %s step 4: backfilled %d binlog changes of [%s, %s)",
+                    sid,
+                    events,
+                    low,
+                    high,
+                )
+            else:
+                log.info("split %s step 4: no backfill, high watermark equals low watermark", sid)
+            rows = list(buffer.values())
+        duration_ms = int((time.monotonic() - clock) * 1000)
+        records = [] if self.text_mode else self._records(split, rows, high)
+        return SnapshotSplitResult(split, low, high, rows, events, started, duration_ms, records)
+
+    def _watermarked_select(
+        self, conn: Connection, split: SnapshotSplit
+    ) -> tuple[BinlogOffset, BinlogOffset, RawResult | None, list[DriverRow], str]:
+        """Steps 1 to 3: the low watermark, the chunk's rows, the high watermark, and why the
+        table was not read ("" when it was). A counted table's chunk is read inside a
+        consistent snapshot where the server says its position: both watermarks are then that
+        position, and the rows are exact at it."""
+        sid = split.split_id
+        raw: RawResult | None = None
+        selected: list[DriverRow] = []
+        self.hooks.run("pre_low_watermark")
+        snapshot = self._begin_exact(conn)
+        low = snapshot or current_position(conn, with_gtid=True)
+        log.info("split %s step 1: low watermark %s", sid, low)
+        try:
             self.hooks.run("post_low_watermark")
             # A table whose columns changed since its snapshot began is not read in its old
             # shape (a value of a widened column may not fit it, a dropped one fails the
@@ -194,49 +296,56 @@ class SnapshotSplitReader:
                     if not self.park_on_schema_change or error_code(exc) != _ER_BAD_FIELD_ERROR:
                         raise
                     changed = f"a column it reads is gone: {exc.args[-1]}"
-            if changed:
-                log.warning(
-                    "split %s: %s changed shape during its snapshot (%s): nothing read; the "
-                    "table is read again in its new shape",
-                    sid,
-                    self.schema.table_id,
-                    changed,
-                )
-                duration_ms = int((time.monotonic() - clock) * 1000)
-                return SnapshotSplitResult(
-                    split, low, low, [], 0, started, duration_ms, reshaped=changed
-                )
-            count = raw.row_count if raw is not None else len(selected)
-            log.info("split %s step 2: selected %d rows of %s", sid, count, split.range)
-            self.hooks.run("pre_high_watermark")
-            high = current_position(conn, with_gtid=True)
-            log.info("split %s step 3: high watermark %s", sid, high)
-            self.hooks.run("post_high_watermark")
         finally:
-            if self.connection is None:
-                conn.close()
-        if raw is not None:
-            if high == low:
-                log.info("split %s step 4: no backfill, high watermark equals low watermark", sid)
-                duration_ms = int((time.monotonic() - clock) * 1000)
-                return SnapshotSplitResult(split, low, high, [], 0, started, duration_ms, raw=raw)
-            selected = raw.driver_rows()
-        buffer: dict[tuple[CanonicalValue, ...], CanonicalRow] = {}
-        for values in selected:
-            row = self.normalizer.snapshot_row(self._driver_values(values))
-            buffer[self.normalizer.key_of(row)] = row
-        events = 0
-        if high > low:
-            events, high = self._backfill(split, buffer, low, high)
-            log.info(
-                "split %s step 4: backfilled %d binlog changes of [%s, %s)", sid, events, low, high
-            )
-        else:
-            log.info("split %s step 4: no backfill, high watermark equals low watermark", sid)
-        rows = list(buffer.values())
-        duration_ms = int((time.monotonic() - clock) * 1000)
-        records = [] if self.text_mode else self._records(split, rows, high)
-        return SnapshotSplitResult(split, low, high, rows, events, started, duration_ms, records)
+            if snapshot is not None:
+                conn.commit()
+        if changed:
+            return low, low, None, [], changed
+        count = raw.row_count if raw is not None else len(selected)
+        log.info("split %s step 2: selected %d rows of %s", sid, count, split.range)
+        self.hooks.run("pre_high_watermark")
+        high = snapshot or current_position(conn, with_gtid=True)
+        log.info("split %s step 3: high watermark %s", sid, high)
+        self.hooks.run("post_high_watermark")
+        return low, high, raw, selected, ""
+
+    def _begin_exact(self, conn: Connection) -> BinlogOffset | None:
+        """For a counted table: a consistent snapshot begun, and the position it is exact at
+        (``begin_consistent_snapshot``); None for other tables, for tables whose engine has
+        no transactions, and on servers that cannot say the position."""
+        if not self.schema.counted:
+            return None
+        if self._snapshots is None:
+            table = self.schema.table_id
+            self._snapshots = transactional(conn, table.database, table.table) and not _NO_EXACT
+        if not self._snapshots:
+            return None
+        position = begin_consistent_snapshot(conn)
+        if position is None:
+            self._snapshots = False
+        return position
+
+    def _touched(self, split: SnapshotSplit, low: BinlogOffset, high: BinlogOffset) -> bool:
+        """Whether a change in ``[low, high)`` has an image in the chunk, or the table changed
+        shape there."""
+        table = self.schema.table_id
+        reshaped: list[SchemaChange] = []
+
+        def on_change(_table: TableId, change: SchemaChange) -> None:
+            reshaped.append(change)
+
+        for change in read_window(
+            self.source,
+            self.server_id,
+            low,
+            high,
+            [table],
+            {table: self.schema.column_names},
+            on_change,
+        ):
+            if self._in_chunk(split, change.before) or self._in_chunk(split, change.after):
+                return True
+        return bool(reshaped)
 
     def _select(
         self, conn: Connection, sql: str, args: list[RawKey]

@@ -71,7 +71,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily
-from cdc_console.core.schema import ColumnInfo, TableSchema
+from cdc_console.core.schema import COUNT_COLUMN, ColumnInfo, TableSchema
 from cdc_console.core.untyped import ArrowValue
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 
@@ -209,8 +209,12 @@ def arrow_schema(schema: TableSchema) -> pa.Schema:
 
 def mirror_schema(schema: TableSchema) -> pa.Schema:
     """The typed schema of a table's mirror: its source columns, then the columns the source
-    dropped that the mirror keeps (``TableSchema.retired``)."""
-    return pa.schema([codec_for(c).field for c in (*schema.columns, *schema.retired)])
+    dropped that the mirror keeps (``TableSchema.retired``), then, for a counted table, each
+    row's multiplicity (``COUNT_COLUMN``)."""
+    fields = [codec_for(c).field for c in (*schema.columns, *schema.retired)]
+    if schema.counted:
+        fields.append(pa.field(COUNT_COLUMN, pa.int64(), nullable=False))
+    return pa.schema(fields)
 
 
 def columns_to_table(

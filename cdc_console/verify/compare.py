@@ -9,10 +9,15 @@ the differing rows are turned back into canonical values for the report.
 
 Binlog changes folded onto a side (``Fold``) replace whole rows by key: with full row images the
 last change of a key in a window is its state at the window's end, whatever it was before.
+
+A counted table (no unique key, ``sinks.counted``) is a multiset: both sides hold each row as
+often as the source does (the mirror's rows expanded by their count), a fold adds and takes away
+copies, and a difference is a copy one side has more of.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -55,6 +60,8 @@ class Fold:
     deleted. Applied over a side's rows it gives that side's state at the window's end."""
 
     rows: dict[Key, CanonicalRow | None] = field(default_factory=dict)
+    #: a counted table's fold: per distinct row, copies added (or, negative, taken away)
+    counts: dict[Key, tuple[CanonicalRow, int]] = field(default_factory=dict)
 
     def delete(self, key: Key) -> None:
         self.rows[key] = None
@@ -62,8 +69,12 @@ class Fold:
     def upsert(self, key: Key, row: CanonicalRow) -> None:
         self.rows[key] = row
 
+    def count(self, key: Key, row: CanonicalRow, change: int) -> None:
+        _, before = self.counts.get(key, (row, 0))
+        self.counts[key] = (row, before + change)
+
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.rows) + len(self.counts)
 
 
 def typed(schema: TableSchema, table: pa.Table) -> pa.Table:
@@ -83,6 +94,8 @@ def keys_table(schema: TableSchema, keys: Iterable[Key]) -> pa.Table:
 
 def overlay(schema: TableSchema, base: pa.Table, fold: Fold) -> pa.Table:
     """``base`` with ``fold``'s keys replaced by their folded rows (or removed)."""
+    if fold.counts:
+        return _overlay_counts(schema, base, fold)
     if not fold.rows:
         return base
     keys = list(schema.key_columns)
@@ -91,6 +104,21 @@ def overlay(schema: TableSchema, base: pa.Table, fold: Fold) -> pa.Table:
     if not present:
         return kept.select(base.column_names)
     return pa.concat_tables([kept.select(base.column_names), rows_to_table(schema, present)])
+
+
+def _overlay_counts(schema: TableSchema, base: pa.Table, fold: Fold) -> pa.Table:
+    """A counted side with ``fold``'s copies added and taken away."""
+    change = {key: count for key, (_, count) in fold.counts.items()}
+    kept = []
+    for row in table_to_rows(schema, base):
+        key = key_of_row(schema, row)
+        if change.get(key, 0) < 0:
+            change[key] += 1
+            continue
+        kept.append(row)
+    for key, count in change.items():
+        kept.extend([fold.counts[key][0]] * count)
+    return rows_to_table(schema, kept).select(base.column_names)
 
 
 def key_of_row(schema: TableSchema, row: CanonicalRow) -> Key:
@@ -103,6 +131,8 @@ def compare(schema: TableSchema, source: pa.Table, mirror: pa.Table) -> list[Dif
     order = [(name, "ascending") for name in keys]
     if source.num_rows == mirror.num_rows and source.sort_by(order).equals(mirror.sort_by(order)):
         return []
+    if schema.counted:
+        return _count_differences(schema, source, mirror)
     others = [name for name in schema.column_names if name not in keys]
     left = _marked(source, others, _SOURCE)
     right = _marked(mirror, others, _MIRROR)
@@ -120,6 +150,24 @@ def compare(schema: TableSchema, source: pa.Table, mirror: pa.Table) -> list[Dif
     if wrong.num_rows == 0:
         return []
     return _differences(schema, wrong, others)
+
+
+def _count_differences(schema: TableSchema, source: pa.Table, mirror: pa.Table) -> list[Difference]:
+    """A counted table's differences: one per copy of a row that one side has more of."""
+    sides: list[Counter[Key]] = [Counter(), Counter()]
+    rows: dict[Key, CanonicalRow] = {}
+    for counter, table in zip(sides, (source, mirror), strict=True):
+        for row in table_to_rows(schema, table):
+            key = key_of_row(schema, row)
+            rows[key] = row
+            counter[key] += 1
+    found: list[Difference] = []
+    for key, row in rows.items():
+        surplus = sides[0][key] - sides[1][key]
+        kind = DifferenceKind.MISSING if surplus > 0 else DifferenceKind.EXTRA
+        found.extend(Difference(kind, key, {}, row[schema.chunk_key]) for _ in range(abs(surplus)))
+    found.sort(key=lambda d: repr(d.key))
+    return found
 
 
 def _marked(table: pa.Table, others: Sequence[str], side: str) -> pa.Table:

@@ -30,7 +30,7 @@ from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.schema import TableSchema
+from cdc_console.core.schema import COUNT_COLUMN, TableSchema
 from cdc_console.figures import table_position
 from cdc_console.mysql.key_weights import key_order
 from cdc_console.sinks.delta import pipeline_app_id
@@ -108,6 +108,8 @@ def _read_ranges(
     wanted = arrow_schema(schema)
     dataset = table.to_pyarrow_dataset()
     present = [name for name in schema.column_names if name in dataset.schema.names]
+    if schema.counted:
+        present.append(COUNT_COLUMN)
     column = schema.column(schema.chunk_key)
     start, end = ranges[0].start, ranges[-1].end
     expression = None
@@ -121,16 +123,27 @@ def _read_ranges(
             assert isinstance(end, int), end
             below = field < lake_scalar(end, stored)
             expression = below if expression is None else expression & below
+        if start is None and column.nullable:
+            expression = expression | field.is_null()
     data = dataset.to_table(columns=present, filter=expression)
     data = from_lake(data, wanted)
     for name in schema.column_names:
         if name not in present:
             # a column added online that no committed batch has written yet: NULL everywhere
             data = data.append_column(name, pa.nulls(data.num_rows, wanted.field(name).type))
+    if schema.counted:
+        data = expand_counts(data)
     rows = typed(schema, data)
     if expression is None and (start is not None or end is not None):
         rows = rows.filter(pa.array(in_ranges(schema, rows, ranges, source), pa.bool_()))
     return rows
+
+
+def expand_counts(data: pa.Table) -> pa.Table:
+    """A counted mirror's rows as the source holds them: each ``COUNT_COLUMN`` times."""
+    counts = data.column(COUNT_COLUMN).to_pylist()
+    repeated = [index for index, count in enumerate(counts) for _ in range(count)]
+    return data.take(pa.array(repeated, type=pa.int64())).drop_columns([COUNT_COLUMN])
 
 
 def lake_scalar(value: int, stored: pa.DataType) -> pa.Scalar:

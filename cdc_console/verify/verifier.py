@@ -338,15 +338,20 @@ class Verifier:
                     return index
             return None
 
-        def apply(change: RowChange, index: int | None, key: Key, row: CanonicalRow | None) -> None:
+        def apply(
+            change: RowChange, index: int | None, key: Key, image: CanonicalRow, upsert: bool
+        ) -> None:
             if index is None:
                 return
+            row = image if upsert else None
             for fold, since in (
                 (source_folds[index], chunks[index].high_watermark),
                 (mirror_fold, mirror_at[index]),
             ):
                 if change.position >= since:
-                    if row is None:
+                    if schema.counted:
+                        fold.count(key, image, -1 if row is None else 1)
+                    elif row is None:
                         fold.delete(key)
                     else:
                         fold.upsert(key, row)
@@ -357,10 +362,10 @@ class Verifier:
         ):
             if change.before is not None:
                 before = normalizer.binlog_row(change.before, change.before_none_sources)
-                apply(change, chunk_of(change.before), normalizer.key_of(before), None)
+                apply(change, chunk_of(change.before), normalizer.key_of(before), before, False)
             if change.after is not None:
                 after = normalizer.binlog_row(change.after, change.after_none_sources)
-                apply(change, chunk_of(change.after), normalizer.key_of(after), after)
+                apply(change, chunk_of(change.after), normalizer.key_of(after), after, True)
 
     def _snapshot_watermark(self, split: SnapshotSplit) -> BinlogOffset:
         """Where a snapshot-only mirror's chunk stands: the high watermark it was read at."""

@@ -167,7 +167,9 @@ def test_all_checks_pass_for_least_privileged_user(
     assert checks[f"key {db}.order_lines"].detail == (
         "primary key (order_id, line), chunks on order_id"
     )
-    assert checks[f"key {db}.events"].detail == "no primary key; chunks on unique column code"
+    assert (
+        checks[f"key {db}.events"].detail == "no primary key; rows told apart by code (configured)"
+    )
     # said, not failed: least privilege never sees triggers; the job reports statement logging
     triggers = checks["triggers visible"]
     assert triggers.detail.startswith(f"no: '{CDC_USER}'@'127.0.0.1' cannot see the triggers")
@@ -542,55 +544,59 @@ def test_empty_database_is_refused(shop: SourceDb, tmp_path: Path) -> None:
         root_execute(shop.sandbox, f"DROP DATABASE `{empty}`")
 
 
-@pytest.mark.parametrize(
-    ("chunk_key", "message", "fix"),
-    [
-        (
-            None,
-            "{t} has no primary key and no chunk key is configured: the snapshot cannot split it "
-            "and the sink cannot tell its rows apart",
-            'set snapshot.chunk_key = {{ "{t}" = "<column>" }} naming a NOT NULL column with a '
-            "UNIQUE index (candidates: code), or ALTER TABLE {q} ADD PRIMARY KEY (...);",
-        ),
-        (
-            "kind",
-            "{t} has no primary key and its chunk key kind is not a NOT NULL column with its own "
-            "UNIQUE index: the sink identifies rows by it, so rows sharing a value would "
-            "overwrite each other",
-            'set snapshot.chunk_key = {{ "{t}" = "<column>" }} to a unique NOT NULL column '
-            "(code), or ALTER TABLE {q} ADD UNIQUE (`kind`);",
-        ),
-        (
-            "nope",
-            "snapshot.chunk_key names column 'nope', which {t} does not have "
-            "(columns: code, kind, note)",
-            "correct the column name in snapshot.chunk_key for {t}",
-        ),
-    ],
-)
-def test_table_without_usable_key_is_refused(
-    shop: SourceDb, tmp_path: Path, chunk_key: str | None, message: str, fix: str
-) -> None:
+def test_a_chunk_key_naming_no_column_is_refused(shop: SourceDb, tmp_path: Path) -> None:
     table = f"{shop.name}.events"
-    quoted = f"`{shop.name}`.`events`"
     path = write_config(
-        tmp_path,
-        shop.sandbox.port,
-        [table, f"{shop.name}.orders"],
-        chunk_key={table: chunk_key} if chunk_key else None,
+        tmp_path, shop.sandbox.port, [table, f"{shop.name}.orders"], chunk_key={table: "nope"}
     )
     config = load_config(path)
     _, tables, results = run_checks(config)
     failed = failures(results)
     assert list(failed) == [f"key {table}"]
     result = failed[f"key {table}"]
-    assert result.detail == message.format(t=table)
-    assert result.fix == fix.format(t=table, q=quoted)
+    assert result.detail == (
+        f"snapshot.chunk_key names column 'nope', which {table} does not have "
+        "(columns: code, kind, note)"
+    )
+    assert result.fix == f"correct the column name in snapshot.chunk_key for {table}"
     assert [str(t.table_id) for t in tables] == [f"{shop.name}.orders"]
     with pytest.raises(ConfigError) as info:
         preflight(config)
     assert info.value.message == result.detail
     assert_nothing_written(path)
+
+
+@pytest.mark.parametrize(
+    ("chunk_key", "detail", "severity"),
+    [
+        (None, "no primary key; rows told apart by code (its own UNIQUE index)", ""),
+        (
+            "kind",
+            "no unique key: rows are told apart by their whole content, duplicates counted "
+            "(_cdc_count in the mirror); chunks on kind, which is nullable: rows where it is "
+            "NULL are all read with the first chunk",
+            "warning",
+        ),
+    ],
+)
+def test_a_table_without_a_primary_key_is_keyed_by_its_unique_column_or_counted(
+    shop: SourceDb, tmp_path: Path, chunk_key: str | None, detail: str, severity: str
+) -> None:
+    """Never refused for want of a key: a NOT NULL column with its own UNIQUE index keys it
+    without configuration, and a configured column that is not unique makes it counted."""
+    table = f"{shop.name}.events"
+    path = write_config(
+        tmp_path, shop.sandbox.port, [table], chunk_key={table: chunk_key} if chunk_key else None
+    )
+    config = load_config(path)
+    _, tables, results = run_checks(config)
+    result = by_name(results)[f"key {table}"]
+    assert result.detail == detail
+    assert (result.ok, result.severity if not result.ok else "") == (not severity, severity)
+    (schema,) = tables
+    assert schema.counted == (chunk_key == "kind")
+    assert schema.key_columns == (("code", "kind", "note") if schema.counted else ("code",))
+    preflight(config)
 
 
 def test_nullable_chunk_key_on_keyed_table_warns_but_passes(shop: SourceDb, tmp_path: Path) -> None:
@@ -601,7 +607,7 @@ def test_nullable_chunk_key_on_keyed_table_warns_but_passes(shop: SourceDb, tmp_
     failed = failures(run_checks(config)[2])
     assert list(failed) == [f"key {table}"]
     assert failed[f"key {table}"].severity == "warning"
-    assert "rows whose chunk key is NULL fall outside every chunk range" in (
+    assert "rows whose chunk key is NULL are all read with the first chunk" in (
         failed[f"key {table}"].detail
     )
     _, tables, _ = preflight(config)
