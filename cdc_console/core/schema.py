@@ -51,6 +51,12 @@ class TableId:
         return f"{spell_database(self.database)}.{spell_table(self.table)}"
 
 
+def param_safe(sql: str) -> str:
+    """SQL text built from quoted names, made ready to carry ``%s`` parameters: the driver
+    formats a statement that has parameters with ``%``, so a ``%`` in a name is doubled."""
+    return sql.replace("%", "%%")
+
+
 def quote_ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 

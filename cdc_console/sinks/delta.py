@@ -45,8 +45,7 @@ write for scale-0 decimals beyond int64 (see ``delta_tables.stats_properties``).
 table properties and the change data feed are in ``delta_tables``; compaction and vacuum in
 ``sinks/maintenance.py``.
 
-Not supported: column names containing a backtick (delta-rs cannot quote them in MERGE; one
-aborted the interpreter at exit in our trials), a source database named ``_changelog``, and
+Not supported: a source database named ``_changelog``, and
 schema evolution (an existing mirror whose schema differs raises ``SinkSchemaError``).
 """
 
@@ -103,6 +102,7 @@ from cdc_console.sinks.lake_layout import (
     to_lake,
 )
 from cdc_console.sinks.lake_target import LakeTarget
+from cdc_console.sinks.merge_sql import assignments, key_predicate, quote
 from cdc_console.sinks.netting import (
     PlannedChange,
     TableBatchPlan,
@@ -548,8 +548,6 @@ def _check_table(schema: TableSchema) -> None:
     if schema.table_id.database == CHANGELOG_DIR:
         raise SinkError(f"{schema.table_id}: database name {CHANGELOG_DIR!r} is the sink's own")
     for name in schema.column_names:
-        if "`" in name:
-            raise SinkError(f"{schema.table_id}: column {name!r} contains a backtick")
         if name in _RESERVED:
             raise SinkError(f"{schema.table_id}: column {name!r} clashes with a sink column")
     if not schema.key_columns or not all(schema.key_columns):
@@ -567,11 +565,6 @@ def _chunk_order(chunk: SnapshotChunk) -> tuple[int, str]:
 def _already(table: DeltaTable, app_id: str, batch_id: int) -> bool:
     applied = table.transaction_version(app_id)
     return applied is not None and applied >= batch_id
-
-
-def _quote(name: str) -> str:
-    """A SQL identifier for delta-rs' DataFusion predicates (case and spaces preserved)."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _merge(
@@ -603,16 +596,11 @@ def _merge(
     source = to_lake(columns_to_table(schema, columns), lake).append_column(
         pa.field(_MERGE_OP, pa.string()), pa.array(ops, type=pa.string())
     )
-    conditions = []
-    for name in key_columns:
-        equal = "IS NOT DISTINCT FROM" if schema.column(name).nullable else "="
-        # parenthesised: DataFusion binds IS NOT DISTINCT FROM more loosely than AND
-        conditions.append(f"(t.{_quote(name)} {equal} s.{_quote(name)})")
-    is_delete = f"s.{_quote(_MERGE_OP)} = 'D'"
-    is_upsert = f"s.{_quote(_MERGE_OP)} = 'U'"
+    is_delete = f"s.{quote(_MERGE_OP)} = 'D'"
+    is_upsert = f"s.{quote(_MERGE_OP)} = 'U'"
     merger = table.merge(
         source,
-        predicate=" AND ".join(conditions),
+        predicate=key_predicate(schema, key_columns),
         source_alias="s",
         target_alias="t",
         streamed_exec=False,  # the source is in memory; lets delta-rs prune files by key bounds
@@ -620,11 +608,13 @@ def _merge(
         commit_properties=commit_properties,
     )
     # A column the source dropped keeps, in rows it held, the value it had (TableSchema.retired)
-    kept = [_MERGE_OP, *(c.name for c in schema.retired)]
+    retired = {c.name for c in schema.retired}
+    inserted = [name for name in source.column_names if name != _MERGE_OP]
+    updated = [name for name in inserted if name not in retired]
     return (
         merger.when_matched_delete(predicate=is_delete)
-        .when_matched_update_all(predicate=is_upsert, except_cols=kept)
-        .when_not_matched_insert_all(predicate=is_upsert, except_cols=[_MERGE_OP])
+        .when_matched_update(assignments(updated), predicate=is_upsert)
+        .when_not_matched_insert(assignments(inserted), predicate=is_upsert)
         .execute()
     )
 

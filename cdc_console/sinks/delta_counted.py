@@ -15,6 +15,7 @@ from cdc_console.core.untyped import DeltaMetrics
 from cdc_console.sinks.base import Key, ReplaceRange
 from cdc_console.sinks.counted import CountedNet, MirrorCounts
 from cdc_console.sinks.lake_layout import from_lake, to_lake
+from cdc_console.sinks.merge_sql import assignments, key_predicate, quote
 from cdc_console.values.arrow import columns_to_table, mirror_schema, table_to_rows
 
 _OP = "__cdc_console_count_op"  # extra MERGE source column: 'S' set the count, 'A' add to it
@@ -64,17 +65,12 @@ def merge_counted(
     source = to_lake(typed, lake).append_column(
         pa.field(_OP, pa.string()), pa.array(["S" if n.absolute else "A" for n in live])
     )
-    conditions = []
-    for column in schema.columns:
-        name = _quote(column.name)
-        equal = "IS NOT DISTINCT FROM" if column.nullable else "="
-        conditions.append(f"(t.{name} {equal} s.{name})")  # IS NOT DISTINCT binds loosely
-    count, op = _quote(COUNT_COLUMN), _quote(_OP)
+    count, op = quote(COUNT_COLUMN), quote(_OP)
     absolute = f"s.{op} = 'S'"
     result = f"CASE WHEN {absolute} THEN s.{count} ELSE t.{count} + s.{count} END"
     merger = table.merge(
         source,
-        predicate=" AND ".join(conditions),
+        predicate=key_predicate(schema, schema.column_names),
         source_alias="s",
         target_alias="t",
         streamed_exec=False,
@@ -84,11 +80,9 @@ def merge_counted(
     metrics: DeltaMetrics = (
         merger.when_matched_delete(predicate=f"{result} <= 0")
         .when_matched_update(updates={COUNT_COLUMN: result})
-        .when_not_matched_insert_all(predicate=f"s.{count} > 0", except_cols=[_OP])
+        .when_not_matched_insert(
+            assignments([n for n in source.column_names if n != _OP]), predicate=f"s.{count} > 0"
+        )
         .execute()
     )
     return metrics
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

@@ -33,7 +33,7 @@ import pymysql
 from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.records import ChangeRecord
-from cdc_console.core.schema import TableId, TableSchema, quote_ident
+from cdc_console.core.schema import TableId, TableSchema, param_safe, quote_ident
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.untyped import Connection, DriverImage, DriverRow, DriverValue
@@ -133,7 +133,7 @@ def chunk_query(
     ``columns`` is the normaliser's select list (FLOAT must be selected as ``f + 0e0`` or the
     server's text protocol rounds it to six digits, disagreeing with the binlog's float32).
     """
-    key = quote_ident(split.chunk_key)
+    key = param_safe(quote_ident(split.chunk_key))
     where: list[str] = []
     args: list[RawKey] = []
     if split.range.start is not None:
@@ -143,7 +143,7 @@ def chunk_query(
         nulls = split.range.start is None and schema.column(split.chunk_key).nullable
         where.append(f"({key} < %s OR {key} IS NULL)" if nulls else f"{key} < %s")
         args.append(split.range.end)
-    sql = f"SELECT {columns} FROM {schema.table_id.quoted()}"
+    sql = param_safe(f"SELECT {columns} FROM {schema.table_id.quoted()}")
     if where:
         sql += " WHERE " + " AND ".join(where)
     return sql, args

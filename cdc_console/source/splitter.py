@@ -30,7 +30,7 @@ from fractions import Fraction
 
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.mysqltypes import TypeFamily, is_enum
-from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
+from cdc_console.core.schema import ColumnInfo, TableSchema, param_safe, quote_ident
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.untyped import Connection, DriverRow
 from cdc_console.core.values import RawKey
@@ -293,8 +293,8 @@ class ChunkSplitter:
         column, so they follow its collation (``'a' = 'A'`` under ``*_ci``, trailing spaces under
         PAD SPACE).
         """
-        table = schema.table_id.quoted()
-        key = quote_ident(column.name)
+        table = param_safe(schema.table_id.quoted())
+        key = param_safe(quote_ident(column.name))
         next_max_sql = (
             f"SELECT e, e > %s, e >= %s FROM (SELECT MAX({key}) AS e FROM "
             f"(SELECT {key} FROM {table} WHERE {key} >= %s ORDER BY {key} LIMIT {self.chunk_size})"
