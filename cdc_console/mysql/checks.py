@@ -406,7 +406,9 @@ def _key_check(schema: TableSchema, configured: str | None) -> CheckResult:
     table_id = schema.table_id
     name = f"key {table_id}"
     setting = f'snapshot.chunk_key = {{ "{table_id}" = "<column>" }}'
-    if configured is not None and configured not in schema.column_names:
+    if configured is not None and configured.lower() not in {
+        n.lower() for n in schema.column_names
+    }:
         return _fail(
             name,
             f"snapshot.chunk_key names column {configured!r}, which {table_id} does not have "
@@ -416,10 +418,10 @@ def _key_check(schema: TableSchema, configured: str | None) -> CheckResult:
         )
     if schema.primary_key:
         detail = f"primary key ({', '.join(schema.primary_key)}), chunks on {schema.chunk_key}"
-        if configured is not None and schema.column(configured).nullable:
+        if configured is not None and schema.column(schema.chunk_key).nullable:
             return _fail(
                 name,
-                f"{detail}: chunk key column {configured} is nullable, and rows whose chunk key is "
+                f"{detail}: chunk key column {schema.chunk_key} is nullable, and rows whose chunk key is "
                 "NULL are all read with the first chunk",
                 f"choose a NOT NULL column in snapshot.chunk_key for {table_id}, or remove the entry "
                 "to chunk on the primary key",

@@ -175,8 +175,17 @@ def expand_pattern(
     """
     if not has_glob(pattern):
         table_id = TableId(pattern.database, pattern.table)
-        found = [name for name in list_tables(conn, pattern.database) if name == pattern.table]
+        present = list_tables(conn, pattern.database)
+        found = [name for name in present if name == pattern.table]
         if not found:
+            cased = [n for n in present if n.lower() == pattern.table.lower()]
+            if cased:
+                named = TableId(pattern.database, cased[0])
+                raise ConfigError(
+                    f"table {table_id} (source.tables) does not exist; {named} does (table "
+                    "names are case-sensitive on this server)",
+                    f'write "{named}" in source.tables',
+                )
             raise ConfigError(
                 f"table {table_id} (source.tables) does not exist, is a view, or the source "
                 "user cannot see it",

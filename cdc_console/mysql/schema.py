@@ -106,10 +106,20 @@ def load_table_schema(
         primary_key = tuple(str(r[0]) for r in cur.fetchall())
         if any(c.data_type == "longtext" for c in columns):
             columns = list(mark_json_columns(columns, _check_clauses(cur, table_id)))
+        chunk_key = _spelled(chunk_key, columns)
         if primary_key:
             return TableSchema(table_id, tuple(columns), primary_key, chunk_key or primary_key[0])
         unique, leading = _indexed_columns(cur, table_id)
     return _without_primary_key(table_id, tuple(columns), chunk_key, unique, leading)
+
+
+def _spelled(name: str | None, columns: list[ColumnInfo]) -> str | None:
+    """A configured column name as the table spells it: column names are case-insensitive in
+    SQL, so ``ID`` names the column ``id``."""
+    if name is None or any(c.name == name for c in columns):
+        return name
+    matches = [c.name for c in columns if c.name.lower() == name.lower()]
+    return matches[0] if len(matches) == 1 else name
 
 
 def _indexed_columns(cur: Cursor, table_id: TableId) -> tuple[list[str], list[str]]:

@@ -632,3 +632,23 @@ def test_malformed_config_is_one_failed_check(
     assert document["checks"][0]["name"] == "config"
     assert "is not valid TOML" in document["checks"][0]["detail"]
     assert [p.name for p in tmp_path.iterdir()] == ["pipeline.toml"]
+
+
+def test_names_in_another_case_are_resolved_or_named(shop: SourceDb, tmp_path: Path) -> None:
+    """Column names are case-insensitive in SQL, so a chunk key in another case names its
+    column; table names are case-sensitive on this server, so the refusal names the table."""
+    table = f"{shop.name}.events"
+    path = write_config(tmp_path, shop.sandbox.port, [table], chunk_key={table: "CODE"})
+    _, tables, results = run_checks(load_config(path))
+    assert by_name(results)[f"key {table}"].detail == (
+        "no primary key; rows told apart by code (configured)"
+    )
+    assert [t.chunk_key for t in tables] == ["code"]
+
+    path = write_config(tmp_path / "cased", shop.sandbox.port, [f"{shop.name}.EVENTS"])
+    with pytest.raises(ConfigError) as info:
+        preflight(load_config(path))
+    assert f"table {shop.name}.EVENTS (source.tables) does not exist; {table} does" in (
+        info.value.message
+    )
+    assert info.value.hint == f'write "{table}" in source.tables'
