@@ -195,8 +195,10 @@ def test_tables_without_a_unique_key_are_captured_verified_and_repaired(
                 "DELETE FROM heap WHERE x IS NULL LIMIT 2",
             )
             wait_for(
-                lambda: "tag" in DeltaTable(path).to_pyarrow_table().column_names
-                and caught_up(source_db, config),
+                lambda: (
+                    "tag" in DeltaTable(path).to_pyarrow_table().column_names
+                    and caught_up(source_db, config)
+                ),
                 240,
                 "logs to be read again in its new shape and caught up",
                 job,
