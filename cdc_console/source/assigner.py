@@ -25,6 +25,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 
+from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, PlannedSplit
@@ -45,6 +46,8 @@ log = logging.getLogger(__name__)
 TIMINGS_READ = 20
 
 SplitTable = Callable[[TableSchema], list[SnapshotSplit]]
+#: an open last chunk's range split again, or [] to read it as it is
+SplitTail = Callable[[TableSchema, ChunkRange], list[ChunkRange]]
 ReadHead = Callable[[], BinlogOffset]
 BinlogFiles = Callable[[], list[str]]
 #: where a window from ``start`` ends, given the head: the head, or a transaction start before it
@@ -60,11 +63,15 @@ SchemaFollowed = Callable[[TableId, SchemaChange, str, str, "TableSchema | None"
 
 
 class SnapshotSplitAssigner:
-    """Hands out the pending chunks of snapshotting tables, splitting each table on first use."""
+    """Hands out the pending chunks of snapshotting tables, splitting each table on first use,
+    and its open last chunk again when the table grew past it (``ChunkSplitter.split_tail``)."""
 
-    def __init__(self, store: StateStore, split_table: SplitTable) -> None:
+    def __init__(
+        self, store: StateStore, split_table: SplitTable, split_tail: SplitTail | None = None
+    ) -> None:
         self.store = store
         self.split_table = split_table
+        self.split_tail = split_tail
 
     def ensure_split(self, schema: TableSchema) -> None:
         if self.store.has_splits(schema.table_id):
@@ -81,7 +88,26 @@ class SnapshotSplitAssigner:
     def next_splits(self, tables: Sequence[TableSchema], limit: int) -> list[SnapshotSplit]:
         for schema in tables:
             self.ensure_split(schema)
-        return self.store.pending_splits(limit, [s.table_id for s in tables])
+        ids = [s.table_id for s in tables]
+        pending = self.store.pending_splits(limit, ids)
+        if self.split_tail is None:
+            return pending
+        schemas = {s.table_id: s for s in tables}
+        grew = False
+        for split in pending:
+            if split.range.end is not None:
+                continue
+            ranges = self.split_tail(schemas[split.table_id], split.range)
+            added = self.store.split_tail(split, ranges) if len(ranges) > 1 else []
+            if added:
+                grew = True
+                self.store.log_event(
+                    "split",
+                    f"{split.table_id} grew while read: its last chunk {split.range} is now "
+                    f"{len(added) + 1} chunks",
+                    table_id=split.table_id,
+                )
+        return self.store.pending_splits(limit, ids) if grew else pending
 
 
 class HybridSplitAssigner:
@@ -101,11 +127,12 @@ class HybridSplitAssigner:
         schema_followed: SchemaFollowed | None = None,
         budget: BatchBudget | None = None,
         window_end: WindowEnd | None = None,
+        split_tail: SplitTail | None = None,
     ) -> None:
         if len(server_ids) < 2:
             raise ValueError("need at least two server ids: one binlog reader, one chunk reader")
         self.store = store
-        self.snapshot = SnapshotSplitAssigner(store, split_table)
+        self.snapshot = SnapshotSplitAssigner(store, split_table, split_tail)
         self.read_head = read_head
         self.server_ids = server_ids
         self.splits_per_batch = max(1, splits_per_batch)

@@ -109,6 +109,10 @@ def format_factor(factor: Fraction) -> str:
     return f"{float(factor):.4g}" if factor < 10**6 else f"{float(factor):.3e}"
 
 
+#: rows, in chunks, the open last chunk may hold before it is split again (``split_tail``)
+TAIL_GROWTH = 2
+
+
 class ChunkSplitter:
     """Computes the snapshot splits of one table at a time over a read-only connection.
 
@@ -167,6 +171,47 @@ class ChunkSplitter:
             SnapshotSplit(table, number, column.name, chunk_range)
             for number, chunk_range in enumerate(ranges)
         ]
+
+    def split_tail(self, schema: TableSchema, tail: ChunkRange) -> list[ChunkRange]:
+        """The open last chunk ``[start, +inf)`` of a table that grew while it was being read,
+        split again just before it is read; [] when it still holds at most ``TAIL_GROWTH``
+        chunks' worth of rows (or cannot be split: a key ordered only by the server).
+
+        Rows inserted above the maximum seen at splitting all land in that last chunk, so a
+        table filling up during its snapshot would otherwise end in one chunk of any size.
+        The new ranges cover exactly ``[start, +inf)``, the last again open-ended; nothing of
+        the chunk was read yet, so nothing is lost or read twice.
+        """
+        if tail.end is not None:
+            return []
+        column = schema.column(schema.chunk_key)
+        if column.family is TypeFamily.SET or is_enum(column.data_type):
+            return []
+        table = param_safe(schema.table_id.quoted())
+        key = param_safe(quote_ident(column.name))
+        where = "" if tail.start is None else f" WHERE {key} >= %s"
+        args = () if tail.start is None else (tail.start,)
+        limit = TAIL_GROWTH * self.chunk_size
+        (rows,) = self._query_one(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table}{where} LIMIT {limit + 1}) AS t", args
+        )
+        if int(rows) <= limit or not orderable(self.conn, column):
+            return []
+        low, high = self._query_one(f"SELECT MIN({key}), MAX({key}) FROM {table}{where}", args)
+        if low is None:
+            return []
+        start = low if tail.start is None else tail.start
+        boundaries = self._uneven_boundaries(schema, column, start, high)
+        if not boundaries:
+            return []
+        log.info(
+            "split %s: the open last chunk %s grew past %d rows; %d chunks now",
+            schema.table_id,
+            tail,
+            limit,
+            len(boundaries) + 1,
+        )
+        return [ChunkRange(tail.start, boundaries[0]), *ranges_from_boundaries(boundaries)[1:]]
 
     def _chose(self, method: str, boundaries: Sequence[RawKey]) -> list[ChunkRange]:
         """The ranges of ``boundaries``, with how they were chosen kept in ``method`` (``plan``

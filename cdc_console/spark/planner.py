@@ -13,6 +13,7 @@ from dataclasses import replace
 import pymysql
 
 from cdc_console.config import PipelineConfig, SourceConfig, load_config
+from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
@@ -140,6 +141,7 @@ class Planner:
                 ceiling=splits_per_batch(config),
             ),
             window_end=self._window_end,
+            split_tail=self._split_tail,
         )
         self._listing_denied = False
 
@@ -271,15 +273,20 @@ class Planner:
             self._conn = None
             return check_table(self._connection(), self.config, table_id)
 
-    def _split_table(self, schema: TableSchema) -> list[SnapshotSplit]:
+    def _splitter(self) -> ChunkSplitter:
         snap = self.config.snapshot
-        splitter = ChunkSplitter(
+        return ChunkSplitter(
             self._connection(),
             snap.chunk_size,
             snap.distribution_factor_upper,
             snap.distribution_factor_lower,
         )
-        return splitter.split(schema)
+
+    def _split_table(self, schema: TableSchema) -> list[SnapshotSplit]:
+        return self._splitter().split(schema)
+
+    def _split_tail(self, schema: TableSchema, tail: ChunkRange) -> list[ChunkRange]:
+        return self._splitter().split_tail(schema, tail)
 
     def next_plan(self) -> BatchPlan | None:
         """The next plan; a source outage is waited out here, inside ``latestOffset``.

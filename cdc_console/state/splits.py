@@ -154,6 +154,53 @@ class SplitsRepo(StateDatabase):
                 (len(splits), time.time(), str(table_id)),
             )
 
+    def split_tail(self, tail: SnapshotSplit, ranges: Sequence[ChunkRange]) -> list[SnapshotSplit]:
+        """Replace a table's pending open last chunk by ``ranges`` (contiguous, the first
+        starting where it does): it keeps its number and takes the first range, the others are
+        numbered after the table's last chunk, in key order. Returns the new chunks; none when
+        the chunk is no longer pending."""
+        table = str(tail.table_id)
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT status, generation, range_end FROM splits WHERE split_id=?",
+                (tail.split_id,),
+            ).fetchone()
+            if row is None or row[0] != SplitStatus.PENDING or decode_key(json.loads(row[2])):
+                return []
+            (last,) = conn.execute(
+                "SELECT MAX(split_no) FROM splits WHERE table_id=?", (table,)
+            ).fetchone()
+            added = [
+                SnapshotSplit(tail.table_id, int(last) + 1 + i, tail.chunk_key, r)
+                for i, r in enumerate(ranges[1:])
+            ]
+            conn.execute(
+                "UPDATE splits SET range_end=? WHERE split_id=?",
+                (json.dumps(encode_key(ranges[0].end)), tail.split_id),
+            )
+            conn.executemany(
+                "INSERT INTO splits (split_id, table_id, split_no, generation, chunk_key, "
+                "range_start, range_end, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        s.split_id,
+                        table,
+                        s.split_no,
+                        int(row[1]),
+                        s.chunk_key,
+                        json.dumps(encode_key(s.range.start)),
+                        json.dumps(encode_key(s.range.end)),
+                        SplitStatus.PENDING,
+                    )
+                    for s in added
+                ],
+            )
+            conn.execute(
+                "UPDATE tables SET splits_total=splits_total+?, updated_at=? WHERE table_id=?",
+                (len(added), time.time(), table),
+            )
+        return added
+
     def has_splits(self, table_id: TableId) -> bool:
         row = self.db.execute(
             "SELECT 1 FROM splits WHERE table_id=? LIMIT 1", (str(table_id),)

@@ -223,8 +223,10 @@ class Verifier:
         groups: list[list[SnapshotSplit]] = []
         current: list[SnapshotSplit] = []
         rows = 0
-        for split in splits:
-            contiguous = not current or current[-1].split_no + 1 == split.split_no
+        # in key order: a chunk split again as its table grew has a later number
+        ordered = sorted(splits, key=lambda s: (s.range.start is not None, s.range.start or 0))
+        for split in ordered:
+            contiguous = not current or current[-1].range.end == split.range.start
             if current and (rows >= self.group_rows or not contiguous):
                 groups.append(current)
                 current, rows = [], 0
