@@ -47,6 +47,7 @@ from cdc_console.source.failover import connect_following
 from cdc_console.source.parking import PARKABLE, is_purged, park, park_gone, park_table
 from cdc_console.source.redump import reread_or_park
 from cdc_console.spark.lag_monitor import LagMonitor
+from cdc_console.spark.query_restarts import QueryRestarts
 from cdc_console.spark.shutdown import drain, quiet_cancellations, stop_query
 from cdc_console.spark.verify_schedule import VerifySchedule
 from cdc_console.state.readonly import captured_tables
@@ -484,13 +485,18 @@ class PipelineJob:
 
         upkeep = LakeUpkeep(self.config, store, applier.lock)
         verification = VerifySchedule(self.config, store)
+        restarts = QueryRestarts()
         try:
             while not self.stop_requested.is_set():
                 if endpoint is not None:
                     endpoint.metrics.beat()
                 failure = query.exception()
                 if failure is not None:
-                    raise failure
+                    pause = restarts.allow(failure)
+                    if pause is None:
+                        raise failure
+                    query = self._restart_after(store, applier, failure, pause, start_query)
+                    continue
                 applier.check()
                 if not query.isActive:
                     break
@@ -527,6 +533,23 @@ class PipelineJob:
         store.set_draining(False)
         log.info("%s", stopped_at(store))
         return 0
+
+    def _restart_after(
+        self,
+        store: StateStore,
+        applier: BatchApplier,
+        failure: BaseException,
+        pause: float,
+        start_query: Callable[[], StreamingQuery],
+    ) -> StreamingQuery:
+        """Start the query again after a fault that passes (``query_restarts``)."""
+        first = str(failure).strip().splitlines()[0][:300] if str(failure).strip() else ""
+        message = f"the streaming query failed ({first}); started again in {pause:.0f} s"
+        log.warning("%s", message)
+        store.log_event("job", message, level="warning")
+        applier.wait_applied()
+        self.stop_requested.wait(pause)
+        return start_query()
 
     def _restart_for_failover(
         self,
