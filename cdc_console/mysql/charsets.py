@@ -18,8 +18,11 @@ So every single-byte set is decoded with a 256-entry table taken from the server
 ``SELECT CONVERT(...)`` per set, once per process, on the reader's own connection), registered as
 a Python codec ``mysql_<name>``; the Unicode sets map to their exact Python codecs; the other
 multi-byte sets to the Python codec of the same standard, which a test holds to the server's
-conversion for text in every script they carry. A set this module cannot decode exactly
-(``eucjpms``) is left to the caller, whose value then fails to convert and parks its table.
+conversion for text in every script they carry. ``eucjpms`` (EUC-JP with Microsoft's and NEC's
+extensions, which no Python codec has) is decoded unit by unit with a table of its every
+character taken from the server the same way (``EUCJPMS_UNITS``: one byte below 0x80, 0x8E and a
+half-width kana byte, two bytes 0xA1-0xFE, 0x8F and two such bytes). A byte sequence outside
+those tables fails to decode, and its table parks rather than guess.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ MULTI_BYTE = {
 PREFIX = "mysql_"
 
 _tables: dict[str, str] = {}
+#: eucjpms' units (bytes) -> the character the server converts each to
+_eucjpms: dict[bytes, str] = {}
 _single_byte: set[str] = set()
 _lock = threading.Lock()
 
@@ -64,6 +69,8 @@ def _search(name: str) -> codecs.CodecInfo | None:
     normalized = name.replace("-", "_").lower()
     if not normalized.startswith(PREFIX):
         return None
+    if normalized == PREFIX + "eucjpms" and _eucjpms:
+        return _eucjpms_codec()
     table = _tables.get(normalized[len(PREFIX) :])
     if table is None:
         return None
@@ -78,7 +85,76 @@ def _search(name: str) -> codecs.CodecInfo | None:
     return codecs.CodecInfo(encode, decode, name=normalized)
 
 
+def _eucjpms_units(data: bytes | bytearray | memoryview, errors: str) -> tuple[str, int]:
+    """Decode eucjpms bytes unit by unit with the server's own table (module docstring)."""
+    raw = bytes(data)
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        first = raw[i]
+        width = 1 if first < 0x80 else 3 if first == 0x8F else 2
+        char = _eucjpms.get(raw[i : i + width])
+        if char is None:
+            if errors != "ignore":
+                raise UnicodeDecodeError(
+                    "mysql_eucjpms", raw, i, i + width, "not a character the server converts"
+                )
+            char = ""
+        out.append(char)
+        i += width
+    return "".join(out), len(raw)
+
+
+def _eucjpms_codec() -> codecs.CodecInfo:
+    reverse = {char: unit for unit, char in _eucjpms.items()}
+
+    def decode(data: Buffer, errors: str = "strict", /) -> tuple[str, int]:
+        return _eucjpms_units(memoryview(data).tobytes(), errors)
+
+    def encode(text: str, errors: str = "strict", /) -> tuple[bytes, int]:
+        try:
+            return b"".join(reverse[c] for c in text), len(text)
+        except KeyError as exc:
+            raise UnicodeEncodeError("mysql_eucjpms", text, 0, len(text), str(exc)) from None
+
+    return codecs.CodecInfo(encode, decode, name=PREFIX + "eucjpms")
+
+
 codecs.register(_search)
+
+_TRAIL = [f"{b:02X}" for b in range(0xA1, 0xFF)]
+#: eucjpms' units by their leading bytes: (prefix, the byte lists that follow it)
+EUCJPMS_UNITS = (
+    ("", [[f"{b:02X}" for b in range(0x80)]]),
+    ("8E", [[f"{b:02X}" for b in range(0xA1, 0xE0)]]),
+    ("", [_TRAIL, _TRAIL]),
+    ("8F", [_TRAIL, _TRAIL]),
+)
+
+
+def eucjpms_table(conn: Connection) -> dict[bytes, str]:
+    """Every eucjpms unit and the character the server converts it to, asked of the server
+    (four queries); a unit it converts to ``?`` or to nothing is not a character."""
+    table: dict[bytes, str] = {}
+    for prefix, parts in EUCJPMS_UNITS:
+        derived = [
+            "(" + " UNION ALL ".join(f"SELECT '{h}' AS h" for h in part) + f") AS p{n}"
+            for n, part in enumerate(parts)
+        ]
+        hexes = " , ".join(f"p{n}.h" for n in range(len(parts)))
+        unit = f"CONCAT('{prefix}', {hexes})"
+        sql = (
+            f"SELECT {unit}, CONVERT(CONVERT(UNHEX({unit}) USING eucjpms) USING utf8mb4) "
+            f"FROM {' CROSS JOIN '.join(derived)}"
+        )
+        with conn.cursor(pymysql.cursors.Cursor) as cur:
+            cur.execute(sql)
+            for hexed, char in cur.fetchall():
+                text = char.decode() if isinstance(char, bytes | bytearray) else char
+                unit_bytes = bytes.fromhex(str(hexed))
+                if text and (text != "?" or unit_bytes == b"?") and len(text) == 1:
+                    table[unit_bytes] = text
+    return table
 
 
 def _single_byte_sets(conn: Connection) -> set[str]:
@@ -108,20 +184,24 @@ def server_table(conn: Connection, charset: str) -> str:
 
 def python_codec(charset: str | None, conn: Connection | None = None) -> str | None:
     """The Python codec that decodes ``charset``'s bytes as the server converts them: a
-    single-byte set's table is fetched on ``conn`` the first time (once per process); None
-    for no charset, ``binary``, or a set without an exact codec (``eucjpms``)."""
+    single-byte set's (or eucjpms') table is fetched on ``conn`` the first time (once per
+    process); None for no charset or ``binary``."""
     if charset is None:
         return None
     name = charset.lower()
     known = MULTI_BYTE.get(name)
     if known is not None:
         return known
-    if name in _tables:
+    if name in _tables or (name == "eucjpms" and _eucjpms):
         return PREFIX + name
     if conn is None:
         return None
     with _lock:
         if name in _tables:
+            return PREFIX + name
+        if name == "eucjpms":
+            if not _eucjpms:
+                _eucjpms.update(eucjpms_table(conn))
             return PREFIX + name
         if name not in _single_byte_sets(conn):
             return None
