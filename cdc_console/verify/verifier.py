@@ -28,7 +28,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -104,6 +104,20 @@ class _SourceChunk:
     seconds: float
 
 
+@dataclass
+class _Checked:
+    """A table after its first comparison: the result so far, and what a recheck needs."""
+
+    result: TableResult
+    schema: TableSchema | None = None
+    splits: list[SnapshotSplit] = field(default_factory=list)
+    rows: dict[int, int] = field(default_factory=dict)
+    marks: dict[int, BinlogOffset | None] = field(default_factory=dict)
+
+    def differing(self) -> list[ChunkResult]:
+        return [c for c in self.result.chunks if c.verdict == Verdict.DIFFERS]
+
+
 class Verifier:
     """Verifies tables of one pipeline; see the module docstring. Not thread-safe."""
 
@@ -141,18 +155,34 @@ class Verifier:
     def run(
         self, tables: Sequence[TableId] | None = None, chunk: int | None = None
     ) -> VerifyReport:
+        """Verify every table (or ``tables``); chunks that differ are compared once more after
+        one pause shared by all tables, so that a change in flight is not reported."""
         started = time.monotonic()
         wanted = {str(t) for t in tables} if tables else None
-        results = []
+        checked: list[_Checked] = []
         for table in self.store.tables():
             if wanted is not None and str(table.table_id) not in wanted:
                 continue
             if wanted is None and table.state == Lifecycle.REMOVED:
                 continue
-            results.append(self.verify_table(table, [chunk] if chunk is not None else None))
-        return VerifyReport(results, time.monotonic() - started)
+            checked.append(self._check(table, [chunk] if chunk is not None else None))
+        if any(c.differing() for c in checked):
+            self._sleep(RECHECK_AFTER)
+        for found in checked:
+            self._recheck(found)
+            self._record(found.result)
+        return VerifyReport([c.result for c in checked], time.monotonic() - started)
 
     def verify_table(self, table: TableState, chunks: list[int] | None = None) -> TableResult:
+        found = self._check(table, chunks)
+        if found.differing():
+            self._sleep(RECHECK_AFTER)
+        self._recheck(found)
+        self._record(found.result)
+        return found.result
+
+    def _check(self, table: TableState, chunks: list[int] | None) -> _Checked:
+        """The first comparison of a table's (or some of its) chunks."""
         table_id = table.table_id
         reason = skip_reason(table)
         stored = self.store.schemas().get(table_id)
@@ -160,48 +190,68 @@ class Verifier:
             reason = "no schema recorded by the job yet"
         if reason:
             log.info("verify %s: skipped: %s", table_id, reason)
-            return TableResult(table_id, skipped=reason)
+            return _Checked(TableResult(table_id, skipped=reason))
         assert stored is not None
         schema = schema_from_dict(stored)
         hide = hidden_columns(table_id, schema.column_names, self.config.verify.hide_values)
         result = TableResult(table_id, tuple(schema.key_columns), hide=hide)
         finished = [s for s in self.store.splits(table_id) if s.status == SplitStatus.FINISHED]
         # read once per table: chunk sizes group the chunks, watermarks place snapshot-only ones
-        self._rows = {s.split.split_no: s.rows or 0 for s in finished}
-        self._marks = {s.split.split_no: s.high_watermark for s in finished}
+        rows = {s.split.split_no: s.rows or 0 for s in finished}
+        marks = {s.split.split_no: s.high_watermark for s in finished}
+        self._rows, self._marks = rows, marks
         splits = [s.split for s in finished]
         if chunks is not None:
             splits = [s for s in splits if s.split_no in chunks]
             if not splits:
                 result.error = f"it has no finished chunk {chunks[0]}"
-                return result
+                return _Checked(result)
         if not splits:
             # captured with startup_mode latest-offset: no chunks, so no key ranges to compare
             result.skipped = "it has no snapshot chunks (captured without a snapshot)"
-            return result
+            return _Checked(result)
+        found = _Checked(result, schema, splits, rows, marks)
+        self._guarded(found, lambda: setattr(result, "chunks", self._verify_splits(schema, splits)))
+        return found
+
+    def _recheck(self, found: _Checked) -> None:
+        """Compare the chunks that differed once more: only what differs twice counts."""
+        differing = found.differing()
+        if not differing or found.schema is None:
+            return
+        schema, result = found.schema, found.result
+        self._rows, self._marks = found.rows, found.marks
+        self.rechecked += len(differing)
+
+        def again() -> None:
+            numbers = {c.split_no for c in differing}
+            second = {
+                c.split_no: c
+                for s in found.splits
+                if s.split_no in numbers
+                for c in self._verify_splits(schema, [s])
+            }
+            result.chunks = [_confirmed(c, second.get(c.split_no)) for c in result.chunks]
+
+        self._guarded(found, again)
+
+    def _guarded(self, found: _Checked, step: Callable[[], None]) -> None:
+        """Run one comparison step; a mirror not ready skips the table, a failure is its error."""
+        result = found.result
         try:
-            first = self._verify_splits(schema, splits)
-            recheck = [c for c in first if c.verdict == Verdict.DIFFERS]
-            if recheck:
-                self.rechecked += len(recheck)
-                self._sleep(RECHECK_AFTER)
-                again = {
-                    c.split_no: c
-                    for s in splits
-                    if s.split_no in {r.split_no for r in recheck}
-                    for c in self._verify_splits(schema, [s])
-                }
-                first = [_confirmed(c, again.get(c.split_no)) for c in first]
-            result.chunks = first
+            step()
         except MirrorNotReady as exc:
+            result.chunks = []
             result.skipped = str(exc)
         except Exception as exc:
-            log.debug("verify %s failed", table_id, exc_info=True)
+            log.debug("verify %s failed", result.table_id, exc_info=True)
+            result.chunks = []
             result.error = redact(f"{type(exc).__name__}: {exc}".splitlines()[0])
+
+    def _record(self, result: TableResult) -> None:
         for chunk in result.chunks:
-            self.store.record_verification(chunk.state_row(hide))
+            self.store.record_verification(chunk.state_row(result.hide))
         self._journal(result)
-        return result
 
     # -- one table ------------------------------------------------------------------------
 
