@@ -35,6 +35,9 @@ class ChangeCause(StrEnum):
     #: an event that may carry changes of any table and is not decoded (a transaction
     #: payload, an incident, an event type the reader does not know)
     OPAQUE = "opaque"
+    #: a change whose chunk key falls in none of the table's finished chunks, so that whether
+    #: its chunk's snapshot already holds it cannot be told
+    UNPLACED = "unplaced"
 
     @property
     def headline(self) -> str:
@@ -45,7 +48,7 @@ class ChangeCause(StrEnum):
     def heals(self) -> bool:
         """Whether reading the table again online makes its mirror exact (else it is parked:
         the same event would stop it again, or a person must change a setting first)."""
-        return self in (ChangeCause.STATEMENT, ChangeCause.PARTIAL_IMAGE)
+        return self in (ChangeCause.STATEMENT, ChangeCause.PARTIAL_IMAGE, ChangeCause.UNPLACED)
 
 
 _HEADLINES = {
@@ -54,6 +57,7 @@ _HEADLINES = {
     ChangeCause.PARTIAL_IMAGE: "had a row logged without all its columns",
     ChangeCause.UNDECODABLE: "has a binlog change that cannot be decoded",
     ChangeCause.OPAQUE: "may be changed by a binlog event that is not decoded",
+    ChangeCause.UNPLACED: "had a change whose chunk key falls in none of its chunks",
 }
 
 

@@ -82,6 +82,8 @@ class TableStreamFilter:
     table_id: TableId
     resume_from: BinlogOffset | None = None
     finished_splits: tuple[FinishedSnapshotSplitInfo, ...] = ()
+    #: the ranges of its chunks being read (again) meanwhile: a change there is theirs
+    pending_ranges: tuple[ChunkRange, ...] = ()
 
     @property
     def max_high_watermark(self) -> BinlogOffset | None:
@@ -92,6 +94,7 @@ class TableStreamFilter:
             "table": str(self.table_id),
             "resume_from": self.resume_from.to_dict() if self.resume_from else None,
             "finished": [f.to_dict() for f in self.finished_splits],
+            "pending": [[encode_key(r.start), encode_key(r.end)] for r in self.pending_ranges],
         }
 
     @classmethod
@@ -101,6 +104,9 @@ class TableStreamFilter:
             table_id=TableId.parse(data["table"]),
             resume_from=BinlogOffset.from_dict(after) if after else None,
             finished_splits=tuple(FinishedSnapshotSplitInfo.from_dict(f) for f in data["finished"]),
+            pending_ranges=tuple(
+                ChunkRange(decode_key(a), decode_key(b)) for a, b in data.get("pending", ())
+            ),
         )
 
 

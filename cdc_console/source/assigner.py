@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from cdc_console.core.chunk import ChunkRange
-from cdc_console.core.lifecycle import BatchStatus, Lifecycle
+from cdc_console.core.lifecycle import BatchStatus, Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, PlannedSplit
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
@@ -305,7 +305,14 @@ class HybridSplitAssigner:
                 filters.append(TableStreamFilter(table.table_id, table.stream_from))
             elif table.state == Lifecycle.CATCHING_UP:
                 finished = tuple(self.store.finished_splits(table.table_id))
-                filters.append(TableStreamFilter(table.table_id, table.stream_from, finished))
+                pending = tuple(
+                    s.split.range
+                    for s in self.store.splits(table.table_id)
+                    if s.status != SplitStatus.FINISHED
+                )
+                filters.append(
+                    TableStreamFilter(table.table_id, table.stream_from, finished, pending)
+                )
         if not filters:
             return None
         start = min(f.resume_from for f in filters if f.resume_from is not None)

@@ -50,6 +50,7 @@ class SplitWatermarks:
         )
         self._starts = [order.sort_key(f.split.range.start) for f in ordered[1:]]
         self._infos = ordered
+        self._pending = stream_filter.pending_ranges
 
     def owner_high_watermark(self, key: RawKey) -> BinlogOffset | None:
         if not self._infos:
@@ -61,17 +62,34 @@ class SplitWatermarks:
             return None
         return info.high_watermark
 
+    def pending(self, key: RawKey) -> bool:
+        """Whether ``key`` falls in a chunk of the table that is being read (again)."""
+        return any(r.contains(key, self.order) for r in self._pending)
+
+
+class UnplacedKey(LookupError):
+    """A change's chunk key falls in none of its table's chunks, finished or being read (the
+    chunks cover every key, so only a bug or an order that disagrees with the server's gets
+    here): whether a snapshot holds it cannot be told, so it is neither emitted nor passed over
+    in silence (the table is read again)."""
+
 
 def should_emit(watermarks: SplitWatermarks, position: BinlogOffset, key: RawKey) -> bool:
-    """Whether a change at ``position`` on chunk key ``key`` is new to the sink."""
+    """Whether a change at ``position`` on chunk key ``key`` is new to the sink: after its
+    chunk's high watermark, or in a chunk being read again (not: that read holds it). A key
+    in no chunk at all raises ``UnplacedKey`` (the table is read again), never passed over in
+    silence."""
     if watermarks.start is not None and position < watermarks.start:
         return False
     if watermarks.max_high_watermark is None or position >= watermarks.max_high_watermark:
         return True
     high = watermarks.owner_high_watermark(key)
     if high is None:
-        log.warning("key %r at %s belongs to no finished split; not emitted", key, position)
-        return False
+        if watermarks.pending(key):
+            return False  # its chunk is being read again, and that read holds it
+        raise UnplacedKey(
+            f"chunk key {key!r} at {position} falls in none of the chunks, finished or pending"
+        )
     return position >= high
 
 
@@ -130,7 +148,9 @@ class BinlogSplitReader:
         log.warning("binlog: %s changed shape at %s: left out from there on", table_id, change)
         self.schema_changes.setdefault(str(table_id), change)
 
-    def _unconvertible(self, event: RowEvent, exc: Exception) -> None:
+    def _unconvertible(
+        self, event: RowEvent, exc: Exception, cause: ChangeCause = ChangeCause.UNDECODABLE
+    ) -> None:
         """A row of ``event`` has a value that does not convert to its canonical form (bytes
         of a charset without a codec, a value out of its type's range...): the table is held
         at the event's transaction, so nothing of it past there is emitted, and reported like
@@ -138,10 +158,12 @@ class BinlogSplitReader:
         here = BinlogOffset(event.file, event.pos)
         at = BinlogOffset(event.file, event.transaction_start or event.pos)
         what = (
-            f"the {event.kind} rows at {here} hold a value that does not convert "
+            f"the {event.kind} rows at {here}: {redact(str(exc))[:200]}"
+            if cause is ChangeCause.UNPLACED
+            else f"the {event.kind} rows at {here} hold a value that does not convert "
             f"({type(exc).__name__}: {redact(str(exc))[:200]})"
         )
-        change = SchemaChange(at, here, what, ChangeCause.UNDECODABLE)
+        change = SchemaChange(at, here, what, cause)
         if not self.park_on_schema_change:
             raise SchemaChangedError(
                 f"{event.table_id} {change.cause.headline} at {at}: {what}",
@@ -249,7 +271,10 @@ class BinlogSplitReader:
             except SourceError:
                 raise  # the source's fault (a key's collation weights), not this table's
             except Exception as exc:  # one table's value: that table is held, the rest go on
-                self._unconvertible(event, exc)
+                unplaced = isinstance(exc, UnplacedKey)
+                self._unconvertible(
+                    event, exc, ChangeCause.UNPLACED if unplaced else ChangeCause.UNDECODABLE
+                )
                 held.add(table_id)
                 continue
             yield from records

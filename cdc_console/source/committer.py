@@ -49,8 +49,9 @@ def _hold_for_evolution(
 def _count(
     store: StateStore, conn: sqlite3.Connection, table_id: str, change: SchemaChange
 ) -> None:
-    """Count a change the binlog did not carry as full rows (status, metrics, alerts)."""
-    if change.cause is not ChangeCause.DDL:
+    """Count a change the binlog did not carry as full rows (status, metrics, alerts); an
+    unplaced key is the reader's own finding, told in the journal instead."""
+    if change.cause not in (ChangeCause.DDL, ChangeCause.UNPLACED):
         store.count_held_change(table_id, change.cause.value, change.position, change.what, conn)
 
 

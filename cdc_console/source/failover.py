@@ -135,6 +135,7 @@ def _translated_pending_plan(store: StateStore, remap: _Remap) -> BatchPlan | No
                         replace(s, high_watermark=remap(s.high_watermark))
                         for s in f.finished_splits
                     ),
+                    f.pending_ranges,
                 )
                 for f in window.tables
             ),

@@ -389,8 +389,9 @@ def test_split_reader_emits_what_it_did_before_under_watermarks(
                 (
                     FinishedSnapshotSplitInfo(SnapshotSplit(a, 0, "id", ChunkRange(None, 20)), hw_early),
                     FinishedSnapshotSplitInfo(SnapshotSplit(a, 1, "id", ChunkRange(20, 150)), hw_late),
-                    # ids >= 1500 belong to no finished split until the max high watermark
                 ),
+                # ids >= 150 are in a chunk still being read until the max high watermark
+                (ChunkRange(150, None),),
             ),
             TableStreamFilter(b),
         ),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import ColumnInfo, TableId
+from cdc_console.core.schema_change import ChangeCause
 from cdc_console.core.splits import FinishedSnapshotSplitInfo, SnapshotSplit, TableStreamFilter
-from cdc_console.source.binlog_reader import SplitWatermarks, should_emit
+from cdc_console.source.binlog_reader import SplitWatermarks, UnplacedKey, should_emit
 
 T = TableId("shop", "orders")
 
@@ -75,3 +78,29 @@ def test_string_keys_are_placed_in_the_servers_collation_order() -> None:
     assert not should_emit(m, at(500), "B")  # owned by [b, +inf), finished at 900
     assert should_emit(m, at(500), "a")  # owned by (-inf, b), finished at 100
     assert not should_emit(m, at(500), "Zebra")
+
+
+def test_a_key_no_finished_chunk_owns_is_never_passed_over_in_silence() -> None:
+    """Chunks always cover the key space; a key none owns (a gap left by a bug, an order that
+    disagrees with the server's) raises, and the reader holds the table to read it again."""
+    gapped = (finished(0, None, 100, 1000), finished(2, 200, None, 2000))
+    m = SplitWatermarks(TableStreamFilter(T, at(1000), gapped), INT_ORDER)
+    with pytest.raises(UnplacedKey, match="150"):
+        should_emit(m, at(1500), 150)
+    assert should_emit(m, at(1500), 50)
+    # a NULL chunk key is the first chunk's (it sorts first, as in the server's ORDER BY)
+    assert should_emit(m, at(1500), None) and not should_emit(m, at(900), None)
+    assert ChangeCause.UNPLACED.heals
+
+
+def test_a_key_of_a_chunk_being_read_again_is_that_reads() -> None:
+    """A chunk repaired while its table catches up is pending, not finished: a change on its
+    keys is passed over (the chunk's read holds it); one outside every chunk still raises."""
+    gapped = (finished(0, None, 100, 1000), finished(2, 200, 300, 2000))
+    pending = (ChunkRange(100, 200),)
+    m = SplitWatermarks(TableStreamFilter(T, at(1000), gapped, pending), INT_ORDER)
+    assert not should_emit(m, at(1500), 150)
+    with pytest.raises(UnplacedKey, match="350"):
+        should_emit(m, at(1500), 350)
+    again = TableStreamFilter.from_dict(TableStreamFilter(T, at(1), gapped, pending).to_dict())
+    assert again.pending_ranges == pending
