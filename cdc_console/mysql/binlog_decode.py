@@ -27,6 +27,7 @@ outlives one window.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 import zlib
@@ -166,7 +167,29 @@ def exact_codecs(columns: BinlogLibObject, conn: Connection | None) -> list[str 
 
 
 class _CachedTableMapEvent(TableMapEvent):  # type: ignore[misc]
-    """``TableMapEvent`` that reuses the parse of an identical body seen earlier by this reader."""
+    """``TableMapEvent`` that reuses the parse of an identical body seen earlier by this reader,
+    and reads ENUM and SET member names in their column's own character set."""
+
+    def _read_type_values(self, length: int) -> list[list[bytes]] | None:
+        """ENUM and SET member names (optional metadata) as their bytes: the library decodes
+        them as UTF-8 and keeps "" for a name in any other charset, so a member of a latin1 or
+        big5 ENUM came out as ""; ``_decode_members`` decodes them with the column's codec."""
+        packet = self.packet
+        end = packet.read_bytes + length
+        if packet.read_bytes >= end:
+            return None
+        lists: list[list[bytes]] = []
+        while packet.read_bytes < end:
+            count = packet.read_length_coded_binary()
+            lists.append([bytes(packet.read_variable_length_string()) for _ in range(count)])
+        return lists
+
+    def _decode_members(self, conn: Connection | None) -> None:
+        for column in getattr(self, "columns", None) or ():
+            for attr in ("enum_values", "set_values"):
+                members = getattr(column, attr, None)
+                if members and any(isinstance(m, bytes) for m in members):
+                    setattr(column, attr, _members_text(members, column, conn))
 
     def __init__(
         self,
@@ -185,6 +208,7 @@ class _CachedTableMapEvent(TableMapEvent):  # type: ignore[misc]
             or from_packet.read_bytes != 0
         ):
             super().__init__(from_packet, event_size, table_map, ctl_connection, **kwargs)
+            self._decode_members(ctl_connection)
             return
         cache.check_context(kwargs.get("mysql_version"), kwargs.get("post_header_lengths"))
         body = bytes(raw._data[raw._position : raw._position + event_size])
@@ -192,6 +216,7 @@ class _CachedTableMapEvent(TableMapEvent):  # type: ignore[misc]
         if attrs is None:
             cache.misses += 1
             super().__init__(from_packet, event_size, table_map, ctl_connection, **kwargs)
+            self._decode_members(ctl_connection)
             cache.store(body, {k: v for k, v in vars(self).items() if k not in _BASE_EVENT_ATTRS})
             return
         cache.hits += 1
@@ -199,6 +224,28 @@ class _CachedTableMapEvent(TableMapEvent):  # type: ignore[misc]
         self.__dict__.update(attrs)
         if self._processed:
             table_map[self.table_id] = self.table_obj
+
+
+def _members_text(
+    members: list[str | bytes], column: BinlogLibObject, conn: Connection | None
+) -> list[str | bytes]:
+    """Member names decoded with the codec of the column's charset (from its collation);
+    a name that does not decode stays bytes, so that its rows fail to convert and hold their
+    table loudly rather than carry a wrong member."""
+    collation = getattr(column, "collation_name", None)
+    charset = str(collation).split("_", 1)[0] if collation else "utf8mb4"
+    try:
+        codec = python_codec(charset, conn) or "utf-8"
+    except Exception as exc:  # a probe: the server's table could not be read
+        _log.warning("the server's table of charset %s could not be read: %s", charset, exc)
+        codec = "utf-8"
+    decoded: list[str | bytes] = []
+    for member in members:
+        if isinstance(member, bytes):
+            with contextlib.suppress(UnicodeDecodeError, LookupError):
+                member = member.decode(codec)
+        decoded.append(member)
+    return decoded
 
 
 class _FastRowsMixin:

@@ -7,7 +7,8 @@ that no key has to be known in advance). Families:
 
 - one table per character set ``SHOW CHARACTER SET`` lists, keyed by a VARCHAR in that set,
   its text taken from several scripts and converted by the server (what a set cannot hold
-  becomes ``?``, under the writer's empty ``sql_mode``);
+  becomes ``?``, under the writer's empty ``sql_mode``), with an ENUM and a SET of non-ASCII
+  members in ten of them;
 - one table per key type, values at and near the type's edges (integers signed and unsigned at
   their extremes, DECIMAL, DATE/DATETIME/TIMESTAMP/TIME, BINARY/VARBINARY, CHAR in a ``_ci`` and a
   ``_bin`` collation, ENUM, UUID, INET6), and composite keys mixing them;
@@ -109,9 +110,32 @@ class Fixture:
         return quote_ident(self.name)
 
 
+#: ENUM and SET members each of these sets can hold, beyond ASCII
+MEMBERS = {
+    "latin1": ["é", "ß", "a b"],
+    "cp1251": ["Ж", "ж", "я"],
+    "greek": ["Ω", "ω", "ά"],
+    "sjis": ["カナ", "日本", "ｱ"],
+    "gbk": ["中文", "字", "ａ"],
+    "big5": ["中文", "字"],
+    "ucs2": ["é", "中", "Ж"],
+    "utf16": ["é", "中", "𝄞"],
+    "utf32": ["é", "中", "𝄞"],
+    "eucjpms": ["カナ", "①", "髙"],
+}
+
+
 def charset_fixture(charset: str, rows: int) -> Fixture:
+    """A table in ``charset``; where ``MEMBERS`` has some, an ENUM and a SET in it too."""
     name = f"cs_{charset}"
     table = quote_ident(name)
+    members = MEMBERS.get(charset, [])
+    literals = ", ".join(f"'{m}'" for m in members)
+    extra = (
+        f", e ENUM({literals}) CHARACTER SET {charset}, s SET({literals}) CHARACTER SET {charset}"
+        if members
+        else ""
+    )
 
     def text(n: int) -> str:
         start = n % len(SCRIPTS)
@@ -119,13 +143,17 @@ def charset_fixture(charset: str, rows: int) -> Fixture:
 
     def insert(n: int) -> str:
         key = f"CONVERT(_utf8mb4'k{n} {SCRIPTS[n % 20]}' USING {charset})"
-        return f"INSERT IGNORE INTO {table} VALUES ({key}, {text(n)})"
+        more = ""
+        if members:
+            chosen = ",".join(m for i, m in enumerate(members) if (n >> i) & 1)
+            more = f", '{members[n % len(members)]}', '{chosen}'"
+        return f"INSERT IGNORE INTO {table} VALUES ({key}, {text(n)}{more})"
 
     fixture = Fixture(
         name,
         "charset",
         f"CREATE TABLE {table} (k VARCHAR(24) CHARACTER SET {charset} NOT NULL PRIMARY KEY, "
-        f"v TEXT CHARACTER SET {charset})",
+        f"v TEXT CHARACTER SET {charset}{extra})",
         [insert(n) for n in range(rows)],
         lambda r: "",
     )
