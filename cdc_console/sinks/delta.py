@@ -388,16 +388,7 @@ class DeltaSink(TableBatchSink):
             plan = plan_table_batch(schema, records, replaces, absent, want_changes=log is not None)
 
         if log is not None:
-            data = _changelog_table(schema, log_schema, batch_id, plan.changes)
-            write_deltalake(
-                log,
-                data,
-                mode="append",
-                schema_mode="merge",
-                commit_properties=self._commit(batch_id, table_id, "log"),
-            )
-            stats["changelog_rows"] = data.num_rows
-            stats["changelog_skipped"] = False
+            self._write_log(log, schema, log_schema, batch_id, plan.changes, stats)
         if mirror_done:
             stats["mirror_skipped"] = True
             return stats
@@ -413,20 +404,34 @@ class DeltaSink(TableBatchSink):
                 self._commit(batch_id, table_id, "merge"),
                 merge_schema=True,
             )
-            inserted = int(metrics.get("num_target_rows_inserted", 0))
-            updated = int(metrics.get("num_target_rows_updated", 0))
-            stats["inserted"], stats["updated"] = inserted, updated
-            stats["deleted"] = int(metrics.get("num_target_rows_deleted", 0))
-            stats["upserted"] = inserted + updated
+            _merge_stats(stats, metrics)
             stats["range_deleted"] = plan.range_deleted
-            stats["rows_copied"] = int(metrics.get("num_target_rows_copied", 0))
-            stats["files_added"] = int(metrics.get("num_target_files_added", 0))
-            stats["files_removed"] = int(metrics.get("num_target_files_removed", 0))
             mirror.update_incremental()
             committed = mirror.version() > version
         if not committed:
             self._record_noop(mirror, lake, batch_id, table_id)
         return stats
+
+    def _write_log(
+        self,
+        log: DeltaTable,
+        schema: TableSchema,
+        log_schema: pa.Schema,
+        batch_id: int,
+        changes: Sequence[PlannedChange],
+        stats: SinkStats,
+    ) -> None:
+        """Append a batch's changelog rows of one table, in the batch's own commit."""
+        data = _changelog_table(schema, log_schema, batch_id, changes)
+        write_deltalake(
+            log,
+            data,
+            mode="append",
+            schema_mode="merge",
+            commit_properties=self._commit(batch_id, schema.table_id, "log"),
+        )
+        stats["changelog_rows"] = data.num_rows
+        stats["changelog_skipped"] = False
 
     def _record_noop(
         self, mirror: DeltaTable, lake: pa.Schema, batch_id: int, table_id: TableId
@@ -463,16 +468,7 @@ class DeltaSink(TableBatchSink):
             held = counts_in_ranges(mirror, schema, replaces, where)
         plan = plan_counted_batch(schema, records, replaces, held, want_changes=log is not None)
         if log is not None:
-            data = _changelog_table(schema, changelog_schema(lake), batch_id, plan.changes)
-            write_deltalake(
-                log,
-                data,
-                mode="append",
-                schema_mode="merge",
-                commit_properties=self._commit(batch_id, table_id, "log"),
-            )
-            stats["changelog_rows"] = data.num_rows
-            stats["changelog_skipped"] = False
+            self._write_log(log, schema, changelog_schema(lake), batch_id, plan.changes, stats)
         if mirror_done:
             stats["mirror_skipped"] = True
             return stats
@@ -486,14 +482,7 @@ class DeltaSink(TableBatchSink):
             merge_schema=True,
         )
         if metrics is not None:
-            inserted = int(metrics.get("num_target_rows_inserted", 0))
-            updated = int(metrics.get("num_target_rows_updated", 0))
-            stats["inserted"], stats["updated"] = inserted, updated
-            stats["deleted"] = int(metrics.get("num_target_rows_deleted", 0))
-            stats["upserted"] = inserted + updated
-            stats["rows_copied"] = int(metrics.get("num_target_rows_copied", 0))
-            stats["files_added"] = int(metrics.get("num_target_files_added", 0))
-            stats["files_removed"] = int(metrics.get("num_target_files_removed", 0))
+            _merge_stats(stats, metrics)
             mirror.update_incremental()
         stats["range_deleted"] = plan.range_deleted
         if mirror.version() == version:
@@ -519,6 +508,18 @@ def _empty_stats() -> SinkStats:
         "mirror_skipped": False,
         "changelog_skipped": True,
     }
+
+
+def _merge_stats(stats: SinkStats, metrics: DeltaMetrics) -> None:
+    """A MERGE's row and file counts (delta-rs' metrics) into a table's batch stats."""
+    inserted = int(metrics.get("num_target_rows_inserted", 0))
+    updated = int(metrics.get("num_target_rows_updated", 0))
+    stats["inserted"], stats["updated"] = inserted, updated
+    stats["deleted"] = int(metrics.get("num_target_rows_deleted", 0))
+    stats["upserted"] = inserted + updated
+    stats["rows_copied"] = int(metrics.get("num_target_rows_copied", 0))
+    stats["files_added"] = int(metrics.get("num_target_files_added", 0))
+    stats["files_removed"] = int(metrics.get("num_target_files_removed", 0))
 
 
 def _project(current: pa.Table, typed: pa.Schema, path: Path) -> pa.Table:

@@ -132,23 +132,7 @@ class SplitsRepo(StateDatabase):
             ).fetchone()
             generation = int(row[0]) if row else 0
         with self.transaction() as conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO splits (split_id, table_id, split_no, generation, "
-                "chunk_key, range_start, range_end, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        s.split_id,
-                        str(table_id),
-                        s.split_no,
-                        generation,
-                        s.chunk_key,
-                        json.dumps(encode_key(s.range.start)),
-                        json.dumps(encode_key(s.range.end)),
-                        SplitStatus.PENDING,
-                    )
-                    for s in splits
-                ],
-            )
+            _insert_pending(conn, splits, generation)
             conn.execute(
                 "UPDATE tables SET splits_total=?, splits_done=0, updated_at=? WHERE table_id=?",
                 (len(splits), time.time(), str(table_id)),
@@ -165,7 +149,8 @@ class SplitsRepo(StateDatabase):
                 "SELECT status, generation, range_end FROM splits WHERE split_id=?",
                 (tail.split_id,),
             ).fetchone()
-            if row is None or row[0] != SplitStatus.PENDING or decode_key(json.loads(row[2])):
+            still_open = row is not None and decode_key(json.loads(row[2])) is None
+            if row is None or row[0] != SplitStatus.PENDING or not still_open:
                 return []
             (last,) = conn.execute(
                 "SELECT MAX(split_no) FROM splits WHERE table_id=?", (table,)
@@ -178,23 +163,7 @@ class SplitsRepo(StateDatabase):
                 "UPDATE splits SET range_end=? WHERE split_id=?",
                 (json.dumps(encode_key(ranges[0].end)), tail.split_id),
             )
-            conn.executemany(
-                "INSERT INTO splits (split_id, table_id, split_no, generation, chunk_key, "
-                "range_start, range_end, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        s.split_id,
-                        table,
-                        s.split_no,
-                        int(row[1]),
-                        s.chunk_key,
-                        json.dumps(encode_key(s.range.start)),
-                        json.dumps(encode_key(s.range.end)),
-                        SplitStatus.PENDING,
-                    )
-                    for s in added
-                ],
-            )
+            _insert_pending(conn, added, int(row[1]))
             conn.execute(
                 "UPDATE tables SET splits_total=splits_total+?, updated_at=? WHERE table_id=?",
                 (len(added), time.time(), table),
@@ -270,3 +239,26 @@ class SplitsRepo(StateDatabase):
             for s in self.splits(table_id)
             if s.status == SplitStatus.FINISHED and s.high_watermark is not None
         ]
+
+
+def _insert_pending(
+    conn: sqlite3.Connection, splits: Sequence[SnapshotSplit], generation: int
+) -> None:
+    """Record ``splits`` as pending chunks of ``generation`` (replacing same-numbered ones)."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO splits (split_id, table_id, split_no, generation, "
+        "chunk_key, range_start, range_end, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                s.split_id,
+                str(s.table_id),
+                s.split_no,
+                generation,
+                s.chunk_key,
+                json.dumps(encode_key(s.range.start)),
+                json.dumps(encode_key(s.range.end)),
+                SplitStatus.PENDING,
+            )
+            for s in splits
+        ],
+    )

@@ -125,6 +125,23 @@ MEMBERS = {
 }
 
 
+def writer_mix(
+    fixture: Fixture,
+    insert: Callable[[random.Random, int], str],
+    *others: Callable[[random.Random], str],
+) -> Callable[[random.Random], str]:
+    """A writer's next statement: two in five insert a new row (numbered past the fixture's
+    own), the rest are one of ``others`` at random."""
+
+    def change(rng: random.Random) -> str:
+        if rng.random() < 0.4:
+            fixture.counter[0] += 1
+            return insert(rng, fixture.counter[0])
+        return rng.choice(others)(rng)
+
+    return change
+
+
 def charset_fixture(charset: str, rows: int) -> Fixture:
     """A table in ``charset``; where ``MEMBERS`` has some, an ENUM and a SET in it too."""
     name = f"cs_{charset}"
@@ -158,16 +175,12 @@ def charset_fixture(charset: str, rows: int) -> Fixture:
         lambda r: "",
     )
 
-    def change(rng: random.Random) -> str:
-        pick = rng.random()
-        if pick < 0.4:
-            fixture.counter[0] += 1
-            return insert(fixture.counter[0])
-        if pick < 0.8:
-            return f"UPDATE {table} SET v = {text(rng.randrange(99))} ORDER BY k LIMIT 1"
-        return f"DELETE FROM {table} ORDER BY k DESC LIMIT 1"
-
-    fixture.changes = change
+    fixture.changes = writer_mix(
+        fixture,
+        lambda r, n: insert(n),
+        lambda r: f"UPDATE {table} SET v = {text(r.randrange(99))} ORDER BY k LIMIT 1",
+        lambda r: f"DELETE FROM {table} ORDER BY k DESC LIMIT 1",
+    )
     return fixture
 
 
@@ -188,19 +201,14 @@ def key_fixture(index: int, key_type: str, rows: int, seed: int) -> Fixture:
         lambda r: "",
     )
 
-    def change(r: random.Random) -> str:
-        pick = r.random()
-        if pick < 0.4:
-            fixture.counter[0] += 1
-            return insert(r, fixture.counter[0])
-        if pick < 0.7:
-            return f"UPDATE {table} SET n = n + 1 ORDER BY k LIMIT 1"
-        if pick < 0.85:
-            # a key change: the row moves to another chunk
-            return f"UPDATE IGNORE {table} SET k = {literal(r, 99)} ORDER BY k DESC LIMIT 1"
-        return f"DELETE FROM {table} ORDER BY n DESC LIMIT 1"
-
-    fixture.changes = change
+    fixture.changes = writer_mix(
+        fixture,
+        insert,
+        lambda r: f"UPDATE {table} SET n = n + 1 ORDER BY k LIMIT 1",
+        # a key change: the row moves to another chunk
+        lambda r: f"UPDATE IGNORE {table} SET k = {literal(r, 99)} ORDER BY k DESC LIMIT 1",
+        lambda r: f"DELETE FROM {table} ORDER BY n DESC LIMIT 1",
+    )
     return fixture
 
 
@@ -222,16 +230,12 @@ def composite_fixture(name: str, types: tuple[str, str], rows: int, seed: int) -
         lambda r: "",
     )
 
-    def change(r: random.Random) -> str:
-        pick = r.random()
-        if pick < 0.5:
-            fixture.counter[0] += 1
-            return insert(r, fixture.counter[0])
-        if pick < 0.8:
-            return f"UPDATE {table} SET n = n + 1 ORDER BY a, b LIMIT 1"
-        return f"DELETE FROM {table} ORDER BY n DESC LIMIT 1"
-
-    fixture.changes = change
+    fixture.changes = writer_mix(
+        fixture,
+        insert,
+        lambda r: f"UPDATE {table} SET n = n + 1 ORDER BY a, b LIMIT 1",
+        lambda r: f"DELETE FROM {table} ORDER BY n DESC LIMIT 1",
+    )
     return fixture
 
 
@@ -310,16 +314,12 @@ def names_fixture(rows: int) -> Fixture:
         lambda r: "",
     )
 
-    def change(r: random.Random) -> str:
-        pick = r.random()
-        if pick < 0.4:
-            fixture.counter[0] += 1
-            return insert(fixture.counter[0])
-        if pick < 0.8:
-            return f"UPDATE {table} SET {others[0]} = 'u{r.randrange(9)}' ORDER BY {key} LIMIT 1"
-        return f"DELETE FROM {table} ORDER BY {key} DESC LIMIT 1"
-
-    fixture.changes = change
+    fixture.changes = writer_mix(
+        fixture,
+        lambda r, n: insert(n),
+        lambda r: f"UPDATE {table} SET {others[0]} = 'u{r.randrange(9)}' ORDER BY {key} LIMIT 1",
+        lambda r: f"DELETE FROM {table} ORDER BY {key} DESC LIMIT 1",
+    )
     return fixture
 
 
@@ -346,16 +346,12 @@ def wide_fixture(rows: int) -> Fixture:
         lambda r: "",
     )
 
-    def change(r: random.Random) -> str:
-        pick = r.random()
-        if pick < 0.4:
-            fixture.counter[0] += 1
-            return insert(fixture.counter[0] % 100_000)
-        if pick < 0.8:
-            return "UPDATE wide SET j = JSON_SET(j, '$.n', 0), f = f + 1 ORDER BY id LIMIT 1"
-        return "DELETE FROM wide ORDER BY id DESC LIMIT 1"
-
-    fixture.changes = change
+    fixture.changes = writer_mix(
+        fixture,
+        lambda r, n: insert(n % 100_000),
+        lambda r: "UPDATE wide SET j = JSON_SET(j, '$.n', 0), f = f + 1 ORDER BY id LIMIT 1",
+        lambda r: "DELETE FROM wide ORDER BY id DESC LIMIT 1",
+    )
     return fixture
 
 
