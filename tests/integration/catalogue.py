@@ -76,12 +76,21 @@ KEY_TYPES: dict[str, Literal] = {
     ),
 }
 
-#: composite keys: (name, column types)
+#: composite keys always in the suite: (name, column types)
 COMPOSITE_KEYS = {
     "int_ci": ("INT", "CHAR(8) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_520_ci"),
     "date_binary": ("DATE", "BINARY(4)"),
     "u64_decimal": ("BIGINT UNSIGNED", "DECIMAL(30,10)"),
 }
+
+
+def composite_keys(seed: int, count: int = 3) -> dict[str, tuple[str, str]]:
+    """``COMPOSITE_KEYS`` and ``count`` more, pairs of key types drawn with ``seed``: the same
+    pairs in every run with one seed, others with another (``CDC_FIXTURE_SEED``)."""
+    rng = random.Random(f"composite-{seed}")
+    types = list(KEY_TYPES)
+    drawn = {f"drawn_{i}": (rng.choice(types), rng.choice(types)) for i in range(count)}
+    return {**COMPOSITE_KEYS, **drawn}
 
 
 def _uuid(rng: random.Random) -> str:
@@ -359,7 +368,7 @@ def catalogue(charsets: list[str], rows: int = 24, seed: int = 30) -> list[Fixtu
     """Every fixture: ``charsets`` from the server's ``SHOW CHARACTER SET``."""
     found = [charset_fixture(c, rows) for c in charsets]
     found += [key_fixture(i, t, rows, seed) for i, t in enumerate(KEY_TYPES)]
-    found += [composite_fixture(n, ts, rows, seed) for n, ts in COMPOSITE_KEYS.items()]
+    found += [composite_fixture(n, ts, rows, seed) for n, ts in composite_keys(seed).items()]
     found += counted_fixtures(rows)
     found += [names_fixture(rows), wide_fixture(rows)]
     return found

@@ -100,8 +100,10 @@ def test_every_fixture_converges_through_a_kill_a_drop_and_a_damage_repaired(
 ) -> None:
     db = source_db
     charsets = sorted(str(r[0]) for r in db.rows("SHOW CHARACTER SET"))
-    rows = int(os.environ.get("CDC_FIXTURE_ROWS", "24"))  # a larger run: CDC_FIXTURE_ROWS=200
-    fixtures = catalogue([c for c in charsets if c not in UNDECODED], rows=rows)
+    # a larger run: CDC_FIXTURE_ROWS=200; other drawn key pairs and values: CDC_FIXTURE_SEED
+    rows = int(os.environ.get("CDC_FIXTURE_ROWS", "24"))
+    seed = int(os.environ.get("CDC_FIXTURE_SEED", "30"))
+    fixtures = catalogue([c for c in charsets if c not in UNDECODED], rows=rows, seed=seed)
     assert len(fixtures) >= 60, len(fixtures)
     db.execute(
         "SET SESSION sql_mode = ''",
@@ -109,9 +111,9 @@ def test_every_fixture_converges_through_a_kill_a_drop_and_a_damage_repaired(
         *(row for f in fixtures for row in f.rows),
     )
     names = [f.name for f in fixtures]
-    config_path = write_config(db, tmp_path, chunk_size=8)
+    config_path = write_config(db, tmp_path, chunk_size=max(10, rows // 3))
     config = load(config_path)
-    writer = CatalogueWriter(db, fixtures, seed=30)
+    writer = CatalogueWriter(db, fixtures, seed=seed)
     writer.start()
     try:
         with running(JobProcess(config_path)) as job:
