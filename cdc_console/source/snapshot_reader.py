@@ -18,6 +18,13 @@ per-row canonical form entirely.
 The SELECT saw the table at some instant between LW and HW; replaying every change of that window
 in order yields the state at HW whichever instant that was, because full row images make each
 upsert and delete idempotent. Changes after HW are the binlog reader's, filtered by this split's HW.
+
+A table without a unique key (``TableSchema.counted``) has no such idempotence: replaying an
+insert the SELECT already saw would count its row twice. Its chunk is read where it is exact
+instead: inside ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` at the binlog position the server
+names for it (``begin_consistent_snapshot``; LW = HW = that position), or, where the server
+cannot name it or the table has no transactions, again until no change in the chunk's range
+falls in ``[LW, HW)`` (the rows are then the range's state at HW), a bounded number of times.
 """
 
 from __future__ import annotations
