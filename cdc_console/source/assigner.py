@@ -25,6 +25,8 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 
+import pymysql
+
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
@@ -97,7 +99,12 @@ class SnapshotSplitAssigner:
         for split in pending:
             if split.range.end is not None:
                 continue
-            ranges = self.split_tail(schemas[split.table_id], split.range)
+            try:
+                ranges = self.split_tail(schemas[split.table_id], split.range)
+            except (pymysql.err.ProgrammingError, pymysql.err.DataError, ValueError) as exc:
+                # splitting again only keeps reads small: the chunk read whole is as exact
+                log.warning("%s: its last chunk is read whole (%s)", split.table_id, exc)
+                ranges = []
             added = self.store.split_tail(split, ranges) if len(ranges) > 1 else []
             if added:
                 grew = True

@@ -527,3 +527,18 @@ def test_a_table_the_sink_refused_is_parked_where_its_mirror_is(store: StateStor
     assert later is None or all(
         f.table_id != USERS for f in (later.binlog.tables if later.binlog else ())
     )
+
+
+def test_a_tail_that_cannot_be_split_again_is_read_whole(store: StateStore) -> None:
+    """Splitting the open last chunk again only keeps reads small: when the server refuses the
+    query (the table went away meanwhile, say), the chunk is handed out as it is."""
+    import pymysql
+
+    from cdc_console.source.assigner import SnapshotSplitAssigner
+
+    def refuse(_schema: TableSchema, _tail: ChunkRange) -> list[ChunkRange]:
+        raise pymysql.err.ProgrammingError(1146, "Table 'shop.orders' doesn't exist")
+
+    assigner = SnapshotSplitAssigner(store, fake_split, refuse)
+    got = assigner.next_splits([schema(ORDERS)], 10)
+    assert [str(s.range) for s in got] == ["(-inf, 1000)", "[1000, 2000)", "[2000, +inf)"]
