@@ -213,39 +213,46 @@ class DeltaSink(TableBatchSink):
 
         A re-dump is the fix for a table whose columns changed (a DDL stop). The mirror keeps
         its rows, projected onto the new columns (kept columns cast, new ones null until the
-        re-dump's chunks rewrite each row), in one overwrite commit, so it is never empty. The
-        changelog is history in the old shape: its folder is set aside under a versioned name
-        and a new one starts. Both steps are no-ops once done, so a retried batch skips them.
+        re-dump's chunks rewrite each row), in one overwrite commit, so it is never empty. When
+        its rows cannot take the new shape exactly (a text that is no number, a new NOT NULL
+        column), the mirror is set aside whole under a versioned name, readable as it was, and
+        the re-dump fills a fresh one. The changelog is history in the old shape: its folder is
+        set aside the same way and a new one starts. Every step is a no-op once done, so a
+        retried batch skips them.
         """
         path = self.mirror_path(table_id)
         if DeltaTable.is_deltatable(str(path)):
             mirror = DeltaTable(str(path))
             if not same_schema(mirror, typed):
                 current = mirror.to_pyarrow_table()
-                write_deltalake(
-                    mirror,
-                    _project(current, typed, path),
-                    mode="overwrite",
-                    schema_mode="overwrite",
-                    target_file_size=self.lake.target_file_size,
-                    commit_properties=CommitProperties(
-                        custom_metadata={"cdc_console.migrate": f"{table_id} new shape"}
-                    ),
-                )
-                _log.warning("%s: mirror migrated to the new columns %s", table_id, typed.names)
+                try:
+                    projected = _project(current, typed, path)
+                except SinkSchemaError as exc:
+                    aside = _set_aside(path, mirror.version())
+                    _log.warning(
+                        "%s: the mirror's rows cannot take the new columns (%s); the old mirror "
+                        "is kept, readable, at %s and the re-dump fills a fresh one",
+                        table_id,
+                        exc,
+                        aside,
+                    )
+                else:
+                    write_deltalake(
+                        mirror,
+                        projected,
+                        mode="overwrite",
+                        schema_mode="overwrite",
+                        target_file_size=self.lake.target_file_size,
+                        commit_properties=CommitProperties(
+                            custom_metadata={"cdc_console.migrate": f"{table_id} new shape"}
+                        ),
+                    )
+                    _log.warning("%s: mirror migrated to the new columns %s", table_id, typed.names)
         log_path = self.changelog_path(table_id)
         if DeltaTable.is_deltatable(str(log_path)) and not same_schema(
             DeltaTable(str(log_path)), log_schema
         ):
-            version = DeltaTable(str(log_path)).version()
-            aside = log_path.with_name(f"{log_path.name}.before-v{version}")
-            # A table reshaped again starts a new changelog at version 0 each time, so the
-            # name may be taken by an earlier set-aside: never overwrite history.
-            again = 2
-            while aside.exists():
-                aside = log_path.with_name(f"{log_path.name}.before-v{version}-{again}")
-                again += 1
-            log_path.rename(aside)
+            aside = _set_aside(log_path, DeltaTable(str(log_path)).version())
             _log.warning("%s: changelog in the old shape kept at %s", table_id, aside)
 
     def _commit(self, batch_id: int, table_id: TableId, what: str) -> CommitProperties:
@@ -508,6 +515,19 @@ def _empty_stats() -> SinkStats:
         "mirror_skipped": False,
         "changelog_skipped": True,
     }
+
+
+def _set_aside(path: Path, version: int) -> Path:
+    """Move a Delta table's folder to ``<name>.before-v<version>`` and return where. A table
+    reshaped again starts at version 0 each time, so the name may be taken by an earlier
+    set-aside: history is never overwritten."""
+    aside = path.with_name(f"{path.name}.before-v{version}")
+    again = 2
+    while aside.exists():
+        aside = path.with_name(f"{path.name}.before-v{version}-{again}")
+        again += 1
+    path.rename(aside)
+    return aside
 
 
 def _merge_stats(stats: SinkStats, metrics: DeltaMetrics) -> None:

@@ -886,3 +886,44 @@ def test_a_table_reshaped_in_place_takes_its_new_columns_without_a_row(sink: Del
     assert table.to_pyarrow_table().column("label").to_pylist() == [None]
     assert sink.apply_batch(1, schemas, [], reshaped=[ORDERS])[ORDERS]["mirror_skipped"]
     assert DeltaTable(str(sink.mirror_path(ORDERS))).version() == version + 1
+
+
+def test_a_redump_into_a_shape_the_rows_cannot_take_keeps_the_old_mirror_aside(
+    sink: DeltaSink,
+) -> None:
+    """A column retyped so that its values no longer fit (text 'age1' into an INT): the re-dump
+    fills a fresh mirror, and the old one stays readable beside it, as it was."""
+    table = TableId("shop", "people")
+    text = TableSchema(
+        table,
+        (
+            ColumnInfo("id", "int", "int(11)", nullable=False),
+            ColumnInfo("age", "varchar", "varchar(10)"),
+        ),
+        ("id",),
+        "id",
+    )
+    number = TableSchema(
+        table,
+        (
+            ColumnInfo("id", "int", "int(11)", nullable=False),
+            ColumnInfo("age", "int", "int(11)"),
+        ),
+        ("id",),
+        "id",
+    )
+
+    def rec(op: str, row: dict[str, Any], pos: int, split_id: str = "") -> ChangeRecord:
+        return ChangeRecord(
+            "shop", "people", op, json.dumps([row["id"]]), json.dumps(row), 1, pos, 0, 0, 0, 0,
+            split_id=split_id,
+        )  # fmt: skip
+
+    sink.apply_batch(0, {table: text}, [rec("+I", {"id": 1, "age": "age1"}, 10)])
+    replace = ReplaceRange(table, "shop.people:0", lambda key: True, position=(1, 20, 0, 0))
+    dump = [rec("+I", {"id": 1, "age": 41}, 20, "shop.people:0")]
+    for _ in range(2):  # a retried batch finds the work done
+        sink.apply_batch(1, {table: number}, dump, [replace])
+    assert sink.read_mirror(table).to_pylist() == [{"id": 1, "age": 41}]
+    (aside,) = sink.mirror_path(table).parent.glob("people.before-v*")
+    assert DeltaTable(str(aside)).to_pyarrow_table().to_pylist() == [{"id": 1, "age": "age1"}]
