@@ -104,7 +104,7 @@ def _uint_le(size: int) -> Callable[[bytes, int], int]:
 
 def _encoding_of(column: BinlogLibObject, exact: str | None = None) -> str | None:
     """The Python codec of a character column (None: UTF-8): ``exact``, the one the reader
-    found for it (``binlog_decode.exact_codecs``), else the library's pick."""
+    found for it (``library_events.exact_codecs``), else the library's pick."""
     if exact is not None:
         return exact
     charset = column.character_set_name

@@ -24,7 +24,7 @@ from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.errors import SchemaChangedError
 from cdc_console.mysql import binlog as binlog_module
-from cdc_console.mysql import binlog_decode, charsets
+from cdc_console.mysql import charsets, library_events
 from cdc_console.mysql.binlog import RowEvent, read_window_events
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.position import current_position
@@ -494,9 +494,9 @@ def test_every_character_set_decodes_in_the_binlog_as_the_server_converts_it(
     eucjpms (no Python codec has its Microsoft and NEC extensions) every character it has. A
     set left without a codec stays bytes, and the stream's reader holds its table rather than
     guess."""
-    exact = binlog_decode.python_codec
+    exact = library_events.python_codec
     monkeypatch.setattr(
-        binlog_decode,
+        library_events,
         "python_codec",
         lambda charset, conn=None: None if charset in NOT_DECODED else exact(charset, conn),
     )

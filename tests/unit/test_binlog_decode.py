@@ -30,13 +30,11 @@ from pymysqlreplication.row_event import (
 
 from cdc_console.mysql import binlog_decode
 from cdc_console.mysql.binlog_decode import (
-    _BASE_EVENT_ATTRS,
-    _SUBSTITUTES,
     CachingBinLogStreamReader,
-    DecodeCache,
     DecodedRows,
     _DecodingPacketWrapper,
 )
+from cdc_console.mysql.library_events import BASE_EVENT_ATTRS, SUBSTITUTES, DecodeCache
 from cdc_console.values.canonical import JSON_NULL_SOURCE
 
 UTF8MB4 = 45  # utf8mb4_general_ci
@@ -334,7 +332,7 @@ class FakeCtl:
 LIBRARY_EVENTS = frozenset(
     {TableMapEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, RotateEvent}
 )
-OUR_EVENTS = LIBRARY_EVENTS | {_SUBSTITUTES[e] for e in LIBRARY_EVENTS if e in _SUBSTITUTES}
+OUR_EVENTS = LIBRARY_EVENTS | {SUBSTITUTES[e] for e in LIBRARY_EVENTS if e in SUBSTITUTES}
 
 
 class Side:
@@ -688,7 +686,7 @@ def test_base_event_attributes_are_what_binlog_event_sets() -> None:
         False,
     )
     event = BinLogEvent(wrapper, 21, {}, FakeCtl())
-    assert set(vars(event)) - {"_processed", "dbms"} == _BASE_EVENT_ATTRS
+    assert set(vars(event)) - {"_processed", "dbms"} == BASE_EVENT_ATTRS
 
 
 def test_plain_reader_classes_are_untouched() -> None:
