@@ -34,10 +34,11 @@ from cdc_console.core.plan import BatchPlan, PlannedSplit
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
+from cdc_console.errors import ConfigError
 from cdc_console.source.batch_budget import BatchBudget
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.evolution import Reread, describe_evolution
-from cdc_console.source.parking import is_purged, park_table
+from cdc_console.source.parking import is_purged, park, park_table
 from cdc_console.source.plan_past import as_committed, may_plan_past, wait_applied
 from cdc_console.source.redump import reread_or_park
 from cdc_console.state.store import StateStore, TableState
@@ -75,6 +76,27 @@ class SnapshotSplitAssigner:
         self.split_table = split_table
         self.split_tail = split_tail
 
+    def _split_or_park(self, schema: TableSchema) -> bool:
+        """Split a table on first use; one the server will not split (gone since it was
+        listed, a chunk key it refuses) is parked with the reason, and the others go on."""
+        try:
+            self.ensure_split(schema)
+        except (pymysql.err.ProgrammingError, pymysql.err.DataError, ConfigError) as exc:
+            table = schema.table_id
+            hint = getattr(exc, "hint", "") or (
+                f"check that {table} exists and the source user can read it, then "
+                f"'cdc-console redump --table {table}'"
+            )
+            why = exc.message if isinstance(exc, ConfigError) else str(exc.args[-1])
+            park(
+                self.store,
+                table,
+                f"{table} parked (NEEDS_REDUMP): it could not be split into chunks ({why}). "
+                f"The other tables go on. Fix: {hint}",
+            )
+            return False
+        return True
+
     def ensure_split(self, schema: TableSchema) -> None:
         if self.store.has_splits(schema.table_id):
             return
@@ -88,8 +110,7 @@ class SnapshotSplitAssigner:
         log.info("table %s: %d chunks on %s", schema.table_id, len(splits), schema.chunk_key)
 
     def next_splits(self, tables: Sequence[TableSchema], limit: int) -> list[SnapshotSplit]:
-        for schema in tables:
-            self.ensure_split(schema)
+        tables = [schema for schema in tables if self._split_or_park(schema)]
         ids = [s.table_id for s in tables]
         pending = self.store.pending_splits(limit, ids)
         if self.split_tail is None:

@@ -542,3 +542,25 @@ def test_a_tail_that_cannot_be_split_again_is_read_whole(store: StateStore) -> N
     assigner = SnapshotSplitAssigner(store, fake_split, refuse)
     got = assigner.next_splits([schema(ORDERS)], 10)
     assert [str(s.range) for s in got] == ["(-inf, 1000)", "[1000, 2000)", "[2000, +inf)"]
+
+
+def test_a_table_the_server_will_not_split_is_parked_and_the_others_split(
+    store: StateStore,
+) -> None:
+    """Gone between being listed and being split: that table parks with the reason and the
+    fix, the other's chunks are handed out, and the plan does not fail."""
+    import pymysql
+
+    from cdc_console.source.assigner import SnapshotSplitAssigner
+
+    def split(table: TableSchema) -> list[SnapshotSplit]:
+        if table.table_id == ORDERS:
+            raise pymysql.err.ProgrammingError(1146, "Table 'shop.orders' doesn't exist")
+        return fake_split(table)
+
+    got = SnapshotSplitAssigner(store, split).next_splits([schema(ORDERS), schema(USERS)], 10)
+    assert [s.split_id for s in got] == ["shop.users:0"]
+    orders = store.table(ORDERS)
+    assert orders is not None and orders.state == Lifecycle.NEEDS_REDUMP
+    said = [e.message for e in store.events() if "shop.orders parked" in e.message]
+    assert said and "doesn't exist" in said[0] and "redump --table shop.orders" in said[0]
