@@ -42,6 +42,16 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 ROWS, CHUNK = 20_000, 1_000
 #: what a clean stop must not print: our CLI's error line, a Python traceback, an ERROR log line
 NOT_CLEAN = re.compile(r"^error: |Traceback \(most recent call last\)| ERROR ", re.MULTILINE)
+#: what a Python worker slow to connect back on a loaded machine prints, Spark's line for the
+#: query it ended and the late worker's own traceback, once the job started the query again
+#: (``spark.query_restarts``, whose warning says so)
+RECOVERED = re.compile(
+    r"^.* ERROR MicroBatchExecution: Query .* terminated with error$"
+    r"|^Traceback \(most recent call last\):\n(?: .*\n)*?"
+    r"pyspark\.errors\.exceptions\.base\.PySparkRuntimeError: \[CANNOT_OPEN_SOCKET\].*$",
+    re.MULTILINE,
+)
+RESTART_SAID = "the streaming query failed (Python worker failed to connect back"
 
 
 def finished_chunks(config: PipelineConfig) -> int:
@@ -112,7 +122,8 @@ def stop_cleanly(
     assert code == 0, output
     assert f"stop requested (signal {signum})" in output
     assert re.search(r"stopped (at binlog\.\d+:\d+ )?after batch \d+", output), output
-    assert not NOT_CLEAN.search(output), NOT_CLEAN.search(output)
+    unrecovered = RECOVERED.sub("", output) if RESTART_SAID in output else output
+    assert not NOT_CLEAN.search(unrecovered), NOT_CLEAN.search(unrecovered)
     # The batch in flight was finished and committed, not abandoned.
     assert last_batch_status(config) == BatchStatus.APPLIED
     assert finished_chunks(config) < ROWS // CHUNK + 1, "stopped mid-snapshot"
