@@ -74,6 +74,7 @@ def table_plan(
     splits = splitter.split(schema)
     plan: JSONObject = {
         "table": str(table_id),
+        "rows_told_apart_by": identity(schema),
         "chunk_key": schema.chunk_key,
         "chunks": len(splits),
         "chunk_size": snap.chunk_size,
@@ -91,6 +92,15 @@ def table_plan(
     return plan
 
 
+def identity(schema: TableSchema) -> str:
+    """What tells the table's rows apart in its mirror, in words."""
+    if schema.primary_key:
+        return f"primary key ({', '.join(schema.primary_key)})"
+    if schema.counted:
+        return "their whole content, duplicates counted (no unique key)"
+    return f"unique column {schema.chunk_key}"
+
+
 def _rows_in(conn: Connection, schema: TableSchema, split: SnapshotSplit) -> int:
     sql, args = chunk_query(schema, split, "COUNT(*)")
     with conn.cursor() as cur:
@@ -104,7 +114,8 @@ def format_text(plans: list[JSONObject]) -> str:
     for plan in plans:
         lines.append(
             f"{plan['table']}: {plan['chunks']} chunk(s) on {plan['chunk_key']} "
-            f"(chunk_size {plan['chunk_size']}): {plan['how']}"
+            f"(chunk_size {plan['chunk_size']}): {plan['how']}; rows told apart by "
+            f"{plan['rows_told_apart_by']}"
         )
         spread = plan.get("rows_spread")
         if isinstance(spread, dict):

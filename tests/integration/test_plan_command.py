@@ -22,6 +22,8 @@ def test_plan_shows_each_tables_chunks_and_counts_them(source_db: SourceDb, tmp_
         "INSERT INTO words SELECT CONCAT('w', seq) FROM seq_1_to_450",
         "CREATE TABLE tiny (id INT PRIMARY KEY)",
         "INSERT INTO tiny VALUES (1), (2)",
+        "CREATE TABLE heap (k INT NOT NULL, v INT, KEY (k))",
+        "INSERT INTO heap SELECT seq DIV 3, 0 FROM seq_1_to_300",
     )
     config_path = write_config(db, tmp_path, chunk_size=100)
     done = run_cli("plan", "--config", str(config_path), "--count", "--json", timeout=120)
@@ -35,13 +37,20 @@ def test_plan_shows_each_tables_chunks_and_counts_them(source_db: SourceDb, tmp_
     assert (
         plans["tiny"]["chunks"] == 1 and plans["tiny"]["how"] == "2 rows (counted) fit in one chunk"
     )
+    assert plans["even"]["rows_told_apart_by"] == "primary key (id)"
+    # a table without a unique key: counted, chunked on an indexed column, duplicates kept
+    assert plans["heap"]["rows_told_apart_by"] == (
+        "their whole content, duplicates counted (no unique key)"
+    )
+    assert plans["heap"]["chunk_key"] == "k" and sum(plans["heap"]["rows"]) == 300
     assert not load(config_path).state_path.exists()  # read-only
 
     text = run_cli("plan", "--config", str(config_path), "--table", f"{db.name}.even", timeout=120)
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
-    assert (
-        lines[0] == f"{db.name}.even: 10 chunk(s) on id (chunk_size 100): " + plans["even"]["how"]
+    assert lines[0] == (
+        f"{db.name}.even: 10 chunk(s) on id (chunk_size 100): {plans['even']['how']}; "
+        "rows told apart by primary key (id)"
     )
     assert lines[1].split() == ["0", "(-inf,", "101)"] and "  ..." in lines
     assert lines[-1].split() == ["9", "[901,", "+inf)"]
