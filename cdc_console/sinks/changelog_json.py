@@ -157,7 +157,7 @@ class ChangelogJsonSink(TableBatchSink):
                     self.read_lines(schema.table_id, before=batch_id), schema.key_columns
                 )
                 held = [
-                    {k: held for k, held in state.items() if replace.in_range(held[0])}
+                    {key: counted for key, counted in state.items() if replace.in_range(counted[0])}
                     for replace in replaces
                 ]
             plan = plan_counted_batch(schema, records, replaces, held, want_changes=True)
