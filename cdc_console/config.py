@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar, overload
 
+from cdc_console.core.invalid_dates import DATE_FAMILIES, InvalidDateRules, InvalidDates
 from cdc_console.core.schema import TableId, parse_qualified, spell_database
 from cdc_console.core.untyped import TomlTable
 from cdc_console.errors import ConfigError, register_secret
@@ -262,6 +263,9 @@ class PipelineConfig:
     #: starting this far past its start (``mysql.window_end``); a catch-up takes several batches
     #: instead of one held whole in the driver's memory
     max_window_bytes: int = 16 << 20
+    #: ``[pipeline] invalid_dates`` and ``invalid_dates_for``: what a zero or invalid date
+    #: becomes in the mirror, per date type and per table or column (``core.invalid_dates``)
+    invalid_dates: InvalidDateRules = field(default_factory=InvalidDateRules)
     console: ConsoleConfig = field(default_factory=ConsoleConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
@@ -331,6 +335,8 @@ _KNOWN = {
         "binlog_readers",
         "binlog_part_bytes",
         "max_window_bytes",
+        "invalid_dates",
+        "invalid_dates_for",
     },
     "console": {
         "refresh_seconds",
@@ -853,11 +859,58 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
         binlog_readers=_binlog_readers(pipe),
         binlog_part_bytes=_pipeline_size(pipe, "binlog_part_bytes", 1 << 10, "2MiB"),
         max_window_bytes=_pipeline_size(pipe, "max_window_bytes", 4 << 10, "16MiB"),
+        invalid_dates=_invalid_dates(pipe),
         console=_console(_section(doc, "console"), base),
         lake=_lake(_section(doc, "lake")),
         verify=verify,
         metrics=_metrics(_section(doc, "metrics")),
     )
+
+
+def _invalid_date_rule(value: object, where: str) -> InvalidDates:
+    choices = ", ".join(f'"{r}"' for r in InvalidDates)
+    if isinstance(value, str) and value in set(InvalidDates):
+        return InvalidDates(value)
+    _problem(
+        ConfigError(f"{where} must be one of {choices}, not {value!r}", f'write {where} = "null"')
+    )
+    return InvalidDates.NULL
+
+
+def _invalid_dates(pipe: TomlTable) -> InvalidDateRules:
+    """``invalid_dates = "sentinel"`` (every date type) or ``{ date = "sentinel", ... }``;
+    ``invalid_dates_for = { "db.t" = "sentinel", "db.u" = { shipped = "sentinel" } }``."""
+    default = _typed(pipe, "pipeline", "invalid_dates", (str, dict), "null")
+    if isinstance(default, str):
+        rule = _invalid_date_rule(default, "pipeline.invalid_dates")
+        by_family = dict.fromkeys(DATE_FAMILIES.values(), rule)
+    else:
+        by_family = {}
+        for name, value in default.items():
+            if name not in DATE_FAMILIES:
+                _problem(
+                    ConfigError(
+                        f"pipeline.invalid_dates has a rule for {name!r}, which is not one of "
+                        f"{', '.join(DATE_FAMILIES)}",
+                        'write invalid_dates = { date = "sentinel" }',
+                    )
+                )
+                continue
+            by_family[DATE_FAMILIES[name]] = _invalid_date_rule(
+                value, f"pipeline.invalid_dates.{name}"
+            )
+    by_table: dict[str, dict[str, InvalidDates]] = {}
+    for table_name, value in _typed(pipe, "pipeline", "invalid_dates_for", dict, {}).items():
+        _or_problem(partial(parse_table_pattern, table_name), None)
+        where = f'pipeline.invalid_dates_for."{table_name}"'
+        if isinstance(value, dict):
+            by_table[table_name] = {
+                str(column): _invalid_date_rule(rule, f"{where}.{column}")
+                for column, rule in value.items()
+            }
+        else:
+            by_table[table_name] = {"*": _invalid_date_rule(value, where)}
+    return InvalidDateRules(by_family, by_table)
 
 
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "kib": 1 << 10, "mb": 1000**2, "mib": 1 << 20}

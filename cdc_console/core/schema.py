@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from cdc_console.core.invalid_dates import InvalidDates
 from cdc_console.core.mysqltypes import TypeFamily, family_of
 from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import JSONObject, JSONValue
@@ -138,6 +139,9 @@ class ColumnInfo:
     character_set: str | None = None
     collation: str | None = None
     enum_values: tuple[str, ...] = ()
+    #: what a zero or invalid value of a DATE, DATETIME or TIMESTAMP column becomes
+    #: (``core.invalid_dates``); configured, not read from the server
+    invalid_dates: InvalidDates = InvalidDates.NULL
 
     @property
     def unsigned(self) -> bool:
@@ -266,7 +270,9 @@ def mark_json_columns(
 
 
 def _column_to_dict(c: ColumnInfo) -> JSONObject:
-    return {
+    """``invalid_dates`` appears only when it is not the default, so the schemas stored before
+    the rule existed read as equal to today's."""
+    data: JSONObject = {
         "name": c.name,
         "data_type": c.data_type,
         "column_type": c.column_type,
@@ -278,10 +284,16 @@ def _column_to_dict(c: ColumnInfo) -> JSONObject:
         "collation": c.collation,
         "enum_values": list(c.enum_values),
     }
+    if c.invalid_dates is not InvalidDates.NULL:
+        data["invalid_dates"] = str(c.invalid_dates)
+    return data
 
 
 def _column_from_dict(c: Mapping[str, Loaded]) -> ColumnInfo:
-    return ColumnInfo(**{**c, "enum_values": tuple(c.get("enum_values", ()))})
+    rule = InvalidDates(str(c.get("invalid_dates", InvalidDates.NULL)))
+    return ColumnInfo(
+        **{**c, "enum_values": tuple(c.get("enum_values", ())), "invalid_dates": rule}
+    )
 
 
 def schema_to_dict(schema: TableSchema) -> JSONObject:

@@ -39,6 +39,7 @@ from cdc_console.mysql.probe import (
     chunk_key_for,
     expand_pattern,
     probe_server,
+    with_invalid_dates,
 )
 from cdc_console.mysql.schema import load_table_schema
 
@@ -532,7 +533,9 @@ def _table_checks(
         for table_id in fresh:
             configured = chunk_key_for(table_id, overrides)
             try:
-                schema = load_table_schema(conn, table_id, configured)
+                schema = with_invalid_dates(
+                    load_table_schema(conn, table_id, configured), config.invalid_dates
+                )
             except LookupError:
                 results.append(
                     _fail(
@@ -672,7 +675,9 @@ def check_table(conn: Connection, config: PipelineConfig, table_id: TableId) -> 
     account = _account(conn, config.source)
     configured = chunk_key_for(table_id, config.snapshot.chunk_key)
     try:
-        schema = load_table_schema(conn, table_id, configured)
+        schema = with_invalid_dates(
+            load_table_schema(conn, table_id, configured), config.invalid_dates
+        )
     except LookupError:
         raise SourceError(
             f"{table_id} does not exist on the source server, or {account} cannot see it",

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cdc_console.config import TablePattern, parse_table_pattern
-from cdc_console.core.schema import TableId, quote_ident
+from cdc_console.core.invalid_dates import InvalidDateRules, InvalidDates
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, quote_ident
 from cdc_console.core.untyped import Connection
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import ConfigError
@@ -162,6 +163,33 @@ def chunk_key_for(table_id: TableId, overrides: Mapping[str, str]) -> str | None
         if pattern.matches(table_id.database, table_id.table):
             return column
     return None
+
+
+def with_invalid_dates(schema: TableSchema, rules: InvalidDateRules) -> TableSchema:
+    """``schema`` with each date column's rule (``core.invalid_dates``): an exact ``db.table``
+    entry of ``invalid_dates_for`` wins over a pattern, as for ``chunk_key``."""
+    table: dict[str, InvalidDates] = {}
+    exact = rules.by_table.get(str(schema.table_id))
+    for text, columns in rules.by_table.items():
+        try:
+            pattern = parse_table_pattern(text)
+        except ConfigError:
+            continue  # the config's own checks name it
+        if columns is not exact and pattern.matches(
+            schema.table_id.database, schema.table_id.table
+        ):
+            table.update(columns)
+    table.update(exact or {})
+
+    def ruled(column: ColumnInfo) -> ColumnInfo:
+        rule = rules.rule(column.family, column.name, table)
+        return column if rule is column.invalid_dates else replace(column, invalid_dates=rule)
+
+    return replace(
+        schema,
+        columns=tuple(map(ruled, schema.columns)),
+        retired=tuple(map(ruled, schema.retired)),
+    )
 
 
 def expand_pattern(

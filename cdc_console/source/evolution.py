@@ -417,8 +417,26 @@ def describe_evolution(old: TableSchema, new: TableSchema) -> str:
 def reshaped_unseen(old: TableSchema, new: TableSchema) -> Reread | str:
     """How to follow a change the binlog the job reads does not show (made while it was
     down, when the server can describe only the new shape): read again, or why to park."""
+    ruled = _rule_changed(old, new)
+    if ruled:
+        return Reread(ruled, new)
     result = evolution(old, new, "", ())
     return result if isinstance(result, Reread | str) else Reread(_not_alter(""), new)
+
+
+def _rule_changed(old: TableSchema, new: TableSchema) -> str:
+    """Why the table is read again when only the config's rule for invalid dates of a column
+    changed (``core.invalid_dates``): the rows already mirrored follow the old rule. "" when
+    anything else changed too."""
+    if len(old.columns) != len(new.columns):
+        return ""
+    changed = []
+    for was, now in zip(old.columns, new.columns, strict=True):
+        if replace(was, invalid_dates=now.invalid_dates) != now:
+            return ""
+        if was.invalid_dates != now.invalid_dates:
+            changed.append(f"{now.name} {was.invalid_dates} -> {now.invalid_dates}")
+    return f"pipeline.invalid_dates changed for column {', '.join(changed)}" if changed else ""
 
 
 def follow_rows_change(old: TableSchema, new: TableSchema, change: SchemaChange) -> Reread | str:

@@ -44,7 +44,8 @@ Why these choices:
 - TIME spans ``-838:59:59`` to ``838:59:59`` and is a duration, not a time of day: no Delta type
   fits, so it keeps its canonical text.
 - MySQL "zero" and invalid dates (``0000-00-00``, ``2021-00-00``, ``2021-02-30`` under
-  ``ALLOW_INVALID_DATES``) have no Delta value and become NULL, as Debezium does.
+  ``ALLOW_INVALID_DATES``) have no Delta value: their canonical value is already the column's
+  rule (``core.invalid_dates``: NULL or the sentinel), and any such text still met is NULL.
 - Every field is nullable: a delete's MERGE source row carries only the key columns, and a later
   ``ALTER TABLE ... NULL`` must not make past schemas reject writes.
 

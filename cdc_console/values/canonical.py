@@ -23,9 +23,9 @@ char/varchar/*text/enum              ``str`` (CHAR without trailing spaces)
 set                                  ``str``: members in definition order joined by ``,``
 binary/varbinary/*blob/geometry      ``str``: standard base64 of the bytes (BINARY(n) zero-padded
                                      to n bytes)
-date                                 ``"YYYY-MM-DD"``; zero/invalid dates -> ``None``
-datetime(p)                          ``"YYYY-MM-DD HH:MM:SS[.f{p}]"``; zero/invalid -> ``None``
-timestamp(p)                         the UTC instant, same text plus ``"Z"``; zero -> ``None``
+date                                 ``"YYYY-MM-DD"``; zero/invalid dates -> the column's rule
+datetime(p)                          ``"YYYY-MM-DD HH:MM:SS[.f{p}]"``; zero/invalid -> its rule
+timestamp(p)                         the UTC instant, same text plus ``"Z"``; zero -> its rule
 time(p)                              ``"[-]HH:MM:SS[.f{p}]"``, hours up to 838
 json                                 ``json.dumps(v, sort_keys=True, separators=(",", ":"),
                                      ensure_ascii=False)``
@@ -53,9 +53,10 @@ decoder for MySQL-only shapes), and what we do about it:
   we map it back to ``0``.
 * TIMESTAMP: both give a naive UTC datetime (the snapshot because its session is UTC). The zero
   timestamp arrives as the str ``'0000-00-00 00:00:00'`` from pymysql and as 1970-01-01 00:00:00
-  (epoch 0, below TIMESTAMP's range) from the binlog: both become ``None``.
+  (epoch 0, below TIMESTAMP's range) from the binlog: both follow the column's rule.
 * DATE/DATETIME zero or invalid (``'0000-00-00'``, ``'2024-00-00'``, year 0): pymysql returns
-  the raw str, the binlog ``None``; both become ``None``.
+  the raw str, the binlog ``None`` marked out of range in ``none_sources``; both become what the
+  column's rule (``core.invalid_dates``) says: ``None``, or the sentinel ``0001-01-01``.
 * TIME(p > 0), negative with a non-zero fraction: the 1.0.17 decoder is wrong — it yields
   ``-(I + 1 - F)`` for the true ``-(I + F)`` (``-12:00:00.1`` decodes as ``-12:00:00.9``). The
   mapping is a bijection, so the binlog path inverts it (``_repair_time2``). Positive values and
@@ -93,6 +94,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 from functools import lru_cache
 
+from cdc_console.core.invalid_dates import InvalidDates, sentinel_text
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily, UnsupportedColumnType
 from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
 from cdc_console.core.untyped import DriverValue
@@ -244,12 +246,15 @@ def _padded_base64(length: int) -> Converter:
     return conv
 
 
-def _date_text(value: dt.date | str) -> CanonicalValue:
-    # pymysql returns the raw text of a date Python cannot hold ('0000-00-00', '2024-00-00'); the
-    # binlog returns None for the same values.
-    if isinstance(value, str):
-        return None
-    return value.isoformat()
+def _date_text(invalid: CanonicalValue) -> Converter:
+    def conv(value: dt.date | str) -> CanonicalValue:
+        # pymysql returns the raw text of a date Python cannot hold ('0000-00-00',
+        # '2024-00-00'); the binlog returns None (marked in none_sources) for the same values.
+        if isinstance(value, str):
+            return invalid
+        return value.isoformat()
+
+    return conv
 
 
 def _date_value(value: dt.date | str) -> RawKey:
@@ -269,24 +274,24 @@ def _timestamp_value(value: dt.datetime | str) -> dt.datetime | None:
     return value
 
 
-def _datetime_text(precision: int) -> Converter:
+def _datetime_text(precision: int, invalid: CanonicalValue) -> Converter:
     width = 19 if precision <= 0 else 20 + min(precision, 6)
 
     def conv(value: dt.datetime | str) -> CanonicalValue:
         if isinstance(value, str):
-            return None
+            return invalid
         return value.isoformat(" ", "microseconds")[:width]
 
     return conv
 
 
-def _timestamp_text(precision: int) -> Converter:
+def _timestamp_text(precision: int, invalid: CanonicalValue) -> Converter:
     width = 19 if precision <= 0 else 20 + min(precision, 6)
 
     def conv(value: dt.datetime | str) -> CanonicalValue:
         instant = _timestamp_value(value)
         if instant is None:
-            return None
+            return invalid
         return instant.isoformat(" ", "microseconds")[:width] + "Z"
 
     return conv
@@ -410,6 +415,9 @@ class _Plan:
     is_set: bool = False
     #: a binlog None not marked NULL in ``none_sources`` is the JSON literal null
     is_json: bool = False
+    #: what a zero or invalid date becomes (``core.invalid_dates``), for a binlog None the
+    #: decoder marks out of range; None where it stays NULL
+    invalid_date: CanonicalValue = None
 
 
 def _family(column: ColumnInfo) -> TypeFamily:
@@ -431,8 +439,20 @@ _SAME_CONVERTER: dict[TypeFamily, Converter | None] = {
     TypeFamily.CHAR: _char,
     TypeFamily.STRING: None,
     TypeFamily.BYTES: _base64,
-    TypeFamily.DATE: _date_text,
 }
+
+#: ``none_sources`` entries of a date the decoder found no calendar for
+_INVALID_DATE_SOURCES = frozenset(
+    {"out of date range", "out of datetime range", "out of datetime2 range"}
+)
+
+
+def _invalid_date(column: ColumnInfo) -> CanonicalValue:
+    """The canonical value of a zero or invalid date in ``column`` (by its rule)."""
+    family = column.family
+    if column.invalid_dates is InvalidDates.NULL or family is None:
+        return None
+    return sentinel_text(family, _precision(column))
 
 
 @lru_cache(maxsize=4096)
@@ -465,10 +485,14 @@ def _plan(column: ColumnInfo) -> _Plan:
             conv = _decimal_text(column.numeric_scale or 0)
         case TypeFamily.BINARY:
             conv = _padded_base64(_length(column, 1))
+        case TypeFamily.DATE:
+            conv = _date_text(invalid := _invalid_date(column))
+            return _Plan(conv, conv, invalid_date=invalid)
         case TypeFamily.DATETIME:
-            conv = _datetime_text(_precision(column))
+            conv = _datetime_text(_precision(column), invalid := _invalid_date(column))
+            return _Plan(conv, conv, invalid_date=invalid)
         case TypeFamily.TIMESTAMP:
-            conv = _timestamp_text(_precision(column))
+            conv = _timestamp_text(_precision(column), _invalid_date(column))
         case _:
             conv = _SAME_CONVERTER[family]
     return _Plan(conv, conv)
@@ -520,6 +544,8 @@ def normalize_value(
             return ""
         if binlog and plan.is_json and none_source == JSON_NULL_SOURCE:
             return "null"
+        if binlog and none_source in _INVALID_DATE_SOURCES:
+            return plan.invalid_date
         return plan.binlog_not_null if binlog else None
     conv = plan.binlog if binlog else plan.snapshot
     return value if conv is None else conv(value)
@@ -606,6 +632,10 @@ class RowNormalizer:
             for name, plan in plans
             if plan.binlog_not_null is not None or plan.is_set or plan.is_json
         )
+        # Date columns whose rule keeps an invalid date as a value (a sentinel), not NULL.
+        self._invalid_dates: tuple[tuple[str, CanonicalValue], ...] = tuple(
+            (name, plan.invalid_date) for name, plan in plans if plan.invalid_date is not None
+        )
         self._key_names: tuple[str, ...] = tuple(schema.key_columns)
         missing = [k for k in self._key_names if k not in self._names]
         if missing:
@@ -661,6 +691,10 @@ class RowNormalizer:
                     row[name] = "null"
                 elif not_null is not None:
                     row[name] = not_null
+        if none_sources is not None:
+            for name, invalid in self._invalid_dates:
+                if row[name] is None and none_sources.get(name) in _INVALID_DATE_SOURCES:
+                    row[name] = invalid
         return row
 
     def key_of(self, row: Mapping[str, CanonicalValue]) -> tuple[CanonicalValue, ...]:

@@ -1,0 +1,71 @@
+"""What a zero or invalid date becomes in the mirror: one rule per column, the same on every path.
+
+MySQL and MariaDB store dates no calendar holds when a session's ``sql_mode`` lets them
+(``'0000-00-00'``, ``'2024-00-10'``, ``'2024-04-31'`` under ``ALLOW_INVALID_DATES``, the zero
+TIMESTAMP). A Delta DATE or TIMESTAMP cannot hold them, so every DATE, DATETIME and TIMESTAMP
+column has a rule (``[pipeline] invalid_dates``), applied where a driver's value becomes the
+canonical value, so the snapshot, the binlog, the change feed and ``verify`` agree:
+
+- ``null`` (the default, as Debezium does for nullable columns): the value is NULL;
+- ``sentinel``: the value is the earliest date Delta holds, ``0001-01-01`` (``0001-01-01
+  00:00:00`` with the column's fractional digits for DATETIME and TIMESTAMP), so a reader can
+  tell "the source held a date we could not keep" from "the source held NULL".
+
+The rule travels with the column (``ColumnInfo.invalid_dates``): the Spark executors and the
+binlog reader apply the rule the table was captured with, and a change of rule is a change of
+the table's shape, which reads the table again so old rows follow the new rule too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from cdc_console.core.mysqltypes import TypeFamily
+
+
+class InvalidDates(StrEnum):
+    NULL = "null"
+    SENTINEL = "sentinel"
+
+
+#: the families the rule applies to, by the name the config uses for them
+DATE_FAMILIES: dict[str, TypeFamily] = {
+    "date": TypeFamily.DATE,
+    "datetime": TypeFamily.DATETIME,
+    "timestamp": TypeFamily.TIMESTAMP,
+}
+
+SENTINEL_DAY = "0001-01-01"
+
+
+def sentinel_text(family: TypeFamily, precision: int) -> str:
+    """The canonical sentinel of a column: its type's text form at ``0001-01-01`` midnight."""
+    if family is TypeFamily.DATE:
+        return SENTINEL_DAY
+    text = f"{SENTINEL_DAY} 00:00:00" + (f".{'0' * min(precision, 6)}" if precision > 0 else "")
+    return text + "Z" if family is TypeFamily.TIMESTAMP else text
+
+
+@dataclass(frozen=True)
+class InvalidDateRules:
+    """``[pipeline] invalid_dates`` resolved: a rule per date family, and per table pattern a
+    rule per column (``"*"``: every date column of the table). A column's own rule wins over its
+    table's, which wins over its family's."""
+
+    by_family: Mapping[TypeFamily, InvalidDates] = field(default_factory=dict)
+    by_table: Mapping[str, Mapping[str, InvalidDates]] = field(default_factory=dict)
+
+    def rule(
+        self, family: TypeFamily | None, name: str, table: Mapping[str, InvalidDates]
+    ) -> InvalidDates:
+        """The rule of column ``name`` of ``family``, given its table's entries (``table``)."""
+        if family not in DATE_FAMILIES.values():
+            return InvalidDates.NULL
+        for key in (name, "*"):
+            for column, rule in table.items():
+                if column.lower() == key.lower():
+                    return rule
+        assert family is not None
+        return self.by_family.get(family, InvalidDates.NULL)
