@@ -34,6 +34,13 @@ OP_DELETE: Final = "-D"
 OPS: Final = frozenset({OP_INSERT, OP_UPDATE_BEFORE, OP_UPDATE_AFTER, OP_DELETE})
 # After one of these the key holds the record's row image; after the others it is absent.
 UPSERT_OPS: Final = frozenset({OP_INSERT, OP_UPDATE_AFTER})
+#: Changes logged with a partial row image (a writer's binlog_row_image MINIMAL or NOBLOB;
+#: ``mysql.partial_images``), whose row holds only some columns: ``+P`` sets the columns its row
+#: holds in the row its key names, the others keep their values; ``-P`` deletes the row its
+#: key names. Only a sink that holds the rows can apply them (``sinks.netting``).
+OP_PATCH: Final = "+P"
+OP_DELETE_KEY: Final = "-P"
+PARTIAL_OPS: Final = frozenset({OP_PATCH, OP_DELETE_KEY})
 
 # The change record's fields in declaration order, with their wire types. The Arrow schema and the
 # Spark schema of the change stream are both generated from this one list (``spark/protocol.py``).
@@ -84,8 +91,9 @@ class ChangeRecord:
     split_id: str = ""
 
     def __post_init__(self) -> None:
-        if self.op not in OPS:
-            raise ValueError(f"change op must be one of {sorted(OPS)}, not {self.op!r}")
+        if self.op not in OPS and self.op not in PARTIAL_OPS:
+            choices = sorted(OPS | PARTIAL_OPS)
+            raise ValueError(f"change op must be one of {choices}, not {self.op!r}")
 
     @property
     def table_id(self) -> TableId:

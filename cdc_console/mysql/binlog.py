@@ -23,10 +23,12 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 
 from cdc_console.config import SourceConfig
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.records import OP_DELETE_KEY, OP_PATCH, OP_UPDATE_AFTER, OP_UPDATE_BEFORE
 from cdc_console.core.schema import TableId
 from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.untyped import BinlogLibObject, DriverImage
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError, redact
+from cdc_console.mysql import partial_images
 from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader, DecodedRows
 from cdc_console.mysql.binlog_events import OpaqueEvent
 from cdc_console.mysql.connection import close_quietly, connect, translate_error
@@ -83,6 +85,9 @@ class RowChange:
     timestamp: int
     before_none_sources: dict[str, str] | None = None
     after_none_sources: dict[str, str] | None = None
+    #: the images hold only some columns (``mysql.partial_images``): a ``delete`` by its key,
+    #: or a ``patch`` (``after`` only) of the columns it holds
+    partial: bool = False
 
 
 def stream_settings(source: SourceConfig) -> dict[str, str | int | float]:
@@ -140,6 +145,9 @@ class RowEvent:
     timestamp: int
     #: where its transaction starts in ``file`` (a place a reader can resume from)
     transaction_start: int = 0
+    #: its images lack columns (``mysql.partial_images``); only a reader that asked for them
+    #: (``patchable``) gets such an event, and only one whose rows ``refusal`` accepts
+    partial: bool = False
 
 
 #: told about a table whose shape changed, where and how (the DDL text)
@@ -154,6 +162,7 @@ def read_window(
     tables: Collection[TableId],
     expected_columns: dict[TableId, list[str]] | None = None,
     on_schema_change: SchemaChangeHandler | None = None,
+    patchable: Mapping[TableId, Collection[str]] | None = None,
 ) -> Iterator[RowChange]:
     """Yield the row changes of ``tables`` committed in ``[start, end)``, in binlog order.
 
@@ -163,7 +172,14 @@ def read_window(
     ``start`` is no longer on the server.
     """
     for event in read_window_events(
-        source, server_id, start, end, tables, expected_columns, on_schema_change
+        source,
+        server_id,
+        start,
+        end,
+        tables,
+        expected_columns,
+        on_schema_change,
+        patchable=patchable,
     ):
         table_id, kind, file, pos, timestamp = (
             event.table_id,
@@ -172,9 +188,12 @@ def read_window(
             event.pos,
             event.timestamp,
         )
+        columns = expected_columns.get(table_id, ()) if expected_columns else ()
         for row_index, row in enumerate(event.rows):
             position = BinlogOffset(file, pos, 0, row_index)
-            if kind == "insert":
+            if event.partial:
+                yield from _partial_changes(table_id, kind, row, columns, position, timestamp)
+            elif kind == "insert":
                 yield RowChange(
                     table_id,
                     "insert",
@@ -209,6 +228,43 @@ def read_window(
                 )
 
 
+def _partial_changes(
+    table_id: TableId,
+    kind: str,
+    row: Mapping[str, DriverImage],
+    columns: Collection[str],
+    position: BinlogOffset,
+    timestamp: int,
+) -> Iterator[RowChange]:
+    """The changes of one row of a partial event (``partial_images.halves``)."""
+    pending_before: tuple[DriverImage, dict[str, str]] | None = None
+    for op, image, sources in partial_images.halves(kind, row, columns):
+        if op == OP_UPDATE_BEFORE:
+            pending_before = (image, sources)
+        elif op == OP_UPDATE_AFTER:
+            assert pending_before is not None
+            before, before_sources = pending_before
+            yield RowChange(
+                table_id, "update", before, image, position, timestamp, before_sources, sources
+            )
+        elif op == OP_PATCH:
+            yield RowChange(
+                table_id, "patch", None, image, position, timestamp, None, sources, partial=True
+            )
+        else:
+            yield RowChange(
+                table_id,
+                "delete",
+                image,
+                None,
+                position,
+                timestamp,
+                sources,
+                None,
+                partial=op == OP_DELETE_KEY,
+            )
+
+
 def read_window_events(
     source: SourceConfig,
     server_id: int,
@@ -218,6 +274,8 @@ def read_window_events(
     expected_columns: dict[TableId, list[str]] | None = None,
     on_schema_change: SchemaChangeHandler | None = None,
     since: Mapping[TableId, BinlogOffset] | None = None,
+    *,
+    patchable: Mapping[TableId, Collection[str]] | None = None,
 ) -> Iterator[RowEvent]:
     """``read_window`` one row event at a time: the same checks, errors and positions, without
     an object per row (the binlog reader's hot path).
@@ -227,6 +285,11 @@ def read_window_events(
     changed, and nothing of that table is yielded from there on, while the other tables go on.
     ``since`` gives a table's resume position: its events before it, and its DDL before it (a
     change it already went through), are passed over.
+
+    A row event logged with partial images (``mysql.partial_images``) holds its table, unless
+    ``patchable`` names the columns that name a row of that table (its key and chunk key) and
+    every row of the event can be applied exactly with them: it is then yielded, marked
+    ``partial``, for the reader to turn into patches and deletes by key.
     """
     if start >= end:
         return
@@ -382,11 +445,12 @@ def read_window_events(
                     continue
                 checked[table_id] = event.columns
             group_start = transaction_start(event_start)
-            if event.partial:
+            if event.partial and (patchable is None or table_id not in patchable):
+                why = "this reader needs whole images"
                 what = (
                     f"the {event.kind} at {current_file}:{event_start} lacks columns in its row "
-                    "image (the writing session's binlog_row_image is MINIMAL or NOBLOB; the "
-                    "server's should be FULL, and writers should not change it)"
+                    f"image ({why}; the writing session's binlog_row_image is MINIMAL or "
+                    "NOBLOB; the server's should be FULL, and writers should not change it)"
                 )
                 hold_event(table_id, ChangeCause.PARTIAL_IMAGE, what, group_start, event_start)
                 continue
@@ -399,6 +463,18 @@ def read_window_events(
                 )
                 hold_event(table_id, ChangeCause.UNDECODABLE, what, group_start, event_start)
                 continue
+            if event.partial:
+                assert patchable is not None
+                why = partial_images.refusal(event.kind, rows, patchable[table_id])
+                if why:
+                    what = (
+                        f"the {event.kind} at {current_file}:{event_start} lacks columns in "
+                        f"its row image and cannot be applied exactly ({why}; the writing "
+                        "session's binlog_row_image is MINIMAL or NOBLOB; the server's should "
+                        "be FULL, and writers should not change it)"
+                    )
+                    hold_event(table_id, ChangeCause.PARTIAL_IMAGE, what, group_start, event_start)
+                    continue
             yield RowEvent(
                 table_id,
                 event.kind,
@@ -407,6 +483,7 @@ def read_window_events(
                 event_start,
                 event.timestamp,
                 group_start,
+                partial=event.partial,
             )
     except pymysql.err.OperationalError as exc:
         raise _translate(exc, start) from None

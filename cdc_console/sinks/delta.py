@@ -52,7 +52,7 @@ schema evolution (an existing mirror whose schema differs raises ``SinkSchemaErr
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -107,6 +107,7 @@ from cdc_console.sinks.netting import (
     PlannedChange,
     TableBatchPlan,
     fold_columns,
+    patched_keys,
     plan_table_batch,
     split_keys,
 )
@@ -389,10 +390,15 @@ class DeltaSink(TableBatchSink):
                 full_rows=log is not None,
                 where=_bounds_filter(lake, [r.bounds for r in replaces]),
             )
-        if isinstance(records, ChangeColumns) and not replaces and log is None:
+        # Changes logged with partial row images complete the rows the mirror holds.
+        patched = patched_keys(records)
+        bases = _mirror_rows(mirror, schema, lake, patched) if patched else {}
+        if isinstance(records, ChangeColumns) and not replaces and log is None and not patched:
             plan = TableBatchPlan(nets=fold_columns(schema, records))
         else:
-            plan = plan_table_batch(schema, records, replaces, absent, want_changes=log is not None)
+            plan = plan_table_batch(
+                schema, records, replaces, absent, want_changes=log is not None, bases=bases
+            )
 
         if log is not None:
             self._write_log(log, schema, log_schema, batch_id, plan.changes, stats)
@@ -699,6 +705,29 @@ def _mirror_absent(
     for (check, key, _), row in zip(hits, rows, strict=True):
         result[check][key] = row
     return result
+
+
+def _mirror_rows(
+    table: DeltaTable, schema: TableSchema, lake: pa.Schema, keys: Collection[Key]
+) -> dict[Key, CanonicalRow]:
+    """The mirror's rows of ``keys``, canonical: one scan, which Delta prunes by the values of
+    the first key column (file statistics), the rest matched here."""
+    key_columns = list(schema.key_columns)
+    first = key_columns[0]
+    wanted = list({key[0] for key in keys})
+    typed = to_lake(
+        pa.table({first: codec_for(schema.column(first)).to_arrow(wanted)}),
+        pa.schema([lake.field(first)]),
+    )
+    where = pc.field(first).isin(typed.column(first).combine_chunks())
+    read = table.to_pyarrow_dataset().to_table(filter=where)
+    rows = table_to_rows(schema, from_lake(read, mirror_schema(schema)))
+    found: dict[Key, CanonicalRow] = {}
+    for row in rows:
+        key = tuple(row[name] for name in key_columns)
+        if key in keys:
+            found[key] = row
+    return found
 
 
 def _changelog_table(

@@ -20,7 +20,15 @@ from operator import attrgetter
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_console.core.records import OP_DELETE, UPSERT_OPS, ChangeRecord
+from cdc_console.core.records import (
+    OP_DELETE,
+    OP_DELETE_KEY,
+    OP_UPDATE_AFTER,
+    OP_UPDATE_BEFORE,
+    PARTIAL_OPS,
+    UPSERT_OPS,
+    ChangeRecord,
+)
 from cdc_console.core.schema import TableSchema
 from cdc_console.core.values import CanonicalRow
 from cdc_console.sinks.base import Key, Position, ReplaceRange, SinkError
@@ -141,12 +149,76 @@ def marker_position(replace: ReplaceRange, records: Sequence[ChangeRecord]) -> P
     return (0, 0, 0, 0)
 
 
+def patched_keys(records: Sequence[ChangeRecord]) -> set[Key]:
+    """The keys of the batch's changes logged with partial row images (``PARTIAL_OPS``): the
+    rows a sink must hold before the batch to apply them (``bases`` of ``plan_table_batch``)."""
+    if isinstance(records, ChangeColumns):
+        table = records.table
+        partial = pc.is_in(table.column("op"), value_set=pa.array(sorted(PARTIAL_OPS)))
+        if not pc.any(partial).as_py():
+            return set()
+        texts = pc.fill_null(table.filter(partial).column("key"), "").to_pylist()
+        parsed = _parse_key_texts(texts)
+        if parsed is not None:
+            return set(parsed)
+    return set(_parse_keys([r for r in records if r.op in PARTIAL_OPS]))
+
+
+def _patch_of(record: ChangeRecord, names: Sequence[str]) -> CanonicalRow:
+    try:
+        row = record.row_dict()
+    except ValueError as exc:
+        raise SinkError(f"bad row in change record {record}: {exc}") from exc
+    unknown = [name for name in row if name not in names]
+    if unknown:
+        raise SinkError(
+            f"change record {record} names column {unknown[0]!r}, which the table does not "
+            f"have (columns {list(names)}; schema changed?)"
+        )
+    return row
+
+
+def _apply_partial(
+    plan: TableBatchPlan,
+    schema: TableSchema,
+    record: ChangeRecord,
+    key: Key,
+    bases: Mapping[Key, CanonicalRow],
+    want_changes: bool,
+) -> None:
+    """A patch (``+P``) or a delete by key (``-P``): the row the key holds at this point of the
+    batch (its net so far, else the sink's row before the batch) is what it changes."""
+    nets = plan.nets
+    held = nets[key] if key in nets else bases.get(key)
+    position = _POSITION(record)
+    if record.op == OP_DELETE_KEY:
+        nets[key] = None
+        if want_changes and held is not None:
+            plan.changes.append(PlannedChange(OP_DELETE, held, position, record.seq, record.ts_ms))
+        return
+    if held is None:
+        raise SinkError(
+            f"{schema.table_id}: an update logged with a partial row image (a writer's "
+            f"binlog_row_image MINIMAL or NOBLOB) changes key {list(key)}, a row the mirror "
+            f"does not hold: the mirror lacks a row of its source. Fix: cdc-console redump "
+            f"--table {schema.table_id}"
+        )
+    row = {**held, **_patch_of(record, schema.column_names)}
+    nets[key] = row
+    if want_changes:
+        plan.changes.append(
+            PlannedChange(OP_UPDATE_BEFORE, held, position, record.seq, record.ts_ms)
+        )
+        plan.changes.append(PlannedChange(OP_UPDATE_AFTER, row, position, record.seq, record.ts_ms))
+
+
 def plan_table_batch(
     schema: TableSchema,
     records: Sequence[ChangeRecord],
     replaces: Sequence[ReplaceRange],
     absent: Sequence[Mapping[Key, CanonicalRow | None]],
     want_changes: bool,
+    bases: Mapping[Key, CanonicalRow] | None = None,
 ) -> TableBatchPlan:
     """Net one table's batch per key, and list its changelog rows, in apply order.
 
@@ -154,12 +226,14 @@ def plan_table_batch(
     the rows at that position; per key the last change wins. ``absent[i]`` holds the keys (with
     before images, or None) that the sink's state *before the batch* has in ``replaces[i]``'s
     range and its split lacks. ``want_changes`` also collects the changelog rows (it parses the
-    before images of ``-U``/``-D``, which the MERGE alone does not need). Shared by both sinks.
+    before images of ``-U``/``-D``, which the MERGE alone does not need). ``bases`` are the
+    sink's rows before the batch of the keys changed by partial row images (``patched_keys``),
+    which such a change completes (a ``+P`` then nets to the whole row). Shared by both sinks.
     """
     names = schema.column_names
     ordered = sorted(records, key=_sort_key)
     keys = _parse_keys(ordered)
-    needs_row = [want_changes or r.op in UPSERT_OPS for r in ordered]
+    needs_row = [(want_changes or r.op in UPSERT_OPS) and r.op not in PARTIAL_OPS for r in ordered]
     rows = iter(parse_rows([r for r, need in zip(ordered, needs_row, strict=True) if need], names))
     presents: dict[str, set[Key]] = {r.split_id: set() for r in replaces}
     for record, key in zip(ordered, keys, strict=True):
@@ -182,6 +256,9 @@ def plan_table_batch(
             while next_marker < len(markers) and markers[next_marker][0] < sort_key:
                 replace_at(markers[next_marker])
                 next_marker += 1
+        if record.op in PARTIAL_OPS:
+            _apply_partial(plan, schema, record, key, bases or {}, want_changes)
+            continue
         row = next(rows) if needs else None
         upsert = record.op in UPSERT_OPS
         nets[key] = row if upsert else None

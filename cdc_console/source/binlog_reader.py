@@ -19,12 +19,13 @@ from collections.abc import Iterator, Mapping
 from cdc_console.config import SourceConfig
 from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
-from cdc_console.core.records import ChangeRecord, RecordDict
+from cdc_console.core.records import PARTIAL_OPS, ChangeRecord, RecordDict
 from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.core.values import CanonicalValue, RawKey
 from cdc_console.errors import SchemaChangedError, SourceError, redact
+from cdc_console.mysql import partial_images
 from cdc_console.mysql.binlog import RowEvent, read_window_events
 from cdc_console.mysql.key_weights import key_order
 from cdc_console.source.jsonvalues import compact_encoder
@@ -127,8 +128,12 @@ class BinlogSplitReader:
         server_id: int,
         *,
         park_on_schema_change: bool = False,
+        patches: bool = False,
     ) -> None:
         self.source = source
+        #: the sink applies partial row images (``mysql.partial_images``) as patches and
+        #: deletes by key; without it, a table logged with them is held and read again
+        self.patches = patches
         #: with it, a table whose shape changes is left out of the window from that position
         #: on and reported in ``schema_changes``; without it, the window fails (``stop``)
         self.park_on_schema_change = park_on_schema_change
@@ -214,6 +219,7 @@ class BinlogSplitReader:
             expected,
             on_schema_change=on_change,
             since={t: m.start for t, m in watermarks.items() if m.start is not None},
+            patchable=partial_images.patchable(self.schemas.values()) if self.patches else None,
         ):
             table_id = event.table_id
             if table_id in held:
@@ -223,6 +229,7 @@ class BinlogSplitReader:
             start_key, max_key = bounds[table_id]
             normalizer = self.normalizers[table_id]
             binlog_row = normalizer.binlog_row
+            binlog_columns = normalizer.binlog_columns
             key_of = normalizer.key_of
             file, pos = event.file, event.pos
             file_index = file_indexes.get(file)
@@ -236,6 +243,39 @@ class BinlogSplitReader:
             try:
                 for row_index, row in enumerate(event.rows):
                     position = (file_index, pos, 0, row_index)
+                    if event.partial:
+                        for op, image, sources in partial_images.halves(
+                            event.kind, row, expected[table_id]
+                        ):
+                            if start_key is not None and position < start_key:
+                                self.skipped += 1
+                                continue
+                            if (max_key is not None and position < max_key) and not should_emit(
+                                marks,
+                                BinlogOffset(file, pos, 0, row_index),
+                                raw_chunk_key(column, image.get(column.name), binlog=True),
+                            ):
+                                self.skipped += 1
+                                continue
+                            convert = binlog_row if op not in PARTIAL_OPS else binlog_columns
+                            canonical = convert(image, sources)
+                            records.append(
+                                {
+                                    "database": database,
+                                    "table": table,
+                                    "op": op,
+                                    "key": encode_key(key_of(canonical)),
+                                    "row": encode(canonical),
+                                    "file_index": file_index,
+                                    "pos": pos,
+                                    "event_index": 0,
+                                    "row_index": row_index,
+                                    "seq": seq + len(records),
+                                    "ts_ms": ts_ms,
+                                    "split_id": "",
+                                }
+                            )
+                        continue
                     for op, image_key, sources_key in halves:
                         image = row[image_key]
                         if start_key is not None and position < start_key:

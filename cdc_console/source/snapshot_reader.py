@@ -45,7 +45,8 @@ from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.untyped import Connection, DriverImage, DriverRow, DriverValue
 from cdc_console.core.values import RawKey
-from cdc_console.mysql.binlog import read_window
+from cdc_console.mysql import partial_images
+from cdc_console.mysql.binlog import RowChange, read_window
 from cdc_console.mysql.connection import connect, text_mode_conversions, text_mode_decoders
 from cdc_console.mysql.key_weights import key_order
 from cdc_console.mysql.position import (
@@ -426,8 +427,18 @@ class SnapshotSplitReader:
 
         handler = on_change if self.park_on_schema_change else None
         for change in read_window(
-            self.source, self.server_id, low, high, [table], expected, handler
+            self.source,
+            self.server_id,
+            low,
+            high,
+            [table],
+            expected,
+            handler,
+            patchable=partial_images.patchable([self.schema]),
         ):
+            if change.partial:
+                count += self._apply_partial(split, buffer, change)
+                continue
             if self._in_chunk(split, change.before):
                 assert change.before is not None
                 before = self.normalizer.binlog_row(change.before, change.before_none_sources)
@@ -446,6 +457,31 @@ class SnapshotSplitReader:
                 conn.close()
             log.info("split %s: high watermark moved back to the DDL, %s", split.split_id, high)
         return count, high
+
+    def _apply_partial(
+        self,
+        split: SnapshotSplit,
+        buffer: dict[tuple[CanonicalValue, ...], CanonicalRow],
+        change: RowChange,
+    ) -> int:
+        """A change logged with a partial row image (``mysql.partial_images``), on the chunk's
+        rows: a delete by key, or a patch of the row its key names. A patch of a key the buffer
+        lacks is passed over: that row was deleted before the SELECT (its delete follows in the
+        window), since an insert after the SELECT would be in the buffer already."""
+        image = change.after if change.kind == "patch" else change.before
+        if not self._in_chunk(split, image):
+            return 0
+        assert image is not None
+        sources = (
+            change.after_none_sources if change.kind == "patch" else change.before_none_sources
+        )
+        columns = self.normalizer.binlog_columns(image, sources)
+        key = self.normalizer.key_of(columns)
+        if change.kind != "patch":
+            buffer.pop(key, None)
+        elif key in buffer:
+            buffer[key] = {**buffer[key], **columns}
+        return 1
 
     def _records(
         self, split: SnapshotSplit, rows: list[CanonicalRow], high: BinlogOffset

@@ -51,6 +51,8 @@ class BinlogTask:
     schemas: tuple[TableSchema, ...]
     #: ``[pipeline] schema_changes = "park"``: a table whose shape changes is parked, not fatal
     park_on_schema_change: bool = False
+    #: the sink applies partial row images as patches (``mysql.partial_images``)
+    patches: bool = False
 
     def schema_map(self) -> dict[TableId, TableSchema]:
         return {s.table_id: s for s in self.schemas}

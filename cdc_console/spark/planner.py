@@ -380,6 +380,7 @@ class Planner:
                     plan.binlog_server_id,
                     tuple(schemas[f.table_id] for f in plan.binlog.tables),
                     park_on_schema_change=self.config.schema_changes != "stop",
+                    patches=self.config.sink.kind == "delta",
                 )
                 for part in window_parts(window, self.config, self._part_starts):
                     parts.append(PlanPartition(batch_no, part, source))

@@ -218,6 +218,7 @@ def _binlog(partition: PlanPartition, task: BinlogTask) -> Iterator[RecordDict]:
                 task.schema_map(),
                 task.server_id,
                 park_on_schema_change=task.park_on_schema_change,
+                patches=task.patches,
             )
         )
         # Records as dicts straight from the reader (no ChangeRecord per row); the reader

@@ -617,6 +617,7 @@ class RowNormalizer:
     def __init__(self, schema: TableSchema) -> None:
         self.schema = schema
         self._names: tuple[str, ...] = tuple(c.name for c in schema.columns)
+        self._name_set = frozenset(self._names)
         plans = [(c.name, _plan(c)) for c in schema.columns]
         self._snapshot_convs: tuple[tuple[str, Converter], ...] = tuple(
             (name, plan.snapshot) for name, plan in plans if plan.snapshot is not None
@@ -678,11 +679,31 @@ class RowNormalizer:
                 f"{sorted(values)}); the table changed, or the server runs without "
                 "binlog_row_metadata=FULL"
             ) from None
+        return self._binlog(row, none_sources)
+
+    def binlog_columns(
+        self, values: Mapping[str, DriverValue], none_sources: Mapping[str, str] | None = None
+    ) -> CanonicalRow:
+        """``binlog_row`` of a partial image (``mysql.partial_images``): only the columns it
+        holds, in schema order; a column the table does not have is an error."""
+        unknown = [name for name in values if name not in self._name_set]
+        if unknown:
+            raise ValueError(f"{self.schema.table_id}: binlog row has no column {unknown[0]!r}")
+        return self._binlog({n: values[n] for n in self._names if n in values}, none_sources)
+
+    def _binlog(
+        self, row: dict[str, DriverValue], none_sources: Mapping[str, str] | None
+    ) -> CanonicalRow:
+        whole = len(row) == len(self._names)
         for name, conv in self._binlog_convs:
+            if not whole and name not in row:
+                continue
             value = row[name]
             if value is not None:
                 row[name] = conv(value)
         for name, not_null in self._binlog_nones:
+            if not whole and name not in row:
+                continue
             if row[name] is None:
                 why = none_sources.get(name) if none_sources is not None else None
                 if why == EMPTY_SET_SOURCE and name in self._set_columns:
@@ -693,7 +714,7 @@ class RowNormalizer:
                     row[name] = not_null
         if none_sources is not None:
             for name, invalid in self._invalid_dates:
-                if row[name] is None and none_sources.get(name) in _INVALID_DATE_SOURCES:
+                if row.get(name, 0) is None and none_sources.get(name) in _INVALID_DATE_SOURCES:
                     row[name] = invalid
         return row
 

@@ -316,7 +316,7 @@ def test_writers_that_change_their_logging_never_leave_a_wrong_mirror_streaming(
     try:
         with running(job):
             wait_for(lambda: all_in(config, Lifecycle.STREAMING, names), 240, "streaming", job)
-            for setting, statements in [
+            for setting, statements, reread in [
                 (
                     "SET SESSION binlog_format = 'STATEMENT'",
                     [
@@ -324,18 +324,45 @@ def test_writers_that_change_their_logging_never_leave_a_wrong_mirror_streaming(
                         "DELETE FROM t2 WHERE id BETWEEN 6 AND 8",
                         "INSERT INTO t2 VALUES (5001, 'new', 1.00, 'stmt insert', 'm')",
                     ],
+                    True,
                 ),
+                # partial images that name their row: applied in place, exactly
                 (
                     "SET SESSION binlog_row_image = 'MINIMAL'",
-                    ["UPDATE t2 SET note = 'min' WHERE id = 9"],
+                    [
+                        "UPDATE t2 SET note = 'min' WHERE id = 9",
+                        "UPDATE t2 SET memo = 'min memo', amount = 7 WHERE id BETWEEN 50 AND 60",
+                        "DELETE FROM t2 WHERE id IN (11, 61)",
+                        "INSERT INTO t2 VALUES (5003, 'whole', 3.00, NULL, 'all columns')",
+                        "UPDATE t2 SET note = 'again' WHERE id = 5003",
+                    ],
+                    False,
                 ),
                 (
                     "SET SESSION binlog_row_image = 'NOBLOB'",
-                    ["UPDATE t2 SET note = 'nob' WHERE id = 10"],
+                    [
+                        "UPDATE t2 SET note = 'nob' WHERE id = 10",
+                        "DELETE FROM t2 WHERE id = 62",
+                        "UPDATE t2 SET memo = 'nob memo' WHERE id = 63",
+                    ],
+                    False,
+                ),
+                # ... and those that cannot be applied exactly: the table is read again
+                (
+                    "SET SESSION binlog_row_image = 'MINIMAL'",
+                    ["INSERT INTO t2 (id, customer, amount) VALUES (5004, 'defaults', 4.00)"],
+                    True,
+                ),
+                (
+                    "SET SESSION binlog_row_image = 'MINIMAL'",
+                    ["UPDATE t2 SET id = 6000 WHERE id = 64"],
+                    True,
                 ),
             ]:
+                rereads = _rereads(config, "t2")
                 db.execute(setting, *statements)
-                wait_for(t2_equal, 180, f"t2 healed after {setting}", job)
+                wait_for(t2_equal, 180, f"t2 equal after {setting}: {statements[0]}", job)
+                assert (_rereads(config, "t2") > rereads) is reread, (statements, _journal(config))
                 t1_moves()
             status = cli(config_path, "status", "--no-probe")
             assert "changes not logged as rows" in status, status
@@ -407,6 +434,13 @@ def test_writers_that_change_their_logging_never_leave_a_wrong_mirror_streaming(
     finally:
         writer.stop()
     assert_converged(db, config, names)
+
+
+def _rereads(config: PipelineConfig, table: str) -> int:
+    """How often the journal says ``table`` was read again online."""
+    return len(
+        [m for m in _journal(config) if "reading it again online" in m and f".{table} " in m]
+    )
 
 
 def test_an_invalid_date_reads_as_null_in_the_binlog_as_in_the_snapshot(

@@ -216,3 +216,73 @@ def test_a_chunk_of_a_table_reshaped_mid_snapshot_reads_nothing_and_says_why(
     source_db.execute(f"ALTER TABLE {table} ADD COLUMN w INT")
     widened = reader(f"ALTER TABLE {table} MODIFY v VARCHAR(40)", follow=True).read(split)
     assert widened.reshaped == "redefined v varchar(40)" and widened.row_count == 0
+
+
+@pytest.mark.parametrize("phase", ["post_low_watermark", "post_high_watermark"])
+def test_partial_row_images_apply_to_the_chunk_and_come_after_it_as_patches(
+    source_db: SourceDb, phase: str
+) -> None:
+    """MINIMAL and NOBLOB updates and deletes between the watermarks are applied to the chunk's
+    rows exactly (the columns they do not log keep their values, no re-read); after the high
+    watermark the binlog reader delivers them as patches and deletes by key."""
+    table, table_id, schema = _chunked_table(
+        source_db, "v VARCHAR(20), w TEXT", "'initial', CONCAT('text ', seq)"
+    )
+    source = source_db.source_config()
+    statements = [
+        "SET SESSION binlog_row_image = 'MINIMAL'",
+        f"UPDATE {table} SET v = 'minimal' WHERE id = 12",
+        f"DELETE FROM {table} WHERE id = 13",
+        "SET SESSION binlog_row_image = 'NOBLOB'",
+        f"UPDATE {table} SET v = 'noblob' WHERE id = 14",
+        f"UPDATE {table} SET v = 'outside' WHERE id = 25",
+    ]
+    state_at_hw: list[tuple[Any, ...]] = []
+
+    def remember() -> None:
+        state_at_hw.extend(
+            source_db.rows(f"SELECT id, v, w FROM {table} WHERE id >= {LOWER} AND id < {UPPER}")
+        )
+
+    def write() -> None:
+        source_db.execute(*statements)
+
+    def remember_then_write() -> None:
+        remember()
+        write()
+
+    if phase == "post_low_watermark":
+        hooks = SnapshotPhaseHooks(post_low_watermark=write, post_high_watermark=remember)
+    else:
+        hooks = SnapshotPhaseHooks(post_high_watermark=remember_then_write)
+    split = SnapshotSplit(table_id, 1, "id", ChunkRange(LOWER, UPPER))
+    result = SnapshotSplitReader(source, schema, 5401, hooks).read(split)
+    assert result.reshaped == ""
+    chunk = {int(r["id"]): r for r in result.rows}
+    assert sorted((k, r["v"], r["w"]) for k, r in chunk.items()) == sorted(state_at_hw)
+    if phase == "post_low_watermark":
+        assert (chunk[12]["v"], chunk[12]["w"], chunk[14]["w"]) == ("minimal", "text 12", "text 14")
+        assert 13 not in chunk
+        return
+
+    conn = connect(source)
+    head = current_position(conn)
+    conn.close()
+    others = [
+        FinishedSnapshotSplitInfo(SnapshotSplit(table_id, 0, "id", ChunkRange(None, LOWER)), head),
+        FinishedSnapshotSplitInfo(split, result.high_watermark),
+        FinishedSnapshotSplitInfo(SnapshotSplit(table_id, 2, "id", ChunkRange(UPPER, None)), head),
+    ]
+    window = BinlogSplit(
+        result.low_watermark,
+        head,
+        (TableStreamFilter(table_id, result.low_watermark, tuple(others)),),
+    )
+    reader = BinlogSplitReader(source, {table_id: schema}, 5400, patches=True)
+    records = [(r.op, r.row_dict()) for r in reader.read(window)]
+    assert records == [
+        ("+P", {"id": 12, "v": "minimal"}),
+        ("-P", {"id": 13}),
+        ("+P", {"id": 14, "v": "noblob"}),
+    ]
+    assert reader.schema_changes == {}
