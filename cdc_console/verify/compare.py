@@ -62,12 +62,26 @@ class Fold:
     rows: dict[Key, CanonicalRow | None] = field(default_factory=dict)
     #: a counted table's fold: per distinct row, copies added (or, negative, taken away)
     counts: dict[Key, tuple[CanonicalRow, int]] = field(default_factory=dict)
+    #: columns set by changes logged with partial row images (``mysql.partial_images``) of
+    #: keys the fold has no whole row for: applied to the side's own row of the key
+    patches: dict[Key, CanonicalRow] = field(default_factory=dict)
 
     def delete(self, key: Key) -> None:
         self.rows[key] = None
+        self.patches.pop(key, None)
 
     def upsert(self, key: Key, row: CanonicalRow) -> None:
         self.rows[key] = row
+        self.patches.pop(key, None)
+
+    def patch(self, key: Key, columns: CanonicalRow) -> None:
+        """A change of some columns of the row ``key`` names (a partial row image)."""
+        if key in self.rows:
+            row = self.rows[key]
+            if row is not None:  # a deleted row stays deleted: the source cannot update it
+                self.rows[key] = {**row, **columns}
+            return
+        self.patches[key] = {**self.patches.get(key, {}), **columns}
 
     def count(self, key: Key, row: CanonicalRow, change: int) -> None:
         _, before = self.counts.get(key, (row, 0))
@@ -96,11 +110,17 @@ def overlay(schema: TableSchema, base: pa.Table, fold: Fold) -> pa.Table:
     """``base`` with ``fold``'s keys replaced by their folded rows (or removed)."""
     if fold.counts:
         return _overlay_counts(schema, base, fold)
-    if not fold.rows:
-        return base
+    folded = dict(fold.rows)
     keys = list(schema.key_columns)
-    kept = base.join(keys_table(schema, fold.rows), keys=keys, join_type="left anti")
-    present = [row for row in fold.rows.values() if row is not None]
+    if fold.patches:
+        held = base.join(keys_table(schema, fold.patches), keys=keys, join_type="left semi")
+        for row in table_to_rows(schema, held):
+            key = key_of_row(schema, row)
+            folded[key] = {**row, **fold.patches[key]}
+    if not folded:
+        return base
+    kept = base.join(keys_table(schema, folded), keys=keys, join_type="left anti")
+    present = [row for row in folded.values() if row is not None]
     if not present:
         return kept.select(base.column_names)
     return pa.concat_tables([kept.select(base.column_names), rows_to_table(schema, present)])

@@ -40,6 +40,7 @@ from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.values import CanonicalRow
 from cdc_console.errors import CdcError, ConfigError, redact
+from cdc_console.mysql import partial_images
 from cdc_console.mysql.binlog import RowChange, read_window
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.key_weights import key_order
@@ -401,7 +402,9 @@ class Verifier:
                 (mirror_fold, mirror_at[index]),
             ):
                 if change.position >= since:
-                    if schema.counted:
+                    if change.kind == "patch":
+                        fold.patch(key, image)
+                    elif schema.counted:
                         fold.count(key, image, -1 if row is None else 1)
                     elif row is None:
                         fold.delete(key)
@@ -409,14 +412,24 @@ class Verifier:
                         fold.upsert(key, row)
 
         expected = {table_id: schema.column_names}
+        # partial row images: a patch, or a delete by its key (``mysql.partial_images``)
+        image_of = normalizer.binlog_columns
         for change in read_window(
-            self.config.source, self.server_id, start, head, [table_id], expected
+            self.config.source,
+            self.server_id,
+            start,
+            head,
+            [table_id],
+            expected,
+            patchable=partial_images.patchable([schema]),
         ):
             if change.before is not None:
-                before = normalizer.binlog_row(change.before, change.before_none_sources)
+                convert = image_of if change.partial else normalizer.binlog_row
+                before = convert(change.before, change.before_none_sources)
                 apply(change, chunk_of(change.before), normalizer.key_of(before), before, False)
             if change.after is not None:
-                after = normalizer.binlog_row(change.after, change.after_none_sources)
+                convert = image_of if change.partial else normalizer.binlog_row
+                after = convert(change.after, change.after_none_sources)
                 apply(change, chunk_of(change.after), normalizer.key_of(after), after, True)
 
     def _snapshot_watermark(self, split: SnapshotSplit) -> BinlogOffset:

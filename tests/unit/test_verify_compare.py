@@ -101,3 +101,21 @@ def test_a_fold_replaces_and_deletes_rows_by_key() -> None:
     folded = overlay(schema, base, fold)
     expected = table([order(1), order(2, name="changed"), order(7)])
     assert compare(schema, folded, expected) == []
+
+
+def test_a_fold_applies_partial_row_images_to_each_sides_own_row() -> None:
+    """A patch (a MINIMAL/NOBLOB update) changes only its columns of the row the side holds; on a
+    row the fold already holds whole it applies there; a side without the row still lacks it."""
+    schema = orders_schema()
+    base = table([order(1), order(2), order(3)])
+    fold = Fold()
+    fold.patch((1,), {"id": 1, "name": "patched"})
+    fold.patch((1,), {"id": 1, "amount": "9.99"})
+    fold.upsert((2,), order(2, name="whole"))
+    fold.patch((2,), {"id": 2, "blob": None})
+    fold.patch((3,), {"id": 3, "name": "gone"})
+    fold.delete((3,))
+    fold.patch((8,), {"id": 8, "name": "nowhere"})
+    folded = overlay(schema, base, fold)
+    expected = table([order(1, name="patched", amount="9.99"), order(2, name="whole", blob=None)])
+    assert compare(schema, folded, expected) == []
