@@ -104,6 +104,13 @@ def signal_every_process(pid: int, signum: int) -> list[int]:
     return [p.pid for p in tree]
 
 
+def _lines_around(text: str, at: int, lines: int = 6) -> str:
+    """The lines of ``text`` around offset ``at``: what a failed cleanliness check saw."""
+    before = text[:at].splitlines()[-lines:]
+    after = text[at:].splitlines()[: lines + 1]
+    return "\n".join([*before, *after])
+
+
 def stop_cleanly(
     config: PipelineConfig, job: JobProcess, signum: int, *, every_process: bool = False
 ) -> None:
@@ -123,7 +130,8 @@ def stop_cleanly(
     assert f"stop requested (signal {signum})" in output
     assert re.search(r"stopped (at binlog\.\d+:\d+ )?after batch \d+", output), output
     unrecovered = RECOVERED.sub("", output) if RESTART_SAID in output else output
-    assert not NOT_CLEAN.search(unrecovered), NOT_CLEAN.search(unrecovered)
+    found = NOT_CLEAN.search(unrecovered)
+    assert not found, _lines_around(unrecovered, found.start() if found else 0)
     # The batch in flight was finished and committed, not abandoned.
     assert last_batch_status(config) == BatchStatus.APPLIED
     assert finished_chunks(config) < ROWS // CHUNK + 1, "stopped mid-snapshot"
