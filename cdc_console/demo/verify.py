@@ -28,6 +28,7 @@ from cdc_console.core.untyped import Cursor
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.mysql.connection import connect
 from cdc_console.sinks.lake_layout import from_lake, mirror_path
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.state.store import StateStore
 from cdc_console.values.arrow import arrow_schema, table_to_rows
 from cdc_console.values.canonical import RowNormalizer
@@ -165,7 +166,7 @@ def read_mirror(config: PipelineConfig, schema: TableSchema) -> list[CanonicalRo
     """The mirror of ``schema``'s table as canonical rows (raises if the mirror does not exist)."""
     path = mirror_path(config.sink.path, schema.table_id)
     # [lake] datetime = "timestamp" stores DATETIME as UTC: back to the pipeline's types first
-    data = from_lake(DeltaTable(str(path)).to_pyarrow_table(), arrow_schema(schema))
+    data = from_lake(read_delta(DeltaTable(str(path))), arrow_schema(schema))
     return table_to_rows(schema, data)
 
 

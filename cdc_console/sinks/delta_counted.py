@@ -16,6 +16,7 @@ from cdc_console.sinks.base import Key, ReplaceRange
 from cdc_console.sinks.counted import CountedNet, MirrorCounts
 from cdc_console.sinks.lake_layout import from_lake, to_lake
 from cdc_console.sinks.merge_sql import assignments, key_predicate, quote
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.values.arrow import columns_to_table, mirror_schema, table_to_rows
 
 _OP = "__cdc_console_count_op"  # extra MERGE source column: 'S' set the count, 'A' add to it
@@ -29,7 +30,7 @@ def counts_in_ranges(
 ) -> list[MirrorCounts]:
     """Per replace: the mirror's distinct rows in its range, with their counts. One scan, of
     the rows ``where`` lets through (a superset of every range)."""
-    read = table.to_pyarrow_dataset().to_table(filter=where)
+    read = read_delta(table, where=where)
     data = from_lake(read, mirror_schema(schema))
     result: list[MirrorCounts] = [{} for _ in replaces]
     if data.num_rows == 0:

@@ -35,6 +35,7 @@ from cdc_console.figures import table_position
 from cdc_console.mysql.key_weights import key_order
 from cdc_console.sinks.delta import pipeline_app_id
 from cdc_console.sinks.lake_layout import from_lake
+from cdc_console.sinks.mirror_read import read_delta, table_schema
 from cdc_console.state.store import StateStore
 from cdc_console.values.arrow import arrow_schema, codec_for
 from cdc_console.values.canonical import canonical_chunk_key
@@ -106,8 +107,8 @@ def _read_ranges(
     keys compare by collation, which only ``ChunkRange.contains`` knows, so they are filtered
     after reading unless the ranges cover the whole table."""
     wanted = arrow_schema(schema)
-    dataset = table.to_pyarrow_dataset()
-    present = [name for name in schema.column_names if name in dataset.schema.names]
+    stored_schema = table_schema(table)
+    present = [name for name in schema.column_names if name in stored_schema.names]
     if schema.counted:
         present.append(COUNT_COLUMN)
     column = schema.column(schema.chunk_key)
@@ -115,7 +116,7 @@ def _read_ranges(
     expression = None
     if column.family == TypeFamily.INTEGER and (start is not None or end is not None):
         field = ds.field(schema.chunk_key)
-        stored = dataset.schema.field(schema.chunk_key).type
+        stored = stored_schema.field(schema.chunk_key).type
         if start is not None:
             assert isinstance(start, int), start
             expression = field >= lake_scalar(start, stored)
@@ -125,7 +126,7 @@ def _read_ranges(
             expression = below if expression is None else expression & below
         if start is None and column.nullable:
             expression = expression | field.is_null()
-    data = dataset.to_table(columns=present, filter=expression)
+    data = read_delta(table, present, expression)
     data = from_lake(data, wanted)
     for name in schema.column_names:
         if name not in present:
