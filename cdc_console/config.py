@@ -163,6 +163,10 @@ class LakeConfig:
     log_retention_hours: float = 1.0
     checkpoint_interval: int = 100
     change_data_feed: bool = True
+    #: new mirrors are merge-on-read (``sinks.delta_dv``): a batch marks the old versions of
+    #: its changed rows in deletion vectors and appends the new ones, instead of rewriting
+    #: every file it touches (reader 3 / writer 7 with the ``deletionVectors`` feature)
+    deletion_vectors: bool = False
     #: how DATETIME is stored: "timestamp_ntz" (exact; reader 3 / writer 7) or "timestamp"
     #: (the wall clock as UTC, for readers that only open protocol 1)
     datetime: str = "timestamp_ntz"
@@ -320,6 +324,7 @@ _KNOWN = {
         "log_retention_hours",
         "checkpoint_interval",
         "change_data_feed",
+        "deletion_vectors",
         "datetime",
         "snapshot_writes",
     },
@@ -1040,6 +1045,9 @@ def _lake(section: TomlTable) -> LakeConfig:
         log_retention_hours=hours["log_retention_hours"],
         checkpoint_interval=interval,
         change_data_feed=_typed(section, "lake", "change_data_feed", bool, True),
+        deletion_vectors=_typed(
+            section, "lake", "deletion_vectors", bool, defaults.deletion_vectors
+        ),
     )
 
 

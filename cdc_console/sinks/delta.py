@@ -59,6 +59,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import DeltaProtocolError, SchemaMismatchError
+from deltalake.schema import Field
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
 from cdc_console.config import LakeConfig
@@ -83,6 +84,7 @@ from cdc_console.sinks.base import (
 from cdc_console.sinks.change_columns import ChangeColumns
 from cdc_console.sinks.counted import MirrorCounts, plan_counted_batch
 from cdc_console.sinks.delta_counted import counts_in_ranges, merge_counted
+from cdc_console.sinks.delta_dv import merge_by_deletion_vectors
 from cdc_console.sinks.delta_files import check_rows, check_written, write_chunk
 from cdc_console.sinks.delta_tables import (
     check_schema,
@@ -103,6 +105,12 @@ from cdc_console.sinks.lake_layout import (
 )
 from cdc_console.sinks.lake_target import LakeTarget
 from cdc_console.sinks.merge_sql import assignments, key_predicate, quote
+from cdc_console.sinks.mirror_read import (
+    enable_deletion_vectors,
+    has_deletion_vectors,
+    read_delta,
+    table_schema,
+)
 from cdc_console.sinks.netting import (
     PlannedChange,
     TableBatchPlan,
@@ -159,7 +167,7 @@ class DeltaSink(TableBatchSink):
 
     def read_mirror(self, table_id: TableId) -> pa.Table:
         """The mirror's current rows (for tests and tools). Raises ``FileNotFoundError``."""
-        return open_table(self.mirror_path(table_id)).to_pyarrow_table()
+        return read_delta(open_table(self.mirror_path(table_id)))
 
     def read_changelog(self, table_id: TableId) -> pa.Table:
         """The changelog rows in apply order: by batch, then position, then seq."""
@@ -225,7 +233,7 @@ class DeltaSink(TableBatchSink):
         if DeltaTable.is_deltatable(str(path)):
             mirror = DeltaTable(str(path))
             if not same_schema(mirror, typed):
-                current = mirror.to_pyarrow_table()
+                current = read_delta(mirror)
                 try:
                     projected = _project(current, typed, path)
                 except SinkSchemaError as exc:
@@ -267,9 +275,12 @@ class DeltaSink(TableBatchSink):
 
     def _mirror(self, table_id: TableId, typed: pa.Schema, in_write: bool = False) -> DeltaTable:
         properties = table_properties(typed, self.lake, self.lake.change_data_feed)
-        return open_or_create(
+        table = open_or_create(
             self.mirror_path(table_id), typed, properties, new_columns_in_write=in_write
         )
+        if self.lake.deletion_vectors and table.version() == 0:
+            enable_deletion_vectors(table)  # a new mirror, still empty
+        return table
 
     def _changelog(
         self, table_id: TableId, log_schema: pa.Schema, in_write: bool = False
@@ -409,14 +420,17 @@ class DeltaSink(TableBatchSink):
         committed = False
         if plan.nets:
             version = mirror.version()
-            metrics = _merge(
-                mirror,
-                schema,
-                lake,
-                plan.nets,
-                self._commit(batch_id, table_id, "merge"),
-                merge_schema=True,
-            )
+            if has_deletion_vectors(mirror):
+                metrics = self._merge_on_read(mirror, schema, lake, plan.nets, batch_id)
+            else:
+                metrics = _merge(
+                    mirror,
+                    schema,
+                    lake,
+                    plan.nets,
+                    self._commit(batch_id, table_id, "merge"),
+                    merge_schema=True,
+                )
             _merge_stats(stats, metrics)
             stats["range_deleted"] = plan.range_deleted
             mirror.update_incremental()
@@ -424,6 +438,29 @@ class DeltaSink(TableBatchSink):
         if not committed:
             self._record_noop(mirror, lake, batch_id, table_id)
         return stats
+
+    def _merge_on_read(
+        self,
+        mirror: DeltaTable,
+        schema: TableSchema,
+        lake: pa.Schema,
+        nets: Mapping[Key, CanonicalRow | None],
+        batch_id: int,
+    ) -> DeltaMetrics:
+        """The batch's nets by deletion vectors (``sinks.delta_dv``), columns added online in
+        the same commit. A new wall-clock column on a table without the ``timestampNtz``
+        feature joins in a commit of its own first (delta-rs upgrades the protocol; a NULL
+        column in every row the mirror holds is true of the source too)."""
+        held = {f.name for f in table_schema(mirror)}
+        wall_clock = [f for f in lake if f.name not in held and f.type == pa.timestamp("us")]
+        if wall_clock and "timestampNtz" not in (mirror.protocol().writer_features or []):
+            mirror.alter.add_columns([Field.from_arrow(f) for f in wall_clock])
+            mirror.update_incremental()
+        info = {
+            "cdc_console.batch": f"{batch_id} {schema.table_id} merge",
+            **self._commit_info,
+        }
+        return merge_by_deletion_vectors(mirror, schema, lake, nets, (self.app_id, batch_id), info)
 
     def _write_log(
         self,
@@ -684,7 +721,7 @@ def _mirror_absent(
     of the rows ``where`` lets through (a superset of every check's range: ``_bounds_filter``)."""
     key_columns = list(schema.key_columns)
     columns = None if full_rows else key_columns
-    read = table.to_pyarrow_dataset().to_table(columns=columns, filter=where)
+    read = read_delta(table, columns, where)
     data = from_lake(read, mirror_schema(schema))
     result: list[dict[Key, CanonicalRow | None]] = [{} for _ in checks]
     if data.num_rows == 0:
@@ -720,7 +757,7 @@ def _mirror_rows(
         pa.schema([lake.field(first)]),
     )
     where = pc.field(first).isin(typed.column(first).combine_chunks())
-    read = table.to_pyarrow_dataset().to_table(filter=where)
+    read = read_delta(table, where=where)
     rows = table_to_rows(schema, from_lake(read, mirror_schema(schema)))
     found: dict[Key, CanonicalRow] = {}
     for row in rows:

@@ -39,8 +39,10 @@ from deltalake.transaction import CommitProperties
 
 from cdc_console.config import LakeConfig
 from cdc_console.core.schema import TableId
+from cdc_console.sinks.delta_dv import rewrite_deleted
 from cdc_console.sinks.delta_files import FILE_PREFIX, IN_FLIGHT_SECONDS, file_batch
 from cdc_console.sinks.lake_layout import CHANGELOG_DIR, name_of_folder
+from cdc_console.sinks.mirror_read import has_deletion_vectors
 from cdc_console.units import size
 
 OPTIMIZE = "optimize"
@@ -173,6 +175,10 @@ def footprint(table: LakeTable, target_file_size: int) -> Footprint:
     )
 
 
+#: a merge-on-read file whose vector marks this share of its rows is rewritten by ``optimize``
+DELETED_SHARE = 0.25
+
+
 def _commit(action: str) -> CommitProperties:
     return CommitProperties(custom_metadata={"cdc_console.maintenance": action})
 
@@ -193,14 +199,18 @@ def optimize(table: LakeTable, lake: LakeConfig, dry_run: bool = False) -> Maint
         return MaintenanceResult(
             table, OPTIMIZE, True, count, 0, sum(small) if count else 0, time.monotonic() - clock
         )
+    rewritten = (0, 0)
+    if has_deletion_vectors(delta):
+        rewritten = rewrite_deleted(delta, DELETED_SHARE, {"cdc_console.maintenance": OPTIMIZE})
+        delta.update_incremental()
     metrics = delta.optimize.compact(target_size=target, commit_properties=_commit(OPTIMIZE))
     removed = _size_stat(metrics.get("filesRemoved"))
     return MaintenanceResult(
         table,
         OPTIMIZE,
         False,
-        int(metrics.get("numFilesRemoved", 0)),
-        int(metrics.get("numFilesAdded", 0)),
+        int(metrics.get("numFilesRemoved", 0)) + rewritten[0],
+        int(metrics.get("numFilesAdded", 0)) + rewritten[1],
         removed,
         time.monotonic() - clock,
     )

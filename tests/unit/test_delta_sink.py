@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
@@ -23,6 +24,7 @@ from cdc_console.sinks import delta as delta_module
 from cdc_console.sinks.base import REFUSED, KeyBounds, TypedChunk
 from cdc_console.sinks.change_columns import ChangeColumns
 from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.spark.protocol import RECORD_SCHEMA
 from cdc_console.values.arrow import rows_to_table, table_to_rows
 
@@ -107,7 +109,7 @@ class Feed:
 def mirror(sink: DeltaSink, table: TableId = ORDERS) -> dict[tuple[Any, ...], dict[str, Any]]:
     """The mirror read back with plain delta-rs, as canonical rows by key."""
     schema = SCHEMAS[table]
-    data = DeltaTable(str(sink.mirror_path(table))).to_pyarrow_table()
+    data = read_delta(DeltaTable(str(sink.mirror_path(table))))
     rows = table_to_rows(schema, data)
     state = {tuple(r[c] for c in schema.key_columns): r for r in rows}
     assert len(state) == len(rows), "duplicate keys in the mirror"
@@ -139,9 +141,12 @@ def records_as(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     return str(request.param)
 
 
-@pytest.fixture
-def sink(tmp_path: Path) -> DeltaSink:
-    return DeltaSink(tmp_path / "delta")
+@pytest.fixture(params=["copy-on-write", "deletion-vectors"])
+def sink(tmp_path: Path, request: pytest.FixtureRequest) -> DeltaSink:
+    """Every test of a sink's behaviour on both kinds of mirror (``[lake] deletion_vectors``)."""
+    return DeltaSink(
+        tmp_path / "delta", lake=LakeConfig(deletion_vectors=request.param == "deletion-vectors")
+    )
 
 
 def test_insert_update_delete_in_one_batch(sink: DeltaSink) -> None:
@@ -169,7 +174,7 @@ def test_insert_update_delete_in_one_batch(sink: DeltaSink) -> None:
 def test_typed_mirror_schema(sink: DeltaSink) -> None:
     feed = Feed()
     sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(1, amount="99999999.99"))])
-    data = DeltaTable(str(sink.mirror_path(ORDERS))).to_pyarrow_table()
+    data = read_delta(DeltaTable(str(sink.mirror_path(ORDERS))))
     assert data.schema.names == ["id", "name", "amount", "updated"]
     assert data.schema.field("amount").type == pa.decimal128(10, 2)
     assert data.schema.field("updated").type == pa.timestamp("us")
@@ -272,6 +277,7 @@ def test_crash_between_changelog_and_mirror_recovers_exactly_once(
 
     with monkeypatch.context() as patch:
         patch.setattr(delta_module, "_merge", crash)
+        patch.setattr(delta_module, "merge_by_deletion_vectors", crash)
         with pytest.raises(OSError):
             sink.apply_batch(1, SCHEMAS, batch)
     assert mirror(sink) == by_id(order(1))  # the MERGE did not happen
@@ -635,9 +641,11 @@ def test_unsigned_bigint_keys_beyond_int64_update_in_place(sink: DeltaSink) -> N
     assert "`id`" not in delta_table.metadata().configuration.get(
         "delta.dataSkippingStatsColumns", ""
     )
-    rows = table_to_rows(schema, delta_table.to_pyarrow_table())
+    rows = table_to_rows(schema, read_delta(delta_table))
     assert sorted(rows, key=lambda r: r["id"]) == [{"id": k, "n": 2} for k in keys]
-    found = delta_table.to_pyarrow_table(filters=[("id", "=", Decimal(2**64 - 1))])
+    found = read_delta(
+        delta_table, where=pc.field("id") == pa.scalar(Decimal(2**64 - 1), pa.decimal128(20, 0))
+    )
     assert found.num_rows == 1
 
 
@@ -752,7 +760,7 @@ def test_a_dropped_column_keeps_its_values_in_the_mirror(
     ]
     stats = sink.apply_batch(1, {ORDERS: dropped}, batch)[ORDERS]
     assert (stats["inserted"], stats["updated"], stats["deleted"]) == (1, 1, 1)
-    data = DeltaTable(str(sink.mirror_path(ORDERS))).to_pyarrow_table()
+    data = read_delta(DeltaTable(str(sink.mirror_path(ORDERS))))
     assert sorted(data.column_names) == ["amount", "id", "name", "updated"]
     names = dict(zip(data.column("id").to_pylist(), data.column("name").to_pylist(), strict=True))
     assert names == {1: "n1", 2: "n2", 4: None}
@@ -784,8 +792,8 @@ def test_a_column_added_online_joins_mirror_and_changelog_in_the_batch_commit(
     assert "label" in mirror.schema().to_arrow().names and "label" in log.schema().to_arrow().names
     labels = dict(
         zip(
-            mirror.to_pyarrow_table().column("id").to_pylist(),
-            mirror.to_pyarrow_table().column("label").to_pylist(),
+            read_delta(mirror).column("id").to_pylist(),
+            read_delta(mirror).column("label").to_pylist(),
             strict=True,
         )
     )
@@ -883,7 +891,7 @@ def test_a_table_reshaped_in_place_takes_its_new_columns_without_a_row(sink: Del
     table = DeltaTable(str(sink.mirror_path(ORDERS)))
     assert "label" in [f.name for f in table.schema().fields]
     assert table.version() == version + 1
-    assert table.to_pyarrow_table().column("label").to_pylist() == [None]
+    assert read_delta(table).column("label").to_pylist() == [None]
     assert sink.apply_batch(1, schemas, [], reshaped=[ORDERS])[ORDERS]["mirror_skipped"]
     assert DeltaTable(str(sink.mirror_path(ORDERS))).version() == version + 1
 
@@ -926,4 +934,4 @@ def test_a_redump_into_a_shape_the_rows_cannot_take_keeps_the_old_mirror_aside(
         sink.apply_batch(1, {table: number}, dump, [replace])
     assert sink.read_mirror(table).to_pylist() == [{"id": 1, "age": 41}]
     (aside,) = sink.mirror_path(table).parent.glob("people.before-v*")
-    assert DeltaTable(str(aside)).to_pyarrow_table().to_pylist() == [{"id": 1, "age": "age1"}]
+    assert read_delta(DeltaTable(str(aside))).to_pylist() == [{"id": 1, "age": "age1"}]

@@ -1,0 +1,452 @@
+"""A batch applied to a mirror by deletion vectors: a change costs what it changes.
+
+The copy-on-write MERGE rewrites every data file a change touches, so random changes rewrite the
+whole table each batch. Here a batch's net changes (``sinks.netting``) are applied as the Delta
+protocol's merge-on-read:
+
+1. the live rows of the changed keys are found in the table's active files (files whose key
+   statistics cannot hold any of the keys are not read) and their positions collected;
+2. each touched file gets a new deletion vector (its old one plus those positions) in one new
+   DV file; a file whose every row is deleted is removed instead;
+3. the batch's inserted and updated rows are written to one new data file;
+4. one commit, put-if-absent, holds the ``remove`` and ``add`` of each touched file (same path,
+   new vector), the new file's ``add`` and the batch's ``txn`` (so a retry sees it applied).
+
+A column the source dropped (``TableSchema.retired``) keeps, in an updated row, the value the
+mirror held, as the MERGE keeps it. Only keyed tables: a counted table's mirror is merged
+copy-on-write (``sinks.delta_counted``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, Schema
+from deltalake.schema import Field
+
+from cdc_console.core.schema import TableSchema
+from cdc_console.core.untyped import Loaded
+from cdc_console.core.values import CanonicalRow, JSONObject
+from cdc_console.sinks.base import Key, SinkError
+from cdc_console.sinks.deletion_vectors import inline_vector, write_dv_file
+from cdc_console.sinks.delta_log import ActiveFile, active_files
+from cdc_console.sinks.lake_layout import from_lake, to_lake
+from cdc_console.sinks.mirror_read import keep_mask, live_rows, table_root, table_schema
+from cdc_console.values.arrow import codec_for, columns_to_table
+
+#: the stats of the new data file: the columns of these types get min/max (data skipping)
+_BOUNDED = (pa.types.is_integer, pa.types.is_date)
+#: a vector of at most this many rows is written inline in the log, a larger one to a file
+INLINE_ROWS = 16
+CHANGE_FEED = "delta.enableChangeDataFeed"
+CHANGE_TYPE = "_change_type"
+
+
+class CommitConflict(SinkError):
+    """Another writer committed the version this batch was planned on; plan it again."""
+
+
+@dataclass
+class _Live:
+    """Where the table holds the changed keys live, and (when asked) their rows."""
+
+    #: key -> (file, position in it)
+    where: dict[Key, tuple[str, int]] = field(default_factory=dict)
+    #: the rows of ``where``'s keys as the mirror holds them (lake types), and key -> its row
+    rows: list[pa.Table] = field(default_factory=list)
+    index: dict[Key, tuple[int, int]] = field(default_factory=dict)
+
+    def old_rows(self, keys: Sequence[Key]) -> pa.Table | None:
+        """The held rows of ``keys`` (each of which must be held), in order."""
+        if not keys:
+            return None
+        picked = [self.rows[i].slice(j, 1) for i, j in (self.index[k] for k in keys)]
+        return pa.concat_tables(picked)
+
+
+def merge_by_deletion_vectors(
+    table: DeltaTable,
+    schema: TableSchema,
+    lake: pa.Schema,
+    nets: Mapping[Key, CanonicalRow | None],
+    txn: tuple[str, int],
+    commit_info: Mapping[str, str],
+) -> dict[str, int]:
+    """Apply ``nets`` (key -> its row after the batch, or None: deleted) to ``table`` in one
+    commit; returns delta-rs' MERGE metric names: rows inserted, updated and deleted."""
+    root = table_root(table)
+    version = table.version()
+    active = active_files(root, version)
+    retired = [c.name for c in schema.retired if c.name in lake.names]
+    feed = table.metadata().configuration.get(CHANGE_FEED) == "true"
+    live = _find_live(root, active, schema, lake, list(nets), whole=feed or bool(retired))
+    found = live.where
+    inserted = [k for k, r in nets.items() if r is not None and k not in found]
+    updated = [k for k, r in nets.items() if r is not None and k in found]
+    deleted = [k for k, r in nets.items() if r is None and k in found]
+    metrics = {
+        "num_target_rows_inserted": len(inserted),
+        "num_target_rows_updated": len(updated),
+        "num_target_rows_deleted": len(deleted),
+    }
+    now = int(time.time() * 1000)
+    actions: list[JSONObject] = [*_vectors(root, active, found, now)]
+    widened = _metadata(table, lake)
+    new_rows: pa.Table | None = None
+    if inserted or updated:
+        keys = [*updated, *inserted]
+        rows = [nets[k] for k in keys]
+        columns = {n: [r.get(n) if r else None for r in rows] for n in schema.column_names}
+        new_rows = to_lake(columns_to_table(schema, columns), lake)
+        if retired:
+            held = live.old_rows(updated)
+            for name in retired:
+                kept = held.column(name).to_pylist() if held is not None else []
+                values = pa.array(kept + [None] * len(inserted), lake.field(name).type)
+                index = new_rows.schema.get_field_index(name)
+                new_rows = new_rows.set_column(index, lake.field(name), values)
+        new_rows = new_rows.select(lake.names)
+        actions.append({"add": _write_data_file(root, new_rows, now)})
+    if feed and (actions or new_rows is not None):
+        changes = _change_rows(lake, live, deleted, updated, new_rows, len(updated))
+        if changes is not None:
+            actions.append({"cdc": _write_change_file(root, changes)})
+    if not actions:
+        return metrics
+    app_id, batch_id = txn
+    info: JSONObject = {
+        "timestamp": now,
+        "operation": "MERGE",
+        "operationParameters": {"mode": "deletion vectors"},
+        "clientVersion": "cdc-console",
+        **dict(commit_info),
+    }
+    head: list[JSONObject] = [
+        {"commitInfo": info},
+        {"txn": {"appId": app_id, "version": batch_id, "lastUpdated": now}},
+        *([widened] if widened is not None else []),
+    ]
+    _put_if_absent(root / "_delta_log" / f"{version + 1:020}.json", [*head, *actions])
+    return metrics
+
+
+def rewrite_deleted(
+    table: DeltaTable, share: float, commit_info: Mapping[str, str]
+) -> tuple[int, int]:
+    """Compaction for merge-on-read: the files whose deletion vector marks at least ``share``
+    of their rows are rewritten as one file of their live rows, vectors dropped (a commit with
+    ``dataChange = false``, so the change feed and readers of changes see nothing). delta-rs'
+    compaction packs small files; a large file whose rows were mostly replaced is this one's.
+    Returns (files removed, files added)."""
+    root = table_root(table)
+    version = table.version()
+    doomed = [
+        f
+        for f in active_files(root, version).values()
+        if f.deletion_vector is not None and f.num_records and f.deleted >= share * f.num_records
+    ]
+    if not doomed:
+        return 0, 0
+    schema = table_schema(table)
+    live = pa.concat_tables([live_rows(root, f, schema, None) for f in doomed])
+    now = int(time.time() * 1000)
+    actions: list[JSONObject] = []
+    for file in doomed:
+        remove = _remove(file, now)
+        remove["dataChange"] = False
+        actions.append({"remove": remove})
+    added = 0
+    if live.num_rows:
+        add = _write_data_file(root, live, now)
+        add["dataChange"] = False
+        actions.append({"add": add})
+        added = 1
+    info: JSONObject = {
+        "timestamp": now,
+        "operation": "OPTIMIZE",
+        "operationParameters": {"mode": "rewrite files by deleted share", "share": share},
+        "clientVersion": "cdc-console",
+        **dict(commit_info),
+    }
+    _put_if_absent(
+        root / "_delta_log" / f"{version + 1:020}.json", [{"commitInfo": info}, *actions]
+    )
+    return len(doomed), added
+
+
+def _metadata(table: DeltaTable, lake: pa.Schema) -> JSONObject | None:
+    """The ``metaData`` action that adds the columns of ``lake`` the table lacks (added
+    online at the source), so they join the mirror in the commit of the batch's rows; None
+    when it has them all."""
+    current = table.schema()
+    held = {f.name for f in current.fields}
+    added = [Field.from_arrow(f) for f in lake if f.name not in held]
+    if not added:
+        return None
+    meta = table.metadata()
+    return {
+        "metaData": {
+            "id": meta.id,
+            "name": meta.name,
+            "description": meta.description,
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": Schema([*current.fields, *added]).to_json(),
+            "partitionColumns": list(meta.partition_columns),
+            "configuration": dict(meta.configuration),
+            "createdTime": meta.created_time,
+        }
+    }
+
+
+def _vectors(
+    root: Path, active: Mapping[str, ActiveFile], found: Mapping[Key, tuple[str, int]], now: int
+) -> list[JSONObject]:
+    """The ``remove`` and re-``add`` of each file that holds a changed key, with its vector
+    (the old one's positions and the new); a file left with no live row is only removed."""
+    deletions: dict[str, list[int]] = {}
+    for path, position in found.values():
+        deletions.setdefault(path, []).append(position)
+    merged: dict[str, list[int]] = {}
+    rows: dict[str, int] = {}
+    for path, positions in deletions.items():
+        file = active[path]
+        old = file.deletion_vector.read(root) if file.deletion_vector is not None else []
+        merged[path] = sorted({*old, *positions})
+        rows[path] = (
+            file.num_records
+            if file.num_records is not None
+            else pq.read_metadata(root / path).num_rows
+        )
+    kept = [p for p in sorted(merged) if len(merged[p]) < rows[p]]
+    small = [p for p in kept if len(merged[p]) <= INLINE_ROWS]
+    on_disk = [p for p in kept if p not in small]
+    vectors = {p: inline_vector(merged[p]) for p in small}
+    if on_disk:
+        written = write_dv_file(root, [merged[p] for p in on_disk])
+        vectors.update(zip(on_disk, written, strict=True))
+    actions: list[JSONObject] = []
+    for path in sorted(merged):
+        old_file = active[path]
+        actions.append({"remove": _remove(old_file, now)})
+        if path in vectors:
+            add = _plain(old_file.action)
+            add.update(dataChange=True, modificationTime=now)
+            add["stats"] = _with_num_records(add.get("stats"), rows[path])
+            add["deletionVector"] = vectors[path].to_json()
+            actions.append({"add": add})
+    return actions
+
+
+def _with_num_records(stats: Loaded, rows: int) -> str:
+    """A file's stats with its physical row count, which a file with a vector must have."""
+    parsed = json.loads(stats) if isinstance(stats, str) and stats else {}
+    parsed["numRecords"] = rows
+    return json.dumps(parsed, separators=(",", ":"))
+
+
+def _change_rows(
+    lake: pa.Schema,
+    live: _Live,
+    deleted: Sequence[Key],
+    updated: Sequence[Key],
+    new_rows: pa.Table | None,
+    updated_count: int,
+) -> pa.Table | None:
+    """The change feed's rows of the commit: deletes and update pre-images as the mirror held
+    them, update post-images and inserts as written."""
+    parts: list[tuple[pa.Table, str]] = []
+    for keys, kind in ((deleted, "delete"), (updated, "update_preimage")):
+        held = live.old_rows(keys)
+        if held is not None:
+            parts.append((held.select(lake.names), kind))
+    if new_rows is not None:
+        if updated_count:
+            parts.append((new_rows.slice(0, updated_count), "update_postimage"))
+        if new_rows.num_rows > updated_count:
+            parts.append((new_rows.slice(updated_count), "insert"))
+    if not parts:
+        return None
+    tables = [
+        t.cast(lake).append_column(CHANGE_TYPE, pa.array([kind] * t.num_rows, pa.string()))
+        for t, kind in parts
+    ]
+    return pa.concat_tables(tables)
+
+
+def _find_live(
+    root: Path,
+    active: Mapping[str, ActiveFile],
+    schema: TableSchema,
+    lake: pa.Schema,
+    keys: Sequence[Key],
+    *,
+    whole: bool,
+) -> _Live:
+    """Where ``active`` holds each of ``keys`` live; with ``whole``, their rows too."""
+    live = _Live()
+    if not keys:
+        return live
+    key_columns = list(schema.key_columns)
+    key_lake = pa.schema([lake.field(n) for n in key_columns])
+    key_typed = pa.schema([codec_for(schema.column(n)).field for n in key_columns])
+    typed = to_lake(
+        pa.Table.from_arrays(
+            [
+                codec_for(schema.column(name)).to_arrow([k[i] for k in keys])
+                for i, name in enumerate(key_columns)
+            ],
+            schema=key_typed,
+        ),
+        key_lake,
+    )
+    wanted = set(keys)
+    first = typed.column(key_columns[0]).combine_chunks()
+    bounds = sorted(v for v in first.to_pylist() if v is not None) if _bounded(first.type) else []
+    for file in active.values():
+        if bounds and not _may_hold(file, key_columns[0], bounds):
+            continue
+        present = set(pq.read_schema(root / file.path).names)
+        names = [n for n in lake.names if n in present] if whole else key_columns
+        data = pq.read_table(root / file.path, columns=names)
+        hits = pc.is_in(data.column(key_columns[0]), value_set=first)
+        if file.deletion_vector is not None:
+            hits = pc.and_(hits, keep_mask(data.num_rows, file.deletion_vector.read(root)))
+        positions = pc.indices_nonzero(hits).to_pylist()
+        if not positions:
+            continue
+        picked = data.take(pa.array(positions, type=pa.uint64()))
+        keyed = from_lake(picked.select(key_columns).cast(key_lake), key_typed)
+        values = [
+            codec_for(schema.column(n)).array_to_canonical(keyed.column(n)) for n in key_columns
+        ]
+        if whole:
+            missing = [f for f in lake if f.name not in present]
+            for f in missing:
+                picked = picked.append_column(f, pa.nulls(picked.num_rows, f.type))
+            live.rows.append(picked.select(lake.names).cast(lake))
+        for index, position in enumerate(positions):
+            key = tuple(v[index] for v in values)
+            if key in wanted:
+                live.where[key] = (file.path, position)
+                if whole:
+                    live.index[key] = (len(live.rows) - 1, index)
+    return live
+
+
+def _bounded(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(kind))
+
+
+def _may_hold(file: ActiveFile, column: str, ordered: Sequence[int]) -> bool:
+    """Whether the file's statistics let it hold one of the sorted integer ``ordered``."""
+    stats = file.action.get("stats")
+    if not isinstance(stats, str) or not stats:
+        return True
+    parsed = json.loads(stats)
+    low = parsed.get("minValues", {}).get(column)
+    high = parsed.get("maxValues", {}).get(column)
+    if not isinstance(low, int) or not isinstance(high, int):
+        return True
+    index = bisect_left(ordered, low)
+    return index < len(ordered) and ordered[index] <= high
+
+
+def _plain(action: Mapping[str, Loaded]) -> dict[str, Loaded]:
+    """An action read from the log (JSON or a checkpoint's struct) as JSON again."""
+    out: dict[str, Loaded] = {}
+    for name, value in action.items():
+        if value is None:
+            continue
+        if name in ("partitionValues", "tags") and isinstance(value, list):
+            value = dict(value)  # a checkpoint's map arrives as (key, value) pairs
+        out[name] = value
+    out.setdefault("partitionValues", {})
+    return out
+
+
+def _remove(file: ActiveFile, now: int) -> dict[str, Loaded]:
+    add = _plain(file.action)
+    remove: dict[str, Loaded] = {
+        "path": add["path"],
+        "deletionTimestamp": now,
+        "dataChange": True,
+        "extendedFileMetadata": True,
+        "partitionValues": add.get("partitionValues", {}),
+        "size": add.get("size"),
+    }
+    if "deletionVector" in add:
+        remove["deletionVector"] = add["deletionVector"]
+    if "stats" in add:
+        remove["stats"] = add["stats"]
+    return remove
+
+
+def _write_data_file(root: Path, data: pa.Table, now: int) -> dict[str, Loaded]:
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    pq.write_table(data, root / name, compression="snappy")
+    nulls: dict[str, Loaded] = {}
+    lows: dict[str, Loaded] = {}
+    highs: dict[str, Loaded] = {}
+    for column_field in data.schema:
+        column = data.column(column_field.name)
+        nulls[column_field.name] = column.null_count
+        bounded = any(test(column_field.type) for test in _BOUNDED)
+        if bounded and column.null_count < len(column):
+            low, high = pc.min_max(column).values()
+            lows[column_field.name] = _stat(low.as_py())
+            highs[column_field.name] = _stat(high.as_py())
+    stats = {"numRecords": data.num_rows, "nullCount": nulls, "minValues": lows, "maxValues": highs}
+    return {
+        "path": name,
+        "partitionValues": {},
+        "size": (root / name).stat().st_size,
+        "modificationTime": now,
+        "dataChange": True,
+        "stats": json.dumps(stats, separators=(",", ":")),
+    }
+
+
+def _stat(value: Loaded) -> Loaded:
+    """A statistic as the log writes it: a date as ``YYYY-MM-DD``."""
+    isoformat = getattr(value, "isoformat", None)
+    return str(isoformat()) if isoformat is not None else value
+
+
+def _write_change_file(root: Path, changes: pa.Table) -> dict[str, Loaded]:
+    folder = root / "_change_data"
+    folder.mkdir(exist_ok=True)
+    name = f"_change_data/cdc-00000-{uuid.uuid4()}.snappy.parquet"
+    pq.write_table(changes, root / name, compression="snappy")
+    return {
+        "path": name,
+        "partitionValues": {},
+        "size": (root / name).stat().st_size,
+        "dataChange": False,
+    }
+
+
+def _put_if_absent(path: Path, actions: Sequence[JSONObject]) -> None:
+    """Write a commit file only if that version does not exist yet (the protocol's "never
+    overwrite a log entry"): a temporary file, linked into place."""
+    staged = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with staged.open("w", encoding="utf-8") as handle:
+        for action in actions:
+            handle.write(json.dumps(action, separators=(",", ":")) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    try:
+        os.link(staged, path)
+    except FileExistsError:
+        raise CommitConflict(f"{path.name} was committed by another writer") from None
+    finally:
+        staged.unlink(missing_ok=True)
