@@ -165,8 +165,17 @@ class LakeConfig:
     change_data_feed: bool = True
     #: new mirrors are merge-on-read (``sinks.delta_dv``): a batch marks the old versions of
     #: its changed rows in deletion vectors and appends the new ones, instead of rewriting
-    #: every file it touches (reader 3 / writer 7 with the ``deletionVectors`` feature)
-    deletion_vectors: bool = False
+    #: every file it touches (reader 3 / writer 7 with the ``deletionVectors`` feature). Off
+    #: by default where ``datetime = "timestamp"`` asks for mirrors protocol-1 readers open
+    #: (None: that default; ``merge_on_read`` says what it comes to).
+    deletion_vectors: bool | None = None
+
+    @property
+    def merge_on_read(self) -> bool:
+        if self.deletion_vectors is not None:
+            return self.deletion_vectors
+        return self.datetime != "timestamp"
+
     #: how DATETIME is stored: "timestamp_ntz" (exact; reader 3 / writer 7) or "timestamp"
     #: (the wall clock as UTC, for readers that only open protocol 1)
     datetime: str = "timestamp_ntz"
@@ -1045,9 +1054,7 @@ def _lake(section: TomlTable) -> LakeConfig:
         log_retention_hours=hours["log_retention_hours"],
         checkpoint_interval=interval,
         change_data_feed=_typed(section, "lake", "change_data_feed", bool, True),
-        deletion_vectors=_typed(
-            section, "lake", "deletion_vectors", bool, defaults.deletion_vectors
-        ),
+        deletion_vectors=_typed(section, "lake", "deletion_vectors", bool, None),
     )
 
 

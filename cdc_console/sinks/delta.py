@@ -278,7 +278,7 @@ class DeltaSink(TableBatchSink):
         table = open_or_create(
             self.mirror_path(table_id), typed, properties, new_columns_in_write=in_write
         )
-        if self.lake.deletion_vectors and table.version() == 0:
+        if self.lake.merge_on_read and table.version() == 0:
             enable_deletion_vectors(table)  # a new mirror, still empty
         return table
 

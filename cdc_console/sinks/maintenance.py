@@ -41,8 +41,9 @@ from cdc_console.config import LakeConfig
 from cdc_console.core.schema import TableId
 from cdc_console.sinks.delta_dv import rewrite_deleted
 from cdc_console.sinks.delta_files import FILE_PREFIX, IN_FLIGHT_SECONDS, file_batch
+from cdc_console.sinks.delta_log import active_files
 from cdc_console.sinks.lake_layout import CHANGELOG_DIR, name_of_folder
-from cdc_console.sinks.mirror_read import has_deletion_vectors
+from cdc_console.sinks.mirror_read import has_deletion_vectors, table_root
 from cdc_console.units import size
 
 OPTIMIZE = "optimize"
@@ -146,6 +147,10 @@ def compaction_target(sizes: Sequence[int], rows: Sequence[int], target_file_siz
 
 
 def _sizes(delta: DeltaTable) -> tuple[list[int], list[int]]:
+    """Per active file: its bytes and its live rows (less those its deletion vector marks)."""
+    if has_deletion_vectors(delta):
+        files = active_files(table_root(delta), delta.version()).values()
+        return [f.size for f in files], [(f.num_records or 0) - f.deleted for f in files]
     actions = pa.table(delta.get_add_actions(flatten=True))
     if not actions.num_rows:
         return [], []

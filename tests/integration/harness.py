@@ -27,6 +27,7 @@ from deltalake import DeltaTable
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.mysql.position import current_position
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.state.store import EventRow, RunRow, StateStore
 from tests.conftest import CDC_PASSWORD_ENV, CDC_USER, SourceDb
 
@@ -182,7 +183,7 @@ def mirror_rows(
     config: PipelineConfig, database: str, table: str, key: str
 ) -> list[dict[str, Any]]:
     path = config.sink.path / database / table
-    rows: list[dict[str, Any]] = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    rows: list[dict[str, Any]] = read_delta(DeltaTable(str(path))).to_pylist()
     return sorted(rows, key=lambda r: r[key])
 
 
@@ -202,7 +203,7 @@ def changelog_replay(
 ) -> tuple[dict[Any, dict[str, Any]], int, int]:
     """Fold the changelog in order; return (final rows, binlog changes, duplicate binlog changes)."""
     path = config.sink.path / "_changelog" / database / table
-    data: pa.Table = DeltaTable(str(path)).to_pyarrow_table()
+    data: pa.Table = read_delta(DeltaTable(str(path)))
     rows = data.to_pylist()
     rows.sort(
         key=lambda r: (

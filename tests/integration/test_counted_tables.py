@@ -25,6 +25,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.schema import COUNT_COLUMN
+from cdc_console.sinks.mirror_read import read_delta
 from tests.conftest import SourceDb
 from tests.integration.harness import (
     JobProcess,
@@ -110,7 +111,7 @@ def source_multiset(db: SourceDb, table: str) -> Counter[tuple[Any, ...]]:
 
 
 def mirror_multiset(config: PipelineConfig, db: SourceDb, table: str) -> Counter[tuple[Any, ...]]:
-    data = DeltaTable(str(config.sink.path / db.name / table)).to_pyarrow_table().to_pylist()
+    data = read_delta(DeltaTable(str(config.sink.path / db.name / table))).to_pylist()
     found: Counter[tuple[Any, ...]] = Counter()
     for row in data:
         count = row.pop(COUNT_COLUMN)
@@ -161,10 +162,10 @@ def test_tables_without_a_unique_key_are_captured_verified_and_repaired(
 
             # one copy of a duplicated row disappears from the mirror behind our back
             path = str(config.sink.path / source_db.name / "logs")
-            rows = DeltaTable(path).to_pyarrow_table().to_pylist()
+            rows = read_delta(DeltaTable(path)).to_pylist()
             victim = next(r for r in rows if r[COUNT_COLUMN] > 1)
             victim[COUNT_COLUMN] -= 1
-            schema = DeltaTable(path).to_pyarrow_table().schema
+            schema = read_delta(DeltaTable(path)).schema
             write_deltalake(path, pa.Table.from_pylist(rows, schema), mode="overwrite")
             code, report = verify(config_path)
             assert code == 1
@@ -196,7 +197,7 @@ def test_tables_without_a_unique_key_are_captured_verified_and_repaired(
             )
             wait_for(
                 lambda: (
-                    "tag" in DeltaTable(path).to_pyarrow_table().column_names
+                    "tag" in read_delta(DeltaTable(path)).column_names
                     and caught_up(source_db, config)
                 ),
                 240,

@@ -24,6 +24,7 @@ from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.schema import COUNT_COLUMN, TableId
 from cdc_console.sinks.lake_layout import mirror_path
+from cdc_console.sinks.mirror_read import read_delta
 from tests.conftest import SourceDb
 from tests.integration.catalogue import Fixture, catalogue
 from tests.integration.harness import JobProcess, load, run_cli, running, wait_for, write_config
@@ -64,7 +65,7 @@ class CatalogueWriter(threading.Thread):
 
 
 def mirror_rows(config: PipelineConfig, db: SourceDb, name: str) -> int:
-    data = DeltaTable(str(mirror_path(config.sink.path, TableId(db.name, name)))).to_pyarrow_table()
+    data = read_delta(DeltaTable(str(mirror_path(config.sink.path, TableId(db.name, name)))))
     if COUNT_COLUMN in data.column_names:
         return int(pc.sum(data[COUNT_COLUMN]).as_py() or 0)
     return data.num_rows
@@ -83,7 +84,7 @@ def damage(config: PipelineConfig, db: SourceDb, name: str) -> bool:
     """One row of the mirror goes missing (or, counted, one copy), behind the pipeline's back;
     False when the mirror has no row to lose (the writer may empty a small table)."""
     path = str(mirror_path(config.sink.path, TableId(db.name, name)))
-    data = DeltaTable(path).to_pyarrow_table()
+    data = read_delta(DeltaTable(path))
     rows: list[dict[str, Any]] = data.to_pylist()
     if not rows:
         return False

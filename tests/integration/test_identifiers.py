@@ -15,6 +15,7 @@ from cdc_console.config import PipelineConfig
 from cdc_console.core.schema import TableId
 from cdc_console.mysql.checks import run_checks
 from cdc_console.sinks.lake_layout import mirror_path
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import (
@@ -64,7 +65,7 @@ def _toml(text: str) -> str:
 
 def _mirror(config_path: Path, database: str, table: str) -> list[tuple[object, ...]]:
     path = mirror_path(load(config_path).sink.path, TableId(database, table))
-    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    rows = read_delta(DeltaTable(str(path))).to_pylist()
     return sorted((r["id"], r["name"]) for r in rows)
 
 

@@ -32,6 +32,7 @@ from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks.base import TypedChunk
 from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.maintenance import LakeTable, footprint, optimize, vacuum
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.spark.lake_upkeep import LakeUpkeep
 from cdc_console.state.store import StateStore
 from cdc_console.values.arrow import arrow_schema, rows_to_table
@@ -220,7 +221,7 @@ def test_steady_changes_into_a_million_rows_keep_amplification_and_disk_bounded(
     assert end.amplification <= 2.0, end
     assert end.files <= 2 * start.files, (start, end)
 
-    mirror = DeltaTable(str(table.path)).to_pyarrow_table().cast(arrow_schema(SCHEMA))
+    mirror = read_delta(DeltaTable(str(table.path))).cast(arrow_schema(SCHEMA))
     unchanged = [k for k in range(ROWS) if k not in load.changed]
     present = [r for r in load.changed.values() if r is not None]
     expected = pa.concat_tables(

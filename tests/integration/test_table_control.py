@@ -22,6 +22,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.sinks.schema_history import read_schema_changes
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
@@ -74,7 +75,7 @@ def all_in(config: PipelineConfig, state: str, names: list[str]) -> bool:
 
 def mirror_count(config: PipelineConfig, db: SourceDb, table: str) -> int:
     path = config.sink.path / db.name / table
-    return int(DeltaTable(str(path)).to_pyarrow_dataset().count_rows())
+    return int(read_delta(DeltaTable(str(path))).num_rows)
 
 
 def source_count(db: SourceDb, table: str) -> int:
@@ -161,7 +162,7 @@ def damage_mirror(config: PipelineConfig, db: SourceDb, table: str) -> tuple[int
     and the number of the table's last chunk (where the stray key falls)."""
     path = str(config.sink.path / db.name / table)
     mirror = DeltaTable(path)
-    rows = mirror.to_pyarrow_table().sort_by("id")
+    rows = read_delta(mirror).sort_by("id")
     lost = int(rows["id"][0].as_py())
     mirror.delete(f"id = {lost}")
     stray = rows.slice(0, 1).set_column(0, "id", pa.array([50_000_000_000], pa.int64()))

@@ -21,6 +21,7 @@ from deltalake import DeltaTable, write_deltalake
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle, Verdict
 from cdc_console.core.schema import TableId
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.state.store import StateStore
 from cdc_console.verify.verifier import Verifier
 from tests.conftest import SourceDb
@@ -78,8 +79,8 @@ def chunk_of(config: PipelineConfig, table: TableId, key: int) -> int:
 def damage(config: PipelineConfig, database: str) -> None:
     """Change the mirror of ``kinds`` the way no change of the source did."""
     path = str(config.sink.path / database / "kinds")
-    rows: list[dict[str, Any]] = DeltaTable(path).to_pyarrow_table().to_pylist()
-    schema = DeltaTable(path).to_pyarrow_table().schema
+    rows: list[dict[str, Any]] = read_delta(DeltaTable(path)).to_pylist()
+    schema = read_delta(DeltaTable(path)).schema
     by_id = {r["id"]: r for r in rows}
     del by_id[5]  # lost
     by_id[100_000] = {**by_id[6], "id": 100_000}  # stray
@@ -291,11 +292,11 @@ def test_a_table_without_a_primary_key_is_verified_and_repaired_on_its_chunk_key
     with running(JobProcess(config_path)) as job:
         wait_for(lambda: streaming(config, 2), 240, "both tables to stream", job)
         path = str(config.sink.path / db / "events")
-        mirror = DeltaTable(path).to_pyarrow_table()
+        mirror = read_delta(DeltaTable(path))
         kept = mirror.filter(pa.compute.not_equal(mirror["code"], "ev-00321"))
         write_deltalake(path, kept, mode="overwrite")
         big_path = str(config.sink.path / db / "big")
-        rows = DeltaTable(big_path).to_pyarrow_table()
+        rows = read_delta(DeltaTable(big_path))
         damaged = [
             {**r, "note": "stolen"} if r["id"] == Decimal(top) else r for r in rows.to_pylist()
         ]

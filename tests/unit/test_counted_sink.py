@@ -19,6 +19,7 @@ from cdc_console.core.schema import COUNT_COLUMN, ColumnInfo, TableId, TableSche
 from cdc_console.sinks.base import ReplaceRange
 from cdc_console.sinks.changelog_json import ChangelogJsonSink, replay_counts
 from cdc_console.sinks.delta import DeltaSink
+from cdc_console.sinks.mirror_read import read_delta
 
 LOGS = TableId("app", "logs")
 SCHEMA = TableSchema(
@@ -60,7 +61,7 @@ class Feed:
 
 
 def mirror(sink: DeltaSink) -> dict[tuple[Any, ...], int]:
-    rows = DeltaTable(str(sink.mirror_path(LOGS))).to_pyarrow_table().to_pylist()
+    rows = read_delta(DeltaTable(str(sink.mirror_path(LOGS)))).to_pylist()
     assert all(r[COUNT_COLUMN] > 0 for r in rows)
     found = {(r["ts"], r["msg"]): r[COUNT_COLUMN] for r in rows}
     assert len(found) == len(rows), "a distinct row appears once"

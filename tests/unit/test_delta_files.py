@@ -185,7 +185,9 @@ def test_vacuum_deletes_young_files_of_batches_the_table_has_committed(tmp_path:
     its batch is committed to the table, young or not: a crashed attempt's, and a snapshot
     file a later MERGE rewrote after a checkpoint forgot its tombstone (a zero retention).
     Files of a batch not yet committed stay, whatever their age decides for the others."""
-    now = LakeConfig(target_file_size=SMALL.target_file_size, vacuum_retention_hours=0)
+    now = LakeConfig(
+        target_file_size=SMALL.target_file_size, vacuum_retention_hours=0, deletion_vectors=False
+    )  # copy-on-write: a MERGE rewrites the snapshot's file
     sink = DeltaSink(tmp_path, changelog=False, lake=now, app_id="cdc-console:test")
     target = LakeTarget(tmp_path, changelog=False, lake=now)
     crashed = write_chunk(target, SCHEMA, 1, chunk(0, range(100)))

@@ -22,6 +22,7 @@ from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.errors import ConfigError, ExitCode
 from cdc_console.sinks.base import ReplaceRange, SinkSchemaError, TypedChunk
 from cdc_console.sinks.delta import DeltaSink
+from cdc_console.sinks.delta_log import active_files
 from cdc_console.sinks.lake_layout import from_lake
 from cdc_console.sinks.maintenance import (
     LakeTable,
@@ -31,6 +32,7 @@ from cdc_console.sinks.maintenance import (
     optimize,
     vacuum,
 )
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.spark.lake_upkeep import LakeUpkeep
 from cdc_console.state.lake import lake_tables as recorded_tables
 from cdc_console.state.store import StateStore
@@ -54,6 +56,7 @@ def events_schema() -> TableSchema:
 
 
 SMALL = LakeConfig(target_file_size=64 * 1024)
+COPY_ON_WRITE = LakeConfig(target_file_size=64 * 1024, deletion_vectors=False)
 
 
 def typed_chunk(split_no: int, keys: range) -> TypedChunk:
@@ -152,9 +155,10 @@ def test_new_mirror_gets_layout_retention_and_change_feed_properties(tmp_path: P
     assert "delta.enableChangeDataFeed" not in log_config  # the changelog is a log already
 
     protocol = DeltaTable(str(sink.mirror_path(ORDERS))).protocol()
-    assert (protocol.min_reader_version, protocol.min_writer_version) == (3, 7)  # DATETIME
-    assert sorted(protocol.reader_features or []) == ["timestampNtz"]
-    events = DeltaSink(tmp_path / "old-readers")
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (3, 7)
+    assert sorted(protocol.reader_features or []) == ["deletionVectors", "timestampNtz"]
+    # copy-on-write, for readers of protocol 1: a mirror without DATETIME needs no feature
+    events = DeltaSink(tmp_path / "old-readers", lake=LakeConfig(deletion_vectors=False))
     events.apply_batch(1, {EVENTS: events_schema()}, [_event_rec(1)])
     protocol = DeltaTable(str(events.mirror_path(EVENTS))).protocol()
     assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 4)
@@ -201,7 +205,8 @@ def test_first_snapshot_files_follow_key_order_even_when_chunks_arrive_interleav
 
 
 def test_merge_rewrites_only_files_holding_changed_keys(tmp_path: Path) -> None:
-    sink = DeltaSink(tmp_path, changelog=False, lake=SMALL)
+    """Copy-on-write (merge-on-read rewrites none: ``test_delta_dv``)."""
+    sink = DeltaSink(tmp_path, changelog=False, lake=COPY_ON_WRITE)
     chunks = [typed_chunk(n, range(n * 2000, (n + 1) * 2000)) for n in range(10)]
     sink.apply_batch(1, SCHEMAS, [], appends={ORDERS: chunks})
     files = file_ranges(sink.mirror_path(ORDERS))
@@ -229,6 +234,7 @@ def test_change_feed_replays_to_the_mirror_with_no_change_twice(tmp_path: Path) 
     sink = DeltaSink(tmp_path, lake=SMALL)
     feed = Feed()
     sink.apply_batch(1, SCHEMAS, [], appends={ORDERS: [typed_chunk(0, range(100))]})
+    snapshot = DeltaTable(str(sink.mirror_path(ORDERS))).version()
     sink.apply_batch(
         2,
         SCHEMAS,
@@ -253,7 +259,7 @@ def test_change_feed_replays_to_the_mirror_with_no_change_twice(tmp_path: Path) 
             feed_rows.column("_commit_version").to_pylist(),
             strict=True,
         )
-        if version > 1
+        if version > snapshot
     ]
     assert sorted(kinds) == sorted(
         ["update_preimage", "update_postimage"] * 2
@@ -272,7 +278,7 @@ def _many_small_batches(sink: DeltaSink, batches: int, start: int = 2) -> None:
 
 
 def test_optimize_compacts_small_files_and_changes_no_data(tmp_path: Path) -> None:
-    sink = DeltaSink(tmp_path, lake=SMALL)
+    sink = DeltaSink(tmp_path, lake=COPY_ON_WRITE)
     sink.apply_batch(1, SCHEMAS, [], appends={ORDERS: [typed_chunk(0, range(50))]})
     _many_small_batches(sink, 12)
     table = LakeTable("shop.orders", "mirror", sink.mirror_path(ORDERS))
@@ -292,6 +298,30 @@ def test_optimize_compacts_small_files_and_changes_no_data(tmp_path: Path) -> No
     assert "compacted 13 small file(s)" in done.describe()
 
 
+def test_optimize_of_a_merge_on_read_mirror_packs_files_and_drops_vectors(
+    tmp_path: Path,
+) -> None:
+    """Small files are packed as on copy-on-write; a file whose vector marks most of its rows
+    is rewritten; no row changes and the change feed gets nothing."""
+    sink = DeltaSink(tmp_path, lake=SMALL)
+    sink.apply_batch(1, SCHEMAS, [], appends={ORDERS: [typed_chunk(0, range(50))]})
+    _many_small_batches(sink, 12)
+    feed = Feed()
+    sink.apply_batch(40, SCHEMAS, [feed.rec("-D", order(k)) for k in range(0, 40)])
+    table = LakeTable("shop.orders", "mirror", sink.mirror_path(ORDERS))
+    before = footprint(table, SMALL.target_file_size)
+    rows_before = mirror(sink)
+    version = DeltaTable(str(table.path)).version()
+    done = optimize(table, SMALL)
+    after = footprint(table, SMALL.target_file_size)
+    assert done.files_removed >= before.files - 1 and after.files <= 2
+    assert after.rows == before.rows == len(rows_before) == 22
+    assert mirror(sink) == rows_before
+    assert not [f for f in active_files(table.path).values() if f.deletion_vector is not None]
+    changes = DeltaTable(str(table.path)).load_cdf(starting_version=version + 1)
+    assert pa.table(changes).num_rows == 0
+
+
 def test_vacuum_keeps_what_a_reader_inside_the_retention_needs(tmp_path: Path) -> None:
     sink = DeltaSink(tmp_path, changelog=False, lake=SMALL)
     sink.apply_batch(1, SCHEMAS, [], appends={ORDERS: [typed_chunk(0, range(50))]})
@@ -299,14 +329,14 @@ def test_vacuum_keeps_what_a_reader_inside_the_retention_needs(tmp_path: Path) -
     path = sink.mirror_path(ORDERS)
     table = LakeTable("shop.orders", "mirror", path)
     old = DeltaTable(str(path), version=2)  # a reader that opened an older version
-    old_rows = old.to_pyarrow_table().num_rows
+    old_rows = read_delta(old).num_rows
     optimize(table, SMALL)
     (path / "part-orphan-left-by-a-crash.parquet").write_bytes(b"junk")
 
     kept = vacuum(table, LakeConfig(target_file_size=SMALL.target_file_size))  # an hour
     assert kept.files_removed == 0
-    assert old.to_pyarrow_table().num_rows == old_rows  # the reader goes on
-    assert DeltaTable(str(path), version=2).to_pyarrow_table().num_rows == old_rows
+    assert read_delta(old).num_rows == old_rows  # the reader goes on
+    assert read_delta(DeltaTable(str(path), version=2)).num_rows == old_rows
 
     now = LakeConfig(target_file_size=SMALL.target_file_size, vacuum_retention_hours=0)
     planned = vacuum(table, now, dry_run=True)
@@ -315,7 +345,7 @@ def test_vacuum_keeps_what_a_reader_inside_the_retention_needs(tmp_path: Path) -
     vacuum(table, now)
     assert not (path / "part-orphan-left-by-a-crash.parquet").exists()
     with pytest.raises(Exception, match=r"(?i)not found|no such file|object at location"):
-        DeltaTable(str(path), version=2).to_pyarrow_table()
+        read_delta(DeltaTable(str(path), version=2))
     after = footprint(table, SMALL.target_file_size)
     assert after.rows == 55
     data_on_disk = sum(
@@ -515,7 +545,7 @@ def test_datetime_as_utc_keeps_older_readers_and_the_wall_clock(tmp_path: Path) 
     path = sink.mirror_path(ORDERS)
     protocol = DeltaTable(str(path)).protocol()
     assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 4)
-    stored = DeltaTable(str(path)).to_pyarrow_table()
+    stored = read_delta(DeltaTable(str(path)))
     assert stored.schema.field("updated").type == pa.timestamp("us", tz="UTC")
     seven = stored.filter(pa.compute.equal(stored["id"], 7)).column("updated")[0].as_py()
     assert seven.isoformat() == "2024-02-29T23:59:59.123456+00:00"  # the digits, read as UTC
