@@ -115,3 +115,34 @@ def active_files(table: Path, version: int | None = None) -> dict[str, ActiveFil
             dict(add),
         )
     return active
+
+
+def referenced_vectors(table: Path) -> set[Path]:
+    """The deletion vector files any action the log still keeps names (a live file's, or a
+    removed one's that a version inside the retention reads): what vacuum must leave.
+
+    delta-rs' full vacuum sees these files as untracked; deleting one breaks every version
+    that names it.
+    """
+    log = table / "_delta_log"
+    named: set[Path] = set()
+
+    def note(action: object) -> None:
+        if isinstance(action, dict) and isinstance(action.get("deletionVector"), dict):
+            vector = DeletionVector.from_json(action["deletionVector"])
+            if vector.storage_type != "i":
+                named.add(vector.file_path(table))
+
+    for entry in log.iterdir():
+        if _CHECKPOINT.match(entry.name):
+            for row in pq.read_table(entry, columns=["add", "remove"]).to_pylist():
+                note(row.get("add"))
+                note(row.get("remove"))
+        elif _COMMIT.match(entry.name):
+            with entry.open(encoding="utf-8") as handle:
+                for line in handle:
+                    if line.strip():
+                        action = json.loads(line)
+                        note(action.get("add"))
+                        note(action.get("remove"))
+    return named

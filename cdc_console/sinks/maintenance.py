@@ -41,7 +41,7 @@ from cdc_console.config import LakeConfig
 from cdc_console.core.schema import TableId
 from cdc_console.sinks.delta_dv import rewrite_deleted
 from cdc_console.sinks.delta_files import FILE_PREFIX, IN_FLIGHT_SECONDS, file_batch
-from cdc_console.sinks.delta_log import active_files
+from cdc_console.sinks.delta_log import active_files, referenced_vectors
 from cdc_console.sinks.lake_layout import CHANGELOG_DIR, name_of_folder
 from cdc_console.sinks.mirror_read import has_deletion_vectors, table_root
 from cdc_console.units import size
@@ -276,10 +276,13 @@ def vacuum(
         delta.vacuum(retention_hours=retention, dry_run=True, enforce_retention_duration=False)
     )
     committed = delta.transaction_version(app_id) if app_id is not None else None
+    vectors = referenced_vectors(table.path)
     orphans = [
         name
         for name in every
-        if name not in retired and not _in_flight(table.path, name, committed)
+        if name not in retired
+        and table.path / name not in vectors
+        and not _in_flight(table.path, name, committed)
     ]
     doomed = [*retired, *orphans]
     sizes = 0

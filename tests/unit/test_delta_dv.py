@@ -16,6 +16,7 @@ from deltalake import DeltaTable, QueryBuilder
 from cdc_console.config import LakeConfig
 from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.delta_log import active_files
+from cdc_console.sinks.maintenance import LakeTable, vacuum
 from cdc_console.sinks.mirror_read import has_deletion_vectors, read_delta
 from tests.unit.test_delta_sink import ORDERS, SCHEMAS, Feed, by_id, order
 
@@ -201,3 +202,69 @@ def test_compaction_rewrites_files_mostly_deleted_and_changes_no_data(tmp_path: 
     assert all(f.deletion_vector is None for f in files.values())
     assert sum(f.num_records or 0 for f in files.values()) == 10
     assert pa.table(table.load_cdf(starting_version=table.version())).num_rows == 0
+
+
+def test_a_crash_before_the_commit_loses_and_doubles_nothing_and_vacuum_takes_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files and vectors are written before the commit: a crash between leaves them referenced
+    by no version; the retried batch applies once, and vacuum removes what the crash left."""
+    from cdc_console.sinks import delta_dv
+
+    sink = dv_sink(tmp_path, vacuum_retention_hours=0)
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(k)) for k in range(1, 41)])
+    batch = [feed.rec("-D", order(k)) for k in range(1, 31)]
+    batch += [*feed.update(order(35), order(35, "updated")), feed.rec("+I", order(99))]
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise OSError("killed before the commit")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(delta_dv, "_put_if_absent", crash)
+        with pytest.raises(OSError):
+            sink.apply_batch(1, SCHEMAS, batch)
+    root = sink.mirror_path(ORDERS)
+    left = {p.name for p in root.iterdir() if p.is_file()}
+    assert any(n.startswith("deletion_vector_") for n in left)  # the crash's vector file
+    assert len(ours(sink)) == 40 == len(by_query(sink))
+    sink.apply_batch(1, SCHEMAS, batch)
+    rows = ours(sink)
+    assert [r["id"] for r in rows] == [*range(31, 41), 99] and rows == by_query(sink)
+    assert sink.apply_batch(1, SCHEMAS, batch)[ORDERS]["mirror_skipped"]
+    lake = LakeConfig(vacuum_retention_hours=0)
+    vacuum(LakeTable("shop.orders", "mirror", root), lake, app_id="cdc-console")
+    live = {f.path for f in active_files(root).values()}
+    vectors = {
+        f.deletion_vector.file_path(root).name
+        for f in active_files(root).values()
+        if f.deletion_vector is not None and f.deletion_vector.storage_type == "u"
+    }
+    on_disk = {p.name for p in root.iterdir() if p.is_file()}
+    assert on_disk == live | vectors, on_disk - (live | vectors)
+    assert ours(sink) == rows
+
+
+def test_a_commit_another_writer_took_first_is_laid_again_on_the_new_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdc_console.sinks import delta_dv
+
+    sink = dv_sink(tmp_path)
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(k)) for k in range(1, 11)])
+    real = delta_dv.merge_by_deletion_vectors
+    raced: list[int] = []
+
+    def racing(table: DeltaTable, *args: Any) -> Any:
+        if not raced:  # an operator's compaction commits just before the batch
+            raced.append(table.version())
+            DeltaTable(str(sink.mirror_path(ORDERS))).optimize.compact()
+        return real(table, *args)
+
+    monkeypatch.setattr("cdc_console.sinks.delta.merge_by_deletion_vectors", racing)
+    monkeypatch.setattr(delta_dv, "merge_by_deletion_vectors", racing)
+    sink.apply_batch(1, SCHEMAS, [*feed.update(order(3), order(3, "three"))])
+    assert raced
+    assert {r["id"]: r["name"] for r in ours(sink)}[3] == "three"
+    assert ours(sink) == by_query(sink) and len(ours(sink)) == 10
