@@ -84,7 +84,7 @@ from cdc_console.sinks.base import (
 from cdc_console.sinks.change_columns import ChangeColumns
 from cdc_console.sinks.counted import MirrorCounts, plan_counted_batch
 from cdc_console.sinks.delta_counted import counts_in_ranges, merge_counted
-from cdc_console.sinks.delta_dv import merge_by_deletion_vectors
+from cdc_console.sinks.delta_dv import CommitConflict, merge_by_deletion_vectors
 from cdc_console.sinks.delta_files import check_rows, check_written, write_chunk
 from cdc_console.sinks.delta_tables import (
     check_schema,
@@ -126,6 +126,8 @@ from cdc_console.values.arrow import (
     table_to_rows,
 )
 
+#: tries of a merge-on-read commit whose version another writer took first
+_CONFLICT_ATTEMPTS = 3
 _MERGE_OP = "__cdc_console_merge_op"  # extra source column of the MERGE: 'U' upsert, 'D' delete
 _RESERVED = {_MERGE_OP} | {f.name for f in CHANGELOG_FIELDS}
 
@@ -460,7 +462,21 @@ class DeltaSink(TableBatchSink):
             "cdc_console.batch": f"{batch_id} {schema.table_id} merge",
             **self._commit_info,
         }
-        return merge_by_deletion_vectors(mirror, schema, lake, nets, (self.app_id, batch_id), info)
+        attempt = 1
+        while True:
+            try:
+                return merge_by_deletion_vectors(
+                    mirror, schema, lake, nets, (self.app_id, batch_id), info
+                )
+            except CommitConflict:
+                # Another writer (an operator's `lake optimize`, say) took the version: the
+                # batch's net changes are laid on the table as it now is; the files the failed
+                # attempt wrote are referenced by no version, and vacuum removes them.
+                if attempt == _CONFLICT_ATTEMPTS:
+                    raise
+                attempt += 1
+                _log.warning("%s: commit conflict, batch %d tried again", schema.table_id, batch_id)
+                mirror.update_incremental()
 
     def _write_log(
         self,
