@@ -59,6 +59,7 @@ class LakeOptions(RunOptions):
     optimize_every: str = "1m"
     retention_hours: float = 0.0
     target_file_size: str | None = None
+    layout: str = "merge-on-read"
 
 
 @dataclass
@@ -93,6 +94,7 @@ class LakeResult:
     merges: int = 0
     copied_per_changed: float | None = None
     copied_per_changed_p99: float | None = None
+    written_per_changed: float | None = None
     merge_ms_p50: float | None = None
     merge_ms_p99: float | None = None
     rewrite_bytes_per_second: float | None = None
@@ -144,12 +146,13 @@ def run_lake_bench(options: LakeOptions) -> LakeResult:
     return result
 
 
-def _lake_section(options: LakeOptions) -> dict[str, str | float | None]:
+def _lake_section(options: LakeOptions) -> dict[str, str | float | bool | None]:
     return {
         "optimize_every": options.optimize_every,
         "vacuum_every": options.optimize_every,
         "vacuum_retention_hours": options.retention_hours,
         "target_file_size": options.target_file_size,
+        "deletion_vectors": options.layout == "merge-on-read",
     }
 
 
@@ -200,6 +203,7 @@ def _write(env: BenchEnv, options: LakeOptions) -> tuple[int, float]:
 def _merges(mirror: LakeTable, since: float, result: LakeResult) -> None:
     """Rows copied per changed row and MERGE time, from the mirror's Delta history."""
     copied: list[float] = []
+    written: list[float] = []
     millis: list[float] = []
     added = 0
     for commit in DeltaTable(str(mirror.path)).history():
@@ -212,6 +216,7 @@ def _merges(mirror: LakeTable, since: float, result: LakeResult) -> None:
         )
         if changed:
             copied.append(int(metrics.get("num_target_rows_copied", 0)) / changed)
+            written.append(int(metrics.get("num_output_rows", 0)) / changed)
         if "execution_time_ms" in metrics:
             millis.append(float(metrics["execution_time_ms"]))
         added += int(metrics.get("num_target_files_added", 0))
@@ -219,6 +224,7 @@ def _merges(mirror: LakeTable, since: float, result: LakeResult) -> None:
     if copied:
         result.copied_per_changed = statistics.fmean(copied)
         result.copied_per_changed_p99 = _p99(copied)
+        result.written_per_changed = statistics.fmean(written)
     if millis:
         result.merge_ms_p50 = statistics.median(millis)
         result.merge_ms_p99 = _p99(millis)
@@ -234,7 +240,8 @@ def _p99(values: list[float]) -> float:
 def _print(result: LakeResult, options: LakeOptions) -> None:
     print(
         f"\nlake benchmark: {options.rows:,} rows, {options.rate:g} statements/s for "
-        f"{options.minutes:g} min (70% update, 20% insert, 10% delete), {options.master}; "
+        f"{options.minutes:g} min (70% update, 20% insert, 10% delete), {options.master}, "
+        f"{options.layout} mirror; "
         f"maintenance every {options.optimize_every}, vacuum retention "
         f"{options.retention_hours:g} h",
         flush=True,
@@ -244,7 +251,8 @@ def _print(result: LakeResult, options: LakeOptions) -> None:
     if result.copied_per_changed is not None:
         print(
             f"rows copied per changed row: mean {result.copied_per_changed:,.0f}, p99 "
-            f"{result.copied_per_changed_p99:,.0f} over {result.merges} MERGE(s)",
+            f"{result.copied_per_changed_p99:,.0f} over {result.merges} MERGE(s); rows written "
+            f"per changed row: mean {result.written_per_changed or 0:,.2f}",
             flush=True,
         )
     if result.merge_ms_p50 is not None:

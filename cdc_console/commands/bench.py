@@ -204,6 +204,12 @@ def register(subparsers: Subparsers) -> None:
         help="vacuum retention (default 0: the floor within minutes; the job's default is 1)",
     )
     lake.add_argument("--target-file-size", help='e.g. "256KiB" (default: the job\'s)')
+    lake.add_argument(
+        "--layout",
+        choices=("merge-on-read", "copy-on-write"),
+        default="merge-on-read",
+        help="the mirror's layout ([lake] deletion_vectors; default merge-on-read, the job's)",
+    )
     lake.add_argument("--master", default="local[2]", help="Spark master")
     _run_folder(lake, "seconds per job run")
     lake.set_defaults(handler=handle_lake)

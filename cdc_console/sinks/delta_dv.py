@@ -128,6 +128,20 @@ def merge_by_deletion_vectors(
         "timestamp": now,
         "operation": "MERGE",
         "operationParameters": {"mode": "deletion vectors"},
+        # delta-rs' MERGE metric names, so a history reads the same whichever wrote it
+        "operationMetrics": {
+            **metrics,
+            "num_target_rows_copied": 0,
+            "num_output_rows": len(inserted) + len(updated),
+            "num_target_files_added": 1 if new_rows is not None else 0,
+            "num_target_files_removed": 0,
+            "num_deletion_vectors_written": sum(
+                1
+                for a in actions
+                if isinstance(add := a.get("add"), dict) and "deletionVector" in add
+            ),
+            "execution_time_ms": int(time.time() * 1000) - now,
+        },
         "clientVersion": "cdc-console",
         **dict(commit_info),
     }
