@@ -41,7 +41,13 @@ from cdc_console.sinks.base import Key, SinkError
 from cdc_console.sinks.deletion_vectors import inline_vector, write_dv_file
 from cdc_console.sinks.delta_log import ActiveFile, active_files
 from cdc_console.sinks.lake_layout import from_lake, to_lake
-from cdc_console.sinks.mirror_read import keep_mask, live_rows, table_root, table_schema
+from cdc_console.sinks.mirror_read import (
+    keep_mask,
+    live_rows,
+    read_file,
+    table_root,
+    table_schema,
+)
 from cdc_console.values.arrow import codec_for, columns_to_table
 
 #: the stats of the new data file: the columns of these types get min/max (data skipping)
@@ -331,7 +337,7 @@ def _find_live(
             continue
         present = set(pq.read_schema(root / file.path).names)
         names = [n for n in lake.names if n in present] if whole else key_columns
-        data = pq.read_table(root / file.path, columns=names)
+        data = read_file(root / file.path, names)
         hits = pc.is_in(data.column(key_columns[0]), value_set=first)
         if file.deletion_vector is not None:
             hits = pc.and_(hits, keep_mask(data.num_rows, file.deletion_vector.read(root)))

@@ -79,12 +79,31 @@ def keep_mask(rows: int, deleted: Sequence[int]) -> pa.BooleanArray:
     return mask
 
 
+def read_file(path: Path, columns: Sequence[str]) -> pa.Table:
+    """A data file's ``columns``, view types as their plain twins: delta-rs writes some files
+    with ``string_view``/``binary_view``, which pyarrow cannot ``take`` or ``filter``."""
+    data = pq.read_table(path, columns=list(columns))
+    if not any(
+        pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type) for f in data.schema
+    ):
+        return data
+    fields = [
+        pa.field(f.name, pa.string())
+        if pa.types.is_string_view(f.type)
+        else pa.field(f.name, pa.binary())
+        if pa.types.is_binary_view(f.type)
+        else f
+        for f in data.schema
+    ]
+    return data.cast(pa.schema(fields))
+
+
 def live_rows(
     root: Path, file: ActiveFile, schema: pa.Schema, where: pc.Expression | None
 ) -> pa.Table:
     """One active file's rows less those its deletion vector marks, in ``schema``."""
     present = set(pq.read_schema(root / file.path).names)
-    data = pq.read_table(root / file.path, columns=[n for n in schema.names if n in present])
+    data = read_file(root / file.path, [n for n in schema.names if n in present])
     if file.deletion_vector is not None:
         data = data.filter(keep_mask(data.num_rows, file.deletion_vector.read(root)))
     arrays = [

@@ -268,3 +268,17 @@ def test_a_commit_another_writer_took_first_is_laid_again_on_the_new_version(
     assert raced
     assert {r["id"]: r["name"] for r in ours(sink)}[3] == "three"
     assert ours(sink) == by_query(sink) and len(ours(sink)) == 10
+
+
+def test_files_with_view_types_are_read_as_plain_types(tmp_path: Path) -> None:
+    """delta-rs writes some files with ``string_view``, which pyarrow cannot take rows of; the
+    merge-on-read writer found that on a re-dumped mirror."""
+    import pyarrow.parquet as pq
+
+    from cdc_console.sinks.mirror_read import read_file
+
+    path = tmp_path / "viewed.parquet"
+    pq.write_table(pa.table({"s": pa.array(["a", "b"], pa.string_view())}), path)
+    data = read_file(path, ["s"])
+    assert data.schema.field("s").type == pa.string()
+    assert data.take(pa.array([1], pa.uint64())).column("s").to_pylist() == ["b"]
