@@ -117,32 +117,39 @@ def active_files(table: Path, version: int | None = None) -> dict[str, ActiveFil
     return active
 
 
-def referenced_vectors(table: Path) -> set[Path]:
-    """The deletion vector files any action the log still keeps names (a live file's, or a
-    removed one's that a version inside the retention reads): what vacuum must leave.
+def referenced_vectors(table: Path, removed_since_ms: int = 0) -> set[Path]:
+    """The deletion vector files that a version a reader may still open names: those of the
+    live files, and those of files removed at or after ``removed_since_ms`` (the vacuum
+    retention): what vacuum must leave.
 
     delta-rs' full vacuum sees these files as untracked; deleting one breaks every version
-    that names it.
+    that names it. A vector of a file removed before the retention belongs only to versions
+    vacuum has taken the data of already.
     """
     log = table / "_delta_log"
-    named: set[Path] = set()
+    named = {
+        f.deletion_vector.file_path(table)
+        for f in active_files(table).values()
+        if f.deletion_vector is not None and f.deletion_vector.storage_type != "i"
+    }
 
     def note(action: object) -> None:
-        if isinstance(action, dict) and isinstance(action.get("deletionVector"), dict):
-            vector = DeletionVector.from_json(action["deletionVector"])
-            if vector.storage_type != "i":
-                named.add(vector.file_path(table))
+        if not isinstance(action, dict) or not isinstance(action.get("deletionVector"), dict):
+            return
+        stamp = action.get("deletionTimestamp")
+        if isinstance(stamp, int) and stamp < removed_since_ms:
+            return
+        vector = DeletionVector.from_json(action["deletionVector"])
+        if vector.storage_type != "i":
+            named.add(vector.file_path(table))
 
     for entry in log.iterdir():
         if _CHECKPOINT.match(entry.name):
-            for row in pq.read_table(entry, columns=["add", "remove"]).to_pylist():
-                note(row.get("add"))
-                note(row.get("remove"))
+            for row in pq.read_table(entry, columns=["remove"]).column("remove").to_pylist():
+                note(row)
         elif _COMMIT.match(entry.name):
             with entry.open(encoding="utf-8") as handle:
                 for line in handle:
                     if line.strip():
-                        action = json.loads(line)
-                        note(action.get("add"))
-                        note(action.get("remove"))
+                        note(json.loads(line).get("remove"))
     return named

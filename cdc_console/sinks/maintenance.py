@@ -276,7 +276,9 @@ def vacuum(
         delta.vacuum(retention_hours=retention, dry_run=True, enforce_retention_duration=False)
     )
     committed = delta.transaction_version(app_id) if app_id is not None else None
-    vectors = referenced_vectors(table.path)
+    vectors = referenced_vectors(
+        table.path, int((time.time() - lake.vacuum_retention_hours * 3600) * 1000)
+    )
     orphans = [
         name
         for name in every
