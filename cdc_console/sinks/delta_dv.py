@@ -406,8 +406,8 @@ def _remove(file: ActiveFile, now: int) -> dict[str, Loaded]:
     }
     if "deletionVector" in add:
         remove["deletionVector"] = add["deletionVector"]
-    if "stats" in add:
-        remove["stats"] = add["stats"]
+    # No stats: they are optional on a remove, and a batch of random changes removes and
+    # re-adds every file of the table, so they would double its log entry.
     return remove
 
 
