@@ -23,7 +23,7 @@ from cdc_console.core.records import PARTIAL_OPS, ChangeRecord, RecordDict
 from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
-from cdc_console.core.values import CanonicalValue, RawKey
+from cdc_console.core.values import CanonicalRow, CanonicalValue, RawKey
 from cdc_console.errors import SchemaChangedError, SourceError, redact
 from cdc_console.mysql import partial_images
 from cdc_console.mysql.binlog import RowEvent, read_window_events
@@ -118,6 +118,25 @@ _HALVES: dict[str, tuple[tuple[str, str, str], ...]] = {
 }
 
 
+def _record(
+    shared: RecordDict,
+    op: str,
+    key: tuple[CanonicalValue, ...],
+    row: CanonicalRow,
+    row_index: int,
+    seq: int,
+) -> RecordDict:
+    """One change record as ``ChangeRecord.to_dict()`` gives it, built directly."""
+    return {
+        **shared,
+        "op": op,
+        "key": _encode_key(key),
+        "row": _encode_json(row),
+        "row_index": row_index,
+        "seq": seq,
+    }
+
+
 class BinlogSplitReader:
     """Reads one ``BinlogSplit`` window and emits the changes ``should_emit`` lets through."""
 
@@ -206,8 +225,6 @@ class BinlogSplitReader:
         file_indexes: dict[str, int] = {}
         log.info("binlog split [%s, %s): %d tables", split.start, split.end, len(watermarks))
         seq = 0
-        encode = _encode_json
-        encode_key = _encode_key
         on_change = self._schema_changed if self.park_on_schema_change else None
         held: set[TableId] = set()
         for event in read_window_events(
@@ -240,6 +257,18 @@ class BinlogSplitReader:
             halves = _HALVES[event.kind]
             emitted = 0
             records: list[RecordDict] = []
+
+            # what every record of the event shares (``_record`` adds the rest)
+            shared: RecordDict = {
+                "database": database,
+                "table": table,
+                "file_index": file_index,
+                "pos": pos,
+                "event_index": 0,
+                "ts_ms": ts_ms,
+                "split_id": "",
+            }
+
             try:
                 for row_index, row in enumerate(event.rows):
                     position = (file_index, pos, 0, row_index)
@@ -260,20 +289,14 @@ class BinlogSplitReader:
                             convert = binlog_row if op not in PARTIAL_OPS else binlog_columns
                             canonical = convert(image, sources)
                             records.append(
-                                {
-                                    "database": database,
-                                    "table": table,
-                                    "op": op,
-                                    "key": encode_key(key_of(canonical)),
-                                    "row": encode(canonical),
-                                    "file_index": file_index,
-                                    "pos": pos,
-                                    "event_index": 0,
-                                    "row_index": row_index,
-                                    "seq": seq + len(records),
-                                    "ts_ms": ts_ms,
-                                    "split_id": "",
-                                }
+                                _record(
+                                    shared,
+                                    op,
+                                    key_of(canonical),
+                                    canonical,
+                                    row_index,
+                                    seq + len(records),
+                                )
                             )
                         continue
                     for op, image_key, sources_key in halves:
@@ -293,20 +316,14 @@ class BinlogSplitReader:
                             continue
                         canonical = binlog_row(image, row.get(sources_key))
                         records.append(
-                            {
-                                "database": database,
-                                "table": table,
-                                "op": op,
-                                "key": encode_key(key_of(canonical)),
-                                "row": encode(canonical),
-                                "file_index": file_index,
-                                "pos": pos,
-                                "event_index": 0,
-                                "row_index": row_index,
-                                "seq": seq + len(records),
-                                "ts_ms": ts_ms,
-                                "split_id": "",
-                            }
+                            _record(
+                                shared,
+                                op,
+                                key_of(canonical),
+                                canonical,
+                                row_index,
+                                seq + len(records),
+                            )
                         )
             except SourceError:
                 raise  # the source's fault (a key's collation weights), not this table's
