@@ -73,11 +73,29 @@ class _Live:
     index: dict[Key, tuple[int, int]] = field(default_factory=dict)
 
     def old_rows(self, keys: Sequence[Key]) -> pa.Table | None:
-        """The held rows of ``keys`` (each of which must be held), in order."""
+        """The held rows of ``keys`` (each of which must be held), in order: one ``take`` per
+        file read, then one to put them in the keys' order (a table of one-row slices costs
+        a chunk per row in everything that follows)."""
         if not keys:
             return None
-        picked = [self.rows[i].slice(j, 1) for i, j in (self.index[k] for k in keys)]
-        return pa.concat_tables(picked)
+        wanted = [self.index[k] for k in keys]
+        by_part: dict[int, list[int]] = {}
+        for part, row in wanted:
+            by_part.setdefault(part, []).append(row)
+        parts = sorted(by_part)
+        offsets: dict[int, int] = {}
+        taken = []
+        total = 0
+        for part in parts:
+            offsets[part] = total
+            taken.append(self.rows[part].take(pa.array(by_part[part], type=pa.int64())))
+            total += len(by_part[part])
+        seen: dict[int, int] = dict.fromkeys(parts, 0)
+        order = []
+        for part, _ in wanted:
+            order.append(offsets[part] + seen[part])
+            seen[part] += 1
+        return pa.concat_tables(taken).combine_chunks().take(pa.array(order, type=pa.int64()))
 
 
 def merge_by_deletion_vectors(
