@@ -356,7 +356,9 @@ def _find_live(
         present = set(pq.read_schema(root / file.path).names)
         names = [n for n in lake.names if n in present] if whole else key_columns
         data = read_file(root / file.path, names)
-        hits = pc.is_in(data.column(key_columns[0]), value_set=first)
+        # an older file may hold the key in a narrower type the mirror has since widened
+        stored = data.column(key_columns[0]).cast(first.type)
+        hits = pc.is_in(stored, value_set=first)
         if file.deletion_vector is not None:
             hits = pc.and_(hits, keep_mask(data.num_rows, file.deletion_vector.read(root)))
         positions = pc.indices_nonzero(hits).to_pylist()
