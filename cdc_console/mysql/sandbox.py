@@ -99,7 +99,37 @@ class MySQLSandbox:
         self.datadir.mkdir(parents=True, exist_ok=True)
         if fresh:
             self._initialise(binary)
-        self.port = self.port or free_port()
+        # A port picked here can be taken by another process before the server binds it
+        # (parallel test workers start servers at once): pick another and start again.
+        pick = not self.port
+        attempts = 3 if pick else 1
+        for attempt in range(attempts):
+            if pick:
+                self.port = free_port()
+            args = self._server_args(binary)
+            log.info(
+                "starting %s sandbox on 127.0.0.1:%d (datadir %s)",
+                self.flavour,
+                self.port,
+                self.datadir,
+            )
+            self.process = subprocess.Popen(
+                args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+            )
+            try:
+                self._wait_ready(timeout)
+                break
+            except SandboxError:
+                if attempt + 1 == attempts or "Address already in use" not in self._error_tail():
+                    raise
+        if fresh:
+            self._create_root_password()
+        else:
+            self.root_password = self.password_file.read_text().strip()
+        return self
+
+    def _server_args(self, binary: str) -> list[str]:
+        """The server's command line: binlog in ROW format with full images and metadata."""
         args = [
             binary,
             "--no-defaults",
@@ -127,21 +157,9 @@ class MySQLSandbox:
         ]
         if os.geteuid() == 0:
             args.append("--user=root")
-        log.info(
-            "starting %s sandbox on 127.0.0.1:%d (datadir %s)",
-            self.flavour,
-            self.port,
-            self.datadir,
-        )
-        self.process = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        self._wait_ready(timeout)
-        if fresh:
-            self._create_root_password()
-        else:
-            self.root_password = self.password_file.read_text().strip()
-        return self
+        if os.geteuid() == 0:
+            args.append("--user=root")
+        return args
 
     def _initialise(self, binary: str) -> None:
         if self.flavour == "mariadb":
