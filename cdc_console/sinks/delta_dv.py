@@ -40,11 +40,11 @@ from cdc_console.core.values import CanonicalRow, JSONObject
 from cdc_console.sinks.base import Key, SinkError
 from cdc_console.sinks.deletion_vectors import inline_vector, write_dv_file
 from cdc_console.sinks.delta_log import ActiveFile, active_files
-from cdc_console.sinks.lake_layout import from_lake, to_lake
+from cdc_console.sinks.file_keys import FILE_KEYS
+from cdc_console.sinks.lake_layout import ROW_GROUP_ROWS, from_lake, to_lake
 from cdc_console.sinks.mirror_read import (
-    keep_mask,
     live_rows,
-    read_file,
+    read_positions,
     table_root,
     table_schema,
 )
@@ -274,6 +274,8 @@ def _vectors(
     if on_disk:
         written = write_dv_file(root, [merged[p] for p in on_disk])
         vectors.update(zip(on_disk, written, strict=True))
+    for path, vector in vectors.items():
+        FILE_KEYS.remember(root, vector, merged[path])
     actions: list[JSONObject] = []
     for path in sorted(merged):
         old_file = active[path]
@@ -355,25 +357,31 @@ def _find_live(
     for file in active.values():
         if bounds and not _may_hold(file, key_columns[0], bounds):
             continue
-        data = read_file(root / file.path, key_columns)
+        data = FILE_KEYS.key_columns(root / file.path, file.size, key_columns)
         # an older file may hold the key in a narrower type the mirror has since widened
         stored = data.column(key_columns[0]).cast(first.type)
         hits = pc.is_in(stored, value_set=first)
-        if file.deletion_vector is not None:
-            deleted = live.deleted[file.path] = file.deletion_vector.read(root)
-            hits = pc.and_(hits, keep_mask(data.num_rows, deleted))
         positions = pc.indices_nonzero(hits).to_pylist()
         if not positions:
             continue
+        if file.deletion_vector is not None:
+            deleted = live.deleted[file.path] = FILE_KEYS.positions(root, file.deletion_vector)
+            if deleted:
+                gone = set(deleted)
+                positions = [p for p in positions if p not in gone]
+                if not positions:
+                    continue
         taken = pa.array(positions, type=pa.uint64())
         keyed = from_lake(data.take(taken).cast(key_lake), key_typed)
         values = [
             codec_for(schema.column(n)).array_to_canonical(keyed.column(n)) for n in key_columns
         ]
         if whole:  # the rows themselves, of the files that hold a changed key only
-            present = set(pq.read_schema(root / file.path).names)
-            whole_rows = read_file(root / file.path, [n for n in lake.names if n in present])
-            picked = whole_rows.take(taken)
+            footer = FILE_KEYS.footer(root / file.path, file.size)
+            present = set(footer.schema.to_arrow_schema().names)
+            picked = read_positions(
+                root / file.path, [n for n in lake.names if n in present], positions, footer
+            )
             for f in lake:
                 if f.name not in present:
                     picked = picked.append_column(f, pa.nulls(picked.num_rows, f.type))
@@ -437,7 +445,7 @@ def _remove(file: ActiveFile, now: int) -> dict[str, Loaded]:
 
 def _write_data_file(root: Path, data: pa.Table, now: int) -> dict[str, Loaded]:
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    pq.write_table(data, root / name, compression="snappy")
+    pq.write_table(data, root / name, compression="snappy", row_group_size=ROW_GROUP_ROWS)
     nulls: dict[str, Loaded] = {}
     lows: dict[str, Loaded] = {}
     highs: dict[str, Loaded] = {}

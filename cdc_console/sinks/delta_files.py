@@ -44,6 +44,7 @@ from cdc_console.core.schema import TableSchema
 from cdc_console.core.values import JSONValue
 from cdc_console.sinks.base import DataFile, SinkSchemaError, TypedChunk, WrittenChunk
 from cdc_console.sinks.lake_layout import (
+    ROW_GROUP_ROWS,
     changelog_path,
     changelog_schema,
     lake_schema,
@@ -195,7 +196,13 @@ def write_files(
 
 def _encode(data: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    pq.write_table(data, sink, compression="snappy", use_dictionary=dictionary_columns(data))
+    pq.write_table(
+        data,
+        sink,
+        compression="snappy",
+        use_dictionary=dictionary_columns(data),
+        row_group_size=ROW_GROUP_ROWS,
+    )
     return bytes(sink.getvalue())
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
@@ -77,44 +79,106 @@ def _checkpoint(log: Path, version: int | None) -> tuple[int, list[Path]]:
     return -1, []
 
 
-def active_files(table: Path, version: int | None = None) -> dict[str, ActiveFile]:
-    """Path -> the table's active file at ``version`` (the newest when None)."""
-    log = table / "_delta_log"
-    at, checkpoint = _checkpoint(log, version)
-    files: dict[tuple[str, str], dict[str, Loaded] | None] = {}
-    for part in checkpoint:
-        for row in pq.read_table(part, columns=["add"]).column("add").to_pylist():
-            if row is not None:
-                files[_logical_key(row)] = row
-    commits = sorted(
-        int(m.group(1)) for e in log.iterdir() if (m := _COMMIT.match(e.name)) is not None
+@dataclass(frozen=True)
+class _Replay:
+    """A replayed snapshot kept for the next call: the log only grows, so the files at a later
+    version are these plus the commits since. ``stamp`` identifies the commit file it was read
+    at, so a table deleted and created again at the same path is replayed from scratch."""
+
+    version: int
+    stamp: tuple[int, int, int]
+    files: dict[tuple[str, str], ActiveFile]
+
+
+#: replays kept at most (a job has a mirror per table; tests make thousands of tables)
+_KEPT_TABLES = 512
+_replays: dict[Path, _Replay] = {}
+_replays_lock = threading.Lock()
+
+
+def _stamp(commit: Path) -> tuple[int, int, int] | None:
+    try:
+        info = commit.stat()
+    except FileNotFoundError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _active(add: dict[str, Loaded]) -> ActiveFile:
+    dv = add.get("deletionVector")
+    return ActiveFile(
+        unquote(str(add["path"])),
+        int(str(add.get("size") or 0)),
+        _num_records(add.get("stats")),
+        DeletionVector.from_json(dv) if isinstance(dv, dict) else None,
+        dict(add),
     )
-    wanted = [v for v in commits if v > at and (version is None or v <= version)]
-    if wanted and wanted != list(range(at + 1, wanted[-1] + 1)):
-        raise DeltaLogError(f"{log}: commits after version {at} are missing")
-    for commit in wanted:
+
+
+def _replay_commits(
+    log: Path, files: dict[tuple[str, str], ActiveFile], commits: Sequence[int]
+) -> None:
+    for commit in commits:
         with (log / f"{commit:020}.json").open(encoding="utf-8") as handle:
             for line in handle:
                 if not line.strip():
                     continue
                 action = json.loads(line)
                 if "add" in action:
-                    files[_logical_key(action["add"])] = action["add"]
+                    files[_logical_key(action["add"])] = _active(action["add"])
                 elif "remove" in action:
-                    files[_logical_key(action["remove"])] = None
-    active: dict[str, ActiveFile] = {}
-    for (path, _), add in files.items():
-        if add is None:
-            continue
-        dv = add.get("deletionVector")
-        active[path] = ActiveFile(
-            path,
-            int(str(add.get("size") or 0)),
-            _num_records(add.get("stats")),
-            DeletionVector.from_json(dv) if isinstance(dv, dict) else None,
-            dict(add),
-        )
-    return active
+                    files.pop(_logical_key(action["remove"]), None)
+
+
+def _commits_after(log: Path, after: int, version: int | None) -> list[int]:
+    commits = sorted(
+        int(m.group(1)) for e in log.iterdir() if (m := _COMMIT.match(e.name)) is not None
+    )
+    wanted = [v for v in commits if v > after and (version is None or v <= version)]
+    if wanted and wanted != list(range(after + 1, wanted[-1] + 1)):
+        raise DeltaLogError(f"{log}: commits after version {after} are missing")
+    if version is not None and version > after and (not wanted or wanted[-1] != version):
+        raise DeltaLogError(f"{log}: commit {version} is missing")
+    return wanted
+
+
+def active_files(table: Path, version: int | None = None) -> dict[str, ActiveFile]:
+    """Path -> the table's active file at ``version`` (the newest when None).
+
+    The sink asks for the newest version before every batch; replaying the whole log each time
+    cost more than the batch's own work, so the last replay of each table is kept and the
+    commits after it are laid on a copy of it."""
+    log = table / "_delta_log"
+    key = log.resolve()
+    with _replays_lock:
+        kept = _replays.get(key)
+    files: dict[tuple[str, str], ActiveFile] | None = None
+    if (
+        kept is not None
+        and (version is None or version >= kept.version)
+        and _stamp(log / f"{kept.version:020}.json") == kept.stamp
+    ):
+        files = dict(kept.files)
+        commits = _commits_after(log, kept.version, version)
+        _replay_commits(log, files, commits)
+        at = commits[-1] if commits else kept.version
+    else:
+        at, checkpoint = _checkpoint(log, version)
+        files = {}
+        for part in checkpoint:
+            for row in pq.read_table(part, columns=["add"]).column("add").to_pylist():
+                if row is not None:
+                    files[_logical_key(row)] = _active(row)
+        commits = _commits_after(log, at, version)
+        _replay_commits(log, files, commits)
+        at = commits[-1] if commits else at
+    stamp = _stamp(log / f"{at:020}.json")
+    if stamp is not None and (kept is None or at >= kept.version):
+        with _replays_lock:
+            if len(_replays) >= _KEPT_TABLES and key not in _replays:
+                _replays.clear()
+            _replays[key] = _Replay(at, stamp, dict(files))
+    return {path: file for (path, _), file in files.items()}
 
 
 def referenced_vectors(table: Path, removed_since_ms: int = 0) -> set[Path]:

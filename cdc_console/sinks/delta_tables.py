@@ -25,6 +25,7 @@ release keeps its properties until it is re-created (see the README, "The lake")
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -56,7 +57,7 @@ def open_or_create(
     left to the caller's write (``merge_schema`` / ``schema_mode="merge"``), so the table's
     schema changes in the same commit as its first rows of the new shape."""
     if DeltaTable.is_deltatable(str(path)):
-        table = DeltaTable(str(path))
+        table = _reopen(path)
         if new_columns_in_write:
             later = set(addable_columns(table, schema))
             check_schema(table, pa.schema([f for f in schema if f.name not in later]), path)
@@ -67,6 +68,48 @@ def open_or_create(
         return table
     path.mkdir(parents=True, exist_ok=True)
     return DeltaTable.create(str(path), schema, mode="ignore", configuration=configuration)
+
+
+_kept: dict[Path, tuple[DeltaTable, int, tuple[int, int, int] | None]] = {}
+_kept_lock = threading.Lock()
+
+
+def _commit_stamp(path: Path, version: int) -> tuple[int, int, int] | None:
+    try:
+        info = (path / "_delta_log" / f"{version:020}.json").stat()
+    except FileNotFoundError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _reopen(path: Path) -> DeltaTable:
+    """The table at ``path`` as of now: the one opened last time brought up to date
+    (``update_incremental`` reads only the commits since; opening reads the whole log, tens
+    of milliseconds per table per batch). A table set aside and created anew at the same path
+    is told apart by the commit file the kept one was opened at, and opened afresh."""
+    with _kept_lock:
+        kept = _kept.pop(path, None)
+    table: DeltaTable | None = None
+    anchor = -1
+    stamp: tuple[int, int, int] | None = None
+    if kept is not None:
+        held, anchor, stamp = kept
+        if stamp is not None and _commit_stamp(path, anchor) == stamp:
+            held.update_incremental()
+            table = held
+    if table is None:
+        table = DeltaTable(str(path))
+        anchor = table.version()
+        stamp = _commit_stamp(path, anchor)
+    with _kept_lock:
+        if len(_kept) >= _KEPT_TABLES:
+            _kept.clear()
+        _kept[path] = (table, anchor, stamp)
+    return table
+
+
+#: tables kept open at most (a job has a mirror and a changelog per captured table)
+_KEPT_TABLES = 1024
 
 
 def table_properties(

@@ -9,6 +9,7 @@ predates reads as NULL), then the filter.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote
@@ -82,7 +83,33 @@ def keep_mask(rows: int, deleted: Sequence[int]) -> pa.BooleanArray:
 def read_file(path: Path, columns: Sequence[str]) -> pa.Table:
     """A data file's ``columns``, view types as their plain twins: delta-rs writes some files
     with ``string_view``/``binary_view``, which pyarrow cannot ``take`` or ``filter``."""
-    data = pq.read_table(path, columns=list(columns))
+    return _plain_views(pq.read_table(path, columns=list(columns)))
+
+
+def read_positions(
+    path: Path,
+    columns: Sequence[str],
+    positions: Sequence[int],
+    metadata: pq.FileMetaData | None = None,
+) -> pa.Table:
+    """The rows at ``positions`` of a data file, in that order: only the row groups that hold
+    them are read and decoded (a changed row costs its row group, not its file)."""
+    file = pq.ParquetFile(path, metadata=metadata)
+    starts = [0]
+    for group in range(file.metadata.num_row_groups):
+        starts.append(starts[-1] + file.metadata.row_group(group).num_rows)
+    groups = sorted({bisect_right(starts, p) - 1 for p in positions})
+    offsets: dict[int, int] = {}
+    read = 0
+    for group in groups:
+        offsets[group] = read - starts[group]
+        read += starts[group + 1] - starts[group]
+    data = _plain_views(file.read_row_groups(groups, columns=list(columns)))
+    local = [p + offsets[bisect_right(starts, p) - 1] for p in positions]
+    return data.take(pa.array(local, type=pa.int64()))
+
+
+def _plain_views(data: pa.Table) -> pa.Table:
     if not any(
         pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type) for f in data.schema
     ):
