@@ -1,9 +1,11 @@
-"""``cdc-console lake status|optimize|vacuum --config F [--table db.t] [--dry-run]``.
+"""``cdc-console lake status|optimize|vacuum|convert --config F [--table db.t] [--dry-run]``.
 
 ``status`` measures every Delta table of the lake (files, live data, bytes on disk). ``optimize``
 and ``vacuum`` commit to the tables, so while a job runs they are queued for it (it runs them
 between batches, never racing its own MERGEs) and ``--wait`` prints its answer; with no job
-running they run here. ``--dry-run`` only reports what would be done and never writes.
+running they run here. ``convert --to merge-on-read|copy-on-write`` changes the layout of
+existing mirrors (``sinks.layout_convert``), with no job running. ``--dry-run`` only reports
+what would be done and never writes.
 """
 
 from __future__ import annotations
@@ -26,19 +28,27 @@ _EXAMPLES = """examples:
   cdc-console lake status   --config pipeline.toml
   cdc-console lake optimize --config pipeline.toml --table shop.orders --dry-run
   cdc-console lake vacuum   --config pipeline.toml --wait
+  cdc-console lake convert  --config pipeline.toml --table shop.orders --to copy-on-write
 """
 
 
 def register(subparsers: Subparsers) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "lake",
-        help="the Delta lake's files and sizes; compact or vacuum it",
-        description="Measure, compact (optimize) or vacuum the pipeline's Delta tables. "
+        help="the Delta lake's files and sizes; compact, vacuum or convert it",
+        description="Measure, compact (optimize) or vacuum the pipeline's Delta tables, or "
+        "convert mirrors between merge-on-read and copy-on-write. "
         "Retention and target file size come from the config's [lake] section.",
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("action", choices=("status", "optimize", "vacuum"))
+    parser.add_argument("action", choices=("status", "optimize", "vacuum", "convert"))
+    parser.add_argument(
+        "--to",
+        choices=("merge-on-read", "copy-on-write"),
+        help="convert: the layout the mirrors take (merge-on-read: deletion vectors; "
+        "copy-on-write: files rewritten, readable by every Delta reader)",
+    )
     parser.add_argument("--config", required=True, help="pipeline TOML file")
     parser.add_argument(
         "--table", type=table_name, help=f"{TABLE_HELP}: only this mirror and its changelog"
@@ -65,6 +75,8 @@ def handle(args: argparse.Namespace) -> int:
             f"sink.kind is {config.sink.kind!r}: there is no Delta lake to keep",
             "lake commands work on the delta sink only",
         )
+    if args.action == "convert":
+        return _convert(config, args)
     tables = lake_tables(config.sink.path)
     if args.table:
         tables = [t for t in tables if t.name == args.table]
@@ -137,6 +149,72 @@ def _status(config: PipelineConfig, tables: list[LakeTable], as_json: bool) -> i
         f"{lake.vacuum_retention_hours:g} h; the job optimizes every "
         f"{_every(lake.optimize_every)} and vacuums every {_every(lake.vacuum_every)}"
     )
+    return 0
+
+
+def _convert(config: PipelineConfig, args: argparse.Namespace) -> int:
+    from cdc_console.core.schema import schema_from_dict
+    from cdc_console.launcher import job_alive
+    from cdc_console.sinks.delta import pipeline_app_id
+    from cdc_console.sinks.layout_convert import Layout, convert, finish_interrupted
+    from cdc_console.sinks.maintenance import lake_tables
+    from cdc_console.state.store import StateStore
+
+    if args.to is None:
+        raise UsageError(
+            "convert needs --to merge-on-read or --to copy-on-write",
+            "cdc-console lake convert --config F --table db.t --to copy-on-write",
+        )
+    if job_alive(config) and not args.dry_run:
+        raise CdcError(
+            "the job is running and commits to the mirrors; a mirror is converted only while "
+            "no job writes to it",
+            f"stop it (cdc-console stop --config {args.config}), convert, then start it again",
+        )
+    if not args.dry_run:
+        for path in finish_interrupted(config.sink.path):
+            print(f"{path}: an interrupted conversion finished")
+    mirrors = [t for t in lake_tables(config.sink.path) if t.kind == "mirror"]
+    if args.table:
+        mirrors = [t for t in mirrors if t.name == args.table]
+    if not mirrors:
+        raise (UsageError if args.table else CdcError)(
+            f"no mirror{' ' + args.table if args.table else ''} under {config.sink.path}",
+            "the job creates the mirrors as it snapshots; check sink.path and --table",
+        )
+    keys: dict[str, tuple[str, ...]] = {}
+    if config.state_path.exists():
+        store = StateStore.open_existing(config.state_path, read_only=True)
+        try:
+            keys = {str(t): schema_from_dict(s).key_columns for t, s in store.schemas().items()}
+        finally:
+            store.close()
+    app_id = pipeline_app_id(config.name)
+    results = [
+        convert(t.path, Layout(args.to), app_id, keys.get(t.name, ()), dry_run=args.dry_run)
+        for t in mirrors
+    ]
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "table": t.name,
+                        "layout": r.layout.value,
+                        "changed": r.changed,
+                        "dry_run": args.dry_run,
+                        "rows": r.rows,
+                        "set_aside": str(r.set_aside) if r.set_aside else None,
+                    }
+                    for t, r in zip(mirrors, results, strict=True)
+                ],
+                indent=2,
+            )
+        )
+    else:
+        for t, r in zip(mirrors, results, strict=True):
+            verb = "would convert to" if args.dry_run else "converted to"
+            print(f"{t.name}: {verb + ' ' if r.changed else ''}{r.describe()}")
     return 0
 
 
