@@ -290,9 +290,12 @@ def _vectors(
 
 
 def _with_num_records(stats: Loaded, rows: int) -> str:
-    """A file's stats with its physical row count, which a file with a vector must have."""
+    """A file's stats with its physical row count, which a file with a vector must have, and
+    ``tightBounds: false``: its min/max and null counts were taken before rows were deleted, so
+    they only bound the valid rows (a reader may answer ``MIN(col)`` from tight bounds)."""
     parsed = json.loads(stats) if isinstance(stats, str) and stats else {}
     parsed["numRecords"] = rows
+    parsed["tightBounds"] = False
     return json.dumps(parsed, separators=(",", ":"))
 
 

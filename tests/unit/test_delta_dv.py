@@ -71,6 +71,8 @@ def test_a_batch_marks_old_rows_and_appends_new_ones(tmp_path: Path) -> None:
     (vector,) = [a["add"] for a in actions if "add" in a and "deletionVector" in a["add"]]
     assert vector["path"] in before and vector["deletionVector"]["cardinality"] == 2
     assert json.loads(vector["stats"])["numRecords"] == 100
+    # its min/max/nullCount predate the deletions: wide bounds, as the protocol asks
+    assert json.loads(vector["stats"])["tightBounds"] is False
     new = [a["add"] for a in actions if "add" in a and "deletionVector" not in a["add"]]
     assert [json.loads(a["stats"])["numRecords"] for a in new] == [2]
     (txn,) = [a["txn"] for a in actions if "txn" in a]
