@@ -20,6 +20,7 @@ of one hour would add. Timings are printed, never asserted.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import statistics
@@ -42,6 +43,7 @@ from cdc_console.bench.common import (
     wait_running,
     write_pipeline_config,
 )
+from cdc_console.bench.stream_lag import LagSampler, spread
 from cdc_console.config import LakeConfig, load_config
 from cdc_console.sinks.delta import pipeline_app_id
 from cdc_console.sinks.maintenance import Footprint, LakeTable, footprint, optimize, vacuum
@@ -100,6 +102,18 @@ class LakeResult:
     rewrite_bytes_per_second: float | None = None
     phases: list[Phase] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: (wall clock, the mirror's lag in seconds) once a second while the writer ran
+    lags: list[tuple[float, float]] = field(default_factory=list)
+
+    def lag_trend(self) -> tuple[float, float] | None:
+        """The mean lag of the first and of the last fifth of the writes: a stream that keeps
+        up has them alike; one that falls behind, the second growing with the run."""
+        if len(self.lags) < 10:
+            return None
+        fifth = len(self.lags) // 5
+        first = [lag for _, lag in self.lags[:fifth]]
+        last = [lag for _, lag in self.lags[-fifth:]]
+        return statistics.fmean(first), statistics.fmean(last)
 
 
 def run_lake_bench(options: LakeOptions) -> LakeResult:
@@ -127,7 +141,14 @@ def run_lake_bench(options: LakeOptions) -> LakeResult:
         try:
             wait_running(config.state_path, options.timeout)
             started = time.time()
-            result.statements, result.seconds = _write(env, options)
+            os.environ.update(env.child_env)  # the sandbox's password, for the head probes
+            sampler = LagSampler(config, mirror.name)
+            sampler.start()
+            try:
+                result.statements, result.seconds = _write(env, options)
+            finally:
+                sampler.stop()
+            result.lags = sampler.lags
             print(
                 f"wrote {result.statements:,} statements in {result.seconds:.0f}s "
                 f"({result.statements / result.seconds:,.0f}/s)",
@@ -261,6 +282,15 @@ def _print(result: LakeResult, options: LakeOptions) -> None:
             f"{result.merge_ms_p99:,.0f} ms",
             flush=True,
         )
+    if result.lags:
+        print(f"mirror lag while writing: {spread([lag for _, lag in result.lags])}", flush=True)
+        trend = result.lag_trend()
+        if trend is not None:
+            print(
+                f"mean lag over the first fifth of the writes {trend[0]:.1f} s, over the last "
+                f"fifth {trend[1]:.1f} s",
+                flush=True,
+            )
     if result.rewrite_bytes_per_second is not None:
         hour = result.rewrite_bytes_per_second * 3600
         print(
