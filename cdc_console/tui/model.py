@@ -10,8 +10,11 @@ import enum
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.lifecycle import CommandKind, Lifecycle
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.schema import TableId
+from cdc_console.source.control import refusal
+from cdc_console.state.rows import TableState
 from cdc_console.state.store import Command, RunRow
 
 Severity = Literal["information", "warning", "error"]
@@ -94,17 +97,37 @@ class TableView:
     lake_files: int | None = None
     lake_bytes: int | None = None
 
+    def allows(self, kind: CommandKind) -> bool:
+        """Whether the job takes ``kind`` for this table in its state: the commands' own rule
+        (``source.control.refusal``), so the console never offers what the job refuses nor
+        hides what it takes."""
+        state = TableState(
+            TableId.parse(self.table),
+            Lifecycle(self.state),
+            None,
+            0,
+            self.splits_total,
+            self.splits_done,
+            self.rows_snapshotted,
+            self.events_applied,
+            None,
+            None,
+            None,
+            0.0,
+        )
+        return refusal(kind, self.table, {}, [state], pipeline_paused=False) is None
+
     @property
     def can_pause(self) -> bool:
-        return self.state not in (Lifecycle.PAUSED, Lifecycle.REMOVED, Lifecycle.SNAPSHOT_DONE)
+        return self.allows(CommandKind.PAUSE)
 
     @property
     def can_resume(self) -> bool:
-        return self.state == Lifecycle.PAUSED
+        return self.allows(CommandKind.RESUME)
 
     @property
     def can_redump(self) -> bool:
-        return self.state not in (Lifecycle.REMOVED, Lifecycle.REDUMP)
+        return self.allows(CommandKind.REDUMP)
 
 
 @dataclass(frozen=True)
