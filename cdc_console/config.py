@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar, overload
 
+from cdc_console.core import thresholds
 from cdc_console.core.invalid_dates import DATE_FAMILIES, InvalidDateRules, InvalidDates
 from cdc_console.core.schema import TableId, parse_qualified, spell_database
 from cdc_console.core.untyped import TomlTable
@@ -208,12 +209,12 @@ class ConsoleConfig:
     """
 
     refresh_seconds: float = 0.5
-    lag_warn_seconds: float = 10.0
-    lag_alert_seconds: float = 60.0
-    stale_warn_seconds: float = 15.0
-    stale_alert_seconds: float = 60.0
-    purge_warn_hours: float = 24.0
-    purge_alert_hours: float = 2.0
+    lag_warn_seconds: float = thresholds.LAG.warn
+    lag_alert_seconds: float = thresholds.LAG.alert
+    stale_warn_seconds: float = thresholds.STALE.warn
+    stale_alert_seconds: float = thresholds.STALE.alert
+    purge_warn_hours: float = thresholds.PURGE.warn / 3600
+    purge_alert_hours: float = thresholds.PURGE.alert / 3600
     job_log: Path | None = None
 
 

@@ -9,12 +9,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 from prometheus_client.openmetrics.exposition import generate_latest
 
-from cdc_console.config import load_config
+from cdc_console.config import ConsoleConfig, load_config
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
+from cdc_console.core.thresholds import LAG, PURGE, STALE, THRESHOLDS, Threshold
 from cdc_console.metrics.server import JobMetrics
 from cdc_console.state.store import StateStore
 from cdc_console.status import HeadProbe, collect_status
@@ -97,3 +99,36 @@ def test_the_dashboard_is_grafana_json_over_exported_metrics(tmp_path: Path) -> 
             assert named(target["expr"]) <= known, (panel["title"], named(target["expr"]) - known)
     scrape = yaml.safe_load((MONITORING / "prometheus.yaml").read_text())
     assert scrape["rule_files"] == ["alerts.yaml"]
+
+
+@pytest.mark.parametrize("threshold", THRESHOLDS, ids=lambda t: t.rule)
+def test_the_console_the_alert_rules_and_the_dashboard_use_one_threshold(
+    threshold: Threshold,
+) -> None:
+    rules = yaml.safe_load((MONITORING / "alerts.yaml").read_text())
+    (rule,) = [r for g in rules["groups"] for r in g["rules"] if r["alert"] == threshold.rule]
+    compared = re.search(rf"{threshold.metric}\)?\s*([<>])\s*([\d.]+)", rule["expr"])
+    assert compared is not None, rule["expr"]
+    assert compared.group(1) == ("<" if threshold.falling else ">")
+    assert float(compared.group(2)) == threshold.alert, rule["expr"]
+
+    dashboard = json.loads((MONITORING / "dashboard.json").read_text())
+    panels = [
+        p
+        for p in dashboard["panels"]
+        if any(threshold.metric in t["expr"] for t in p["targets"])
+        and "thresholds" in p["fieldConfig"]["defaults"]
+    ]
+    assert panels, f"no dashboard panel paints {threshold.metric}'s thresholds"
+    for panel in panels:
+        steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+        assert sorted(s["value"] for s in steps if s["value"] is not None) == sorted(
+            (threshold.warn, threshold.alert)
+        ), panel["title"]
+
+    console = ConsoleConfig()
+    scale = 3600 if threshold is PURGE else 1
+    name = {LAG.rule: "lag", STALE.rule: "stale", PURGE.rule: "purge"}[threshold.rule]
+    unit = "hours" if threshold is PURGE else "seconds"
+    assert getattr(console, f"{name}_warn_{unit}") * scale == threshold.warn
+    assert getattr(console, f"{name}_alert_{unit}") * scale == threshold.alert
