@@ -220,7 +220,7 @@ class ConsoleConfig:
 
 @dataclass(frozen=True)
 class VerifyConfig:
-    """How mirrors are verified against their source (``cdc-console verify``, issue 12).
+    """How mirrors are verified against their source (``cdc-console verify``).
 
     ``every`` schedules a verification of every streaming table (0: only on demand);
     ``rows_per_second`` caps how fast the source is read (0: as fast as it goes), so a

@@ -298,7 +298,7 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
         print(note, flush=True)
     window = ratio(result.get(OURS_WINDOW), result.get(RAW))
     print(bar_line("stream vs raw decode", window, STREAM_BAR, "window vs decode"), flush=True)
-    print(met_line("stream window vs raw decode", window, 3.0, "x", "issue 14's bar"), flush=True)
+    print(met_line("stream window vs raw decode", window, 3.0, "x", "the target"), flush=True)
     return result
 
 

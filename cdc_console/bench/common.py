@@ -721,11 +721,11 @@ def bar_line(name: str, value: float | None, bar: float, detail: str) -> str:
 
 
 def met_line(name: str, value: float | None, bar: float, unit: str, detail: str) -> str:
-    """An issue 14 bar: MET or NOT MET (``unit`` after each figure)."""
+    """A performance target: MET or NOT MET (``unit`` after each figure)."""
     if value is None:
-        return f"issue 14 {name} >= {bar:g}{unit}: not measured ({detail})"
+        return f"target {name} >= {bar:g}{unit}: not measured ({detail})"
     verdict = "MET" if value >= bar else "NOT MET"
-    return f"issue 14 {name} >= {bar:g}{unit}: {value:.2f}{unit} {verdict} ({detail})"
+    return f"target {name} >= {bar:g}{unit}: {value:.2f}{unit} {verdict} ({detail})"
 
 
 def dump_json(path: Path, document: Mapping[str, object]) -> None:

@@ -10,7 +10,7 @@ minus its send time. Per rate: p50, p90,
 p99 and max; then the highest rate whose p99 stayed within 3 s with every row arrived and the
 writers keeping up.
 
-Bars (issue 14): at 1,000 inserts/s p50 <= 0.5 s; 20,000/s sustained with p99 <= 3 s.
+Targets: at 1,000 inserts/s p50 <= 0.5 s; 20,000/s sustained with p99 <= 3 s.
 """
 
 from __future__ import annotations

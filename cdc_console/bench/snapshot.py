@@ -62,7 +62,7 @@ JDBC_WALL = "spark jdbc -> parquet (process wall)"
 OURS_WINDOW = "ours snapshot -> delta (window)"
 OURS_WALL = "ours snapshot -> delta (process wall)"
 SNAPSHOT_BAR = 0.5
-#: issue 14's bars: the window at 3M rows vs the JDBC job, process wall vs process wall, and
+#: the performance targets: the window at 3M rows vs the JDBC job, process wall vs process wall, and
 #: the peak RSS of the pipeline's process tree
 ROUND2_WINDOW_BAR = 1.5
 ROUND2_WALL_BAR = 1.0
@@ -194,7 +194,7 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
 
 
 def round2_lines(result: SizeResult) -> list[str]:
-    """Issue 14's snapshot bars, MET or NOT MET, on this size's first ``ours`` run."""
+    """The snapshot's performance targets, MET or NOT MET, on this size's first ``ours`` run."""
     window = ratio(result.get(OURS_WINDOW), result.get(JDBC_JOB))
     wall = ratio(result.get(OURS_WALL), result.get(JDBC_WALL))
     ours = result.get(OURS_WALL)
@@ -205,10 +205,10 @@ def round2_lines(result: SizeResult) -> list[str]:
         met_line("process wall vs spark jdbc process wall", wall, ROUND2_WALL_BAR, "x", size),
     ]
     if peak is None:
-        lines.append("issue 14 peak RSS <= 1229 MB: not measured")
+        lines.append("target peak RSS <= 1229 MB: not measured")
     else:
         verdict = "MET" if peak <= ROUND2_PEAK_MB else "NOT MET"
-        lines.append(f"issue 14 peak RSS <= {ROUND2_PEAK_MB:.0f} MB: {peak:,.0f} MB {verdict}")
+        lines.append(f"target peak RSS <= {ROUND2_PEAK_MB:.0f} MB: {peak:,.0f} MB {verdict}")
     return lines
 
 

@@ -45,8 +45,10 @@ write for scale-0 decimals beyond int64 (see ``delta_tables.stats_properties``).
 table properties and the change data feed are in ``delta_tables``; compaction and vacuum in
 ``sinks/maintenance.py``.
 
-Not supported: a source database named ``_changelog``, and
-schema evolution (an existing mirror whose schema differs raises ``SinkSchemaError``).
+Schema evolution: columns added online join the mirror in the batch's own commit; a re-dump
+after a retype migrates the mirror or sets it aside (``_migrate``); any other difference
+between a mirror and its table raises ``SinkSchemaError``. Not supported: a source database
+named ``_changelog``.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ MIGRATIONS: list[str] = [
         applied_at REAL
     );
     """,
-    # 2: per-table control (issue 3): what a paused table resumes to, where a table came from
+    # 2: per-table control: what a paused table resumes to, where a table came from
     # (config or an add-table command) and who removed it, so a restart honours the commands
     """
     ALTER TABLE tables ADD COLUMN resume_state TEXT;
@@ -132,7 +132,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (name, kind)
     );
     """,
-    # 4: source outages (issue 11): one row per component's wait for the source, open while
+    # 4: source outages: one row per component's wait for the source, open while
     # ended_at is NULL, so status and the console can say "reconnecting" instead of "stalled"
     """
     CREATE TABLE outages (
@@ -146,12 +146,12 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX outages_open ON outages (ended_at, component);
     """,
-    # 5: online schema evolution (issue 11): a table whose shape changed at a binlog position
+    # 5: online schema evolution: a table whose shape changed at a binlog position
     # waits here, its DDL noted, until the planner applies the new shape or parks it
     """
     ALTER TABLE tables ADD COLUMN schema_pending TEXT;
     """,
-    # 6: online verification (issue 12): each chunk's last verdict, where and when it was
+    # 6: online verification: each chunk's last verdict, where and when it was
     # reached, and the first differing keys, for the console, status and repairs
     """
     CREATE TABLE verifications (
@@ -168,7 +168,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (table_id, split_no)
     );
     """,
-    # 7: where a run serves its metrics (issue 13), for status and whoever scrapes it
+    # 7: where a run serves its metrics, for status and whoever scrapes it
     """
     ALTER TABLE job_runs ADD COLUMN metrics_url TEXT;
     """,

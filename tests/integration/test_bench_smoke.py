@@ -88,7 +88,7 @@ def test_snapshot_bench_measures_ours_when_the_reference_fails(tmp_path: Path) -
     assert ": java.lang.ClassNotFoundException: org.mariadb.jdbc.Driver" in stdout, stdout
     assert "ours snapshot -> delta (window)" in stdout, stdout
     assert "spark jdbc -> parquet (job)" not in stdout, stdout
-    assert "issue 14 window vs spark jdbc job >= 1.5x: not measured" in stdout, stdout
+    assert "target window vs spark jdbc job >= 1.5x: not measured" in stdout, stdout
     results = document["results"]
     assert isinstance(results, list)
     assert [m["rows"] for m in results[0]["measurements"]] == [20_000] * 2

@@ -1,4 +1,4 @@
-"""Following a primary -> replica failover by GTID (issue 11, part 3).
+"""Following a primary -> replica failover by GTID.
 
 Two private MariaDB servers on loopback: a primary and a replica of it (GTID replication,
 ``log_slave_updates``, so the replica's own binlog holds the primary's transactions under other

@@ -1,4 +1,4 @@
-"""A source that goes away and comes back is waited out, not fatal (issue 11, part 1 and 2).
+"""A source that goes away and comes back is waited out, not fatal.
 
 A private MariaDB (not the session's: this one is stopped) serves a table under a writer that
 reconnects by itself. The job runs while the server is stopped for 15 s four times: once during

@@ -372,7 +372,7 @@ def purge_behind(db: SourceDb, config: PipelineConfig, streaming: str, timeout: 
 def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
     source_db: SourceDb, tmp_path: Path
 ) -> None:
-    """Issue 11, parts 5 and 4: the table that needs a purged binlog is parked in NEEDS_REDUMP
+    """The table that needs a purged binlog is parked in NEEDS_REDUMP
     with the fix while the other one never stops; the re-dump the fix names brings it back.
     Then DDL mid-stream: changes kept exact in place are applied, changes that rewrote rows
     are followed by reading the table again by itself, and a breaking one parks it until its
@@ -618,7 +618,7 @@ def test_a_purge_or_a_ddl_parks_only_that_table_until_its_redump(
 def test_ddl_mid_snapshot_is_followed_without_stopping_anything(
     source_db: SourceDb, tmp_path: Path
 ) -> None:
-    """Issue 11 part 4, mid-snapshot, under a writer on t1: while t2's snapshot is half done
+    """Mid-snapshot, under a writer on t1: while t2's snapshot is half done
     its columns are dropped, added with a default, widened and renamed. The dropped and renamed
     ones would fail the next chunk's SELECT: chunks are read with NULL for them, the catch-up
     meets the first DDL with chunks read after it, and t2 is read again by itself in its new

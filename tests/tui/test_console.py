@@ -487,7 +487,7 @@ async def test_stopping_a_job_that_is_still_starting_signals_it(workdir: Path) -
 async def test_a_source_outage_shows_as_reconnecting_on_top_and_in_the_events(
     shop: PipelineMonitor,
 ) -> None:
-    """Issue 11, part 2: a job waiting out an outage says so, and is neither stalled nor failed."""
+    """A job waiting out an outage says so, and is neither stalled nor failed."""
     store = StateStore(shop.config.state_path)
     now = time.time()
     store.waiting(Outage("planner", now - 35, 4, now + 8, "(2003) Connection refused"))

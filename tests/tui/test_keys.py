@@ -1,4 +1,4 @@
-"""Issue 15: the `?` key list, the `/` filter and the `o`/`O` sort, driven through Pilot over the
+"""The `?` key list, the `/` filter and the `o`/`O` sort, driven through Pilot over the
 canned pipeline. The help's expectations are read from the classes' BINDINGS, so a key added
 without showing up in the help fails here."""
 
