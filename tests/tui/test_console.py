@@ -423,10 +423,11 @@ async def test_command_palette_reaches_every_control(shop: PipelineMonitor, work
             "Pause shop.orders",
             "Resume shop.payments",
             "Re-dump shop.customers",
+            "Re-dump shop.skus",  # a table being re-dumped can be re-dumped again, as the job takes
             "Show splits of shop.customers",
         ):
             assert expected in titles, expected
-        for absent in ("Resume shop.orders", "Pause shop.legacy", "Re-dump shop.skus"):
+        for absent in ("Resume shop.orders", "Pause shop.legacy", "Re-dump shop.legacy"):
             assert absent not in titles, absent
         await pilot.press("ctrl+p")
         await pilot.press(*"resume shop.payments")
