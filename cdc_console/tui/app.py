@@ -29,30 +29,21 @@ from cdc_console.tui.messages import (
 from cdc_console.tui.model import PipelineView
 from cdc_console.tui.palette import ConsoleCommands
 from cdc_console.tui.polling import PollLoop, one_shot
+from cdc_console.tui.screens import registry
 from cdc_console.tui.screens.base import ConsoleScreen
-from cdc_console.tui.screens.binlog import BinlogScreen
 from cdc_console.tui.screens.confirm import ConfirmScreen, redump_body, stop_body
-from cdc_console.tui.screens.events import EventsScreen
 from cdc_console.tui.screens.help import HelpScreen
 from cdc_console.tui.screens.jobs import JobsScreen
-from cdc_console.tui.screens.tables import TablesScreen
+from cdc_console.tui.widgets.topbar import Tab
 
 
 class ConsoleApp(ConsoleActions):
     TITLE = "cdc-console"
     CSS_PATH = "styles/console.tcss"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
-    MODES: ClassVar[dict[str, type[ConsoleScreen]]] = {  # type: ignore[assignment]
-        "jobs": JobsScreen,
-        "tables": TablesScreen,
-        "binlog": BinlogScreen,
-        "events": EventsScreen,
-    }
+    MODES: ClassVar[dict[str, type[ConsoleScreen]]] = registry.MODES  # type: ignore[assignment]
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("1", "show_screen('jobs')", "Jobs", show=False),
-        Binding("2", "show_screen('tables')", "Tables", show=False),
-        Binding("3", "show_screen('binlog')", "Binlog", show=False),
-        Binding("4", "show_screen('events')", "Events", show=False),
+        *registry.BINDINGS,
         Binding("P", "pause_pipeline", "Pause pipeline"),
         Binding("R", "resume_pipeline", "Resume pipeline"),
         Binding("s", "start_job", "Start job"),
@@ -123,6 +114,10 @@ class ConsoleApp(ConsoleActions):
     def show_screen(self, name: str) -> None:
         if self.current_mode != name:
             self.switch_mode(name)
+
+    @property
+    def screen_tabs(self) -> Sequence[Tab]:
+        return registry.TABS
 
     def control(self, kind: str, table: str | None = None) -> None:
         self._queue(self.monitors[self._current], kind, table)

@@ -15,7 +15,6 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from cdc_console.core.lifecycle import CommandKind
 from cdc_console.tui.screens.base import Host
-from cdc_console.tui.widgets.topbar import SCREENS
 
 
 @dataclass(frozen=True)
@@ -30,7 +29,7 @@ def console_commands(host: Host) -> list[PaletteCommand]:
     """The palette's commands for the current pipeline and highlighted table."""
     found = [
         PaletteCommand(f"Show {label}", f"screen {key}", partial(host.show_screen, name))
-        for key, name, label in SCREENS
+        for key, name, label in host.screen_tabs
     ]
     view = host.view_of(host.current)
     paused = view.pipeline_paused if view else False

@@ -7,6 +7,7 @@ Screens see the app only through ``Host``, the few things they may ask of it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, cast
 
 from textual.app import ComposeResult
@@ -14,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from cdc_console.tui.model import PipelineView
-from cdc_console.tui.widgets.topbar import ErrorBar, TopBar
+from cdc_console.tui.widgets.topbar import ErrorBar, Tab, TopBar
 
 
 class Host(Protocol):
@@ -49,11 +50,17 @@ class Host(Protocol):
 
     def show_screen(self, name: str) -> None: ...
 
+    @property
+    def screen_tabs(self) -> Sequence[Tab]: ...
+
 
 class ConsoleScreen(Screen[None]):
     """A full screen of the console: top bar, body (``compose_body``), footer."""
 
     SCREEN_NAME = ""
+    #: the key that shows it and its name in the top bar's tabs (``screens.registry``)
+    TAB_KEY = ""
+    TAB_LABEL = ""
 
     @property
     def host(self) -> Host:

@@ -97,6 +97,8 @@ def purge(view: BinlogView) -> Table:
 
 class BinlogScreen(ConsoleScreen):
     SCREEN_NAME = "binlog"
+    TAB_KEY = "3"
+    TAB_LABEL = "Binlog"
 
     def compose_body(self) -> ComposeResult:
         with Grid(id="binlog-grid"):

@@ -63,6 +63,8 @@ def event_row(event: EventView) -> tuple[str, list[Text]]:
 
 class EventsScreen(ConsoleScreen):
     SCREEN_NAME = "events"
+    TAB_KEY = "4"
+    TAB_LABEL = "Events"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "repair", "Repair what verify found"),
     ]

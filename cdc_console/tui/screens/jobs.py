@@ -94,6 +94,8 @@ def details(view: PipelineView) -> Group:
 
 class JobsScreen(ConsoleScreen):
     SCREEN_NAME = "jobs"
+    TAB_KEY = "1"
+    TAB_LABEL = "Jobs"
     _shown_current: str | None = None
 
     def compose_body(self) -> ComposeResult:

@@ -113,6 +113,8 @@ def splits_title(table: str | None, splits: tuple[SplitView, ...]) -> Text:
 
 class TablesScreen(ConsoleScreen):
     SCREEN_NAME = "tables"
+    TAB_KEY = "2"
+    TAB_LABEL = "Tables"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("p", "app.pause_table", "Pause table"),
         Binding("r", "app.resume_table", "Resume table"),

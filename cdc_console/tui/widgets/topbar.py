@@ -8,7 +8,7 @@ thresholds, and the numbered screens with the active one lit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from rich.text import Text
 from textual.widgets import Static
@@ -16,12 +16,13 @@ from textual.widgets import Static
 from cdc_console.tui import format as fmt
 from cdc_console.tui.model import JobStatus, Level, PipelineView
 
-SCREENS = (
-    ("1", "jobs", "Jobs"),
-    ("2", "tables", "Tables"),
-    ("3", "binlog", "Binlog"),
-    ("4", "events", "Events"),
-)
+
+class Tab(NamedTuple):
+    """A numbered screen as the top bar names it (``screens.registry`` makes them)."""
+
+    key: str
+    name: str
+    label: str
 
 
 class _Pipelines(Protocol):
@@ -30,6 +31,9 @@ class _Pipelines(Protocol):
 
     @property
     def current(self) -> str: ...
+
+    @property
+    def screen_tabs(self) -> Sequence[Tab]: ...
 
 
 class TopBar(Static):
@@ -69,11 +73,11 @@ class TopBar(Static):
                 line.append(" │ source ", style="dim")
                 line.append(", ".join(view.unsafe_settings), style=fmt.LEVEL_STYLES[Level.WARN])
         line.append("  ")
-        line.append_text(tabs(self.active))
+        line.append_text(tabs(self.active, host.screen_tabs))
         self.update(line)
 
 
-def tabs(active: str, screens: Sequence[tuple[str, str, str]] = SCREENS) -> Text:
+def tabs(active: str, screens: Sequence[Tab]) -> Text:
     text = Text(no_wrap=True, end="")
     for key, name, label in screens:
         style = "bold reverse" if name == active else ""
