@@ -408,11 +408,23 @@ class DeltaSink(TableBatchSink):
         # Changes logged with partial row images complete the rows the mirror holds.
         patched = patched_keys(records)
         bases = _mirror_rows(mirror, schema, lake, patched) if patched else {}
+        # A merge-on-read batch takes the change feed's pre-images from the changes' own before
+        # images where they have them, instead of reading those rows back from the mirror.
+        befores = not mirror_done and has_deletion_vectors(mirror)
         if isinstance(records, ChangeColumns) and not replaces and log is None and not patched:
-            plan = TableBatchPlan(nets=fold_columns(schema, records))
+            held: dict[Key, CanonicalRow] = {}
+            plan = TableBatchPlan(
+                nets=fold_columns(schema, records, held if befores else None), befores=held
+            )
         else:
             plan = plan_table_batch(
-                schema, records, replaces, absent, want_changes=log is not None, bases=bases
+                schema,
+                records,
+                replaces,
+                absent,
+                want_changes=log is not None,
+                bases=bases,
+                want_befores=befores,
             )
 
         if log is not None:
@@ -425,7 +437,9 @@ class DeltaSink(TableBatchSink):
         if plan.nets:
             version = mirror.version()
             if has_deletion_vectors(mirror):
-                metrics = self._merge_on_read(mirror, schema, lake, plan.nets, batch_id)
+                metrics = self._merge_on_read(
+                    mirror, schema, lake, plan.nets, batch_id, plan.befores
+                )
             else:
                 metrics = _merge(
                     mirror,
@@ -450,6 +464,7 @@ class DeltaSink(TableBatchSink):
         lake: pa.Schema,
         nets: Mapping[Key, CanonicalRow | None],
         batch_id: int,
+        befores: Mapping[Key, CanonicalRow],
     ) -> DeltaMetrics:
         """The batch's nets by deletion vectors (``sinks.delta_dv``), columns added online in
         the same commit. A new wall-clock column on a table without the ``timestampNtz``
@@ -468,7 +483,7 @@ class DeltaSink(TableBatchSink):
         while True:
             try:
                 return merge_by_deletion_vectors(
-                    mirror, schema, lake, nets, (self.app_id, batch_id), info
+                    mirror, schema, lake, nets, (self.app_id, batch_id), info, befores
                 )
             except CommitConflict:
                 # Another writer (an operator's `lake optimize`, say) took the version: the

@@ -23,8 +23,8 @@ import json
 import os
 import time
 import uuid
-from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,16 +107,25 @@ def merge_by_deletion_vectors(
     nets: Mapping[Key, CanonicalRow | None],
     txn: tuple[str, int],
     commit_info: Mapping[str, str],
+    befores: Mapping[Key, CanonicalRow] | None = None,
 ) -> dict[str, int]:
     """Apply ``nets`` (key -> its row after the batch, or None: deleted) to ``table`` in one
-    commit; returns delta-rs' MERGE metric names: rows inserted, updated and deleted."""
+    commit; returns delta-rs' MERGE metric names: rows inserted, updated and deleted.
+
+    ``befores`` are rows the keys held when the batch began, from the changes' before images
+    (``TableBatchPlan.befores``): the change feed's pre-images of those keys are taken from
+    them, and only the others are read back from the mirror's files. With columns the source
+    retired, every held row is read (their values are the mirror's alone)."""
     started = time.monotonic()
     root = table_root(table)
     version = table.version()
     active = active_files(root, version)
     retired = [c.name for c in schema.retired if c.name in lake.names]
     feed = table.metadata().configuration.get(CHANGE_FEED) == "true"
-    live = _find_live(root, active, schema, lake, list(nets), whole=feed or bool(retired))
+    known: Mapping[Key, CanonicalRow] = befores if befores and feed and not retired else {}
+    live = _find_live(
+        root, active, schema, lake, list(nets), whole=feed or bool(retired), known=known
+    )
     found = live.where
     inserted = [k for k, r in nets.items() if r is not None and k not in found]
     updated = [k for k, r in nets.items() if r is not None and k in found]
@@ -145,7 +154,7 @@ def merge_by_deletion_vectors(
         new_rows = new_rows.select(lake.names)
         actions.append({"add": _write_data_file(root, new_rows, now)})
     if feed and (actions or new_rows is not None):
-        changes = _change_rows(lake, live, deleted, updated, new_rows, len(updated))
+        changes = _change_rows(schema, lake, live, known, deleted, updated, new_rows)
         if changes is not None:
             actions.append({"cdc": _write_change_file(root, changes)})
     if not actions:
@@ -300,25 +309,31 @@ def _with_num_records(stats: Loaded, rows: int) -> str:
 
 
 def _change_rows(
+    schema: TableSchema,
     lake: pa.Schema,
     live: _Live,
+    known: Mapping[Key, CanonicalRow],
     deleted: Sequence[Key],
     updated: Sequence[Key],
     new_rows: pa.Table | None,
-    updated_count: int,
 ) -> pa.Table | None:
-    """The change feed's rows of the commit: deletes and update pre-images as the mirror held
-    them, update post-images and inserts as written."""
+    """The change feed's rows of the commit: deletes and update pre-images as the batch's
+    before images or the mirror held them, update post-images and inserts as written."""
     parts: list[tuple[pa.Table, str]] = []
     for keys, kind in ((deleted, "delete"), (updated, "update_preimage")):
-        held = live.old_rows(keys)
+        from_changes = [k for k in keys if k in known]
+        if from_changes:
+            rows = [known[k] for k in from_changes]
+            columns = {n: [r.get(n) for r in rows] for n in schema.column_names}
+            parts.append((to_lake(columns_to_table(schema, columns), lake), kind))
+        held = live.old_rows([k for k in keys if k not in known])
         if held is not None:
             parts.append((held.select(lake.names), kind))
     if new_rows is not None:
-        if updated_count:
-            parts.append((new_rows.slice(0, updated_count), "update_postimage"))
-        if new_rows.num_rows > updated_count:
-            parts.append((new_rows.slice(updated_count), "insert"))
+        if updated:
+            parts.append((new_rows.slice(0, len(updated)), "update_postimage"))
+        if new_rows.num_rows > len(updated):
+            parts.append((new_rows.slice(len(updated)), "insert"))
     if not parts:
         return None
     tables = [
@@ -336,8 +351,10 @@ def _find_live(
     keys: Sequence[Key],
     *,
     whole: bool,
+    known: Collection[Key] = (),
 ) -> _Live:
-    """Where ``active`` holds each of ``keys`` live; with ``whole``, their rows too."""
+    """Where ``active`` holds each of ``keys`` live; with ``whole``, their rows too (but for
+    the ``known`` keys, whose rows the caller has)."""
     live = _Live()
     if not keys:
         return live
@@ -357,16 +374,26 @@ def _find_live(
     wanted = set(keys)
     first = typed.column(key_columns[0]).combine_chunks()
     bounds = sorted(v for v in first.to_pylist() if v is not None) if _bounded(first.type) else []
-    for file in active.values():
-        if bounds and not _may_hold(file, key_columns[0], bounds):
-            continue
-        data = FILE_KEYS.key_columns(root / file.path, file.size, key_columns)
-        # an older file may hold the key in a narrower type the mirror has since widened
-        stored = data.column(key_columns[0]).cast(first.type)
-        hits = pc.is_in(stored, value_set=first)
-        positions = pc.indices_nonzero(hits).to_pylist()
-        if not positions:
-            continue
+    files = [f for f in active.values() if not bounds or _may_hold(f, key_columns[0], bounds)]
+    held = [FILE_KEYS.key_columns(root / f.path, f.size, key_columns) for f in files]
+    # One lookup over every candidate file's first key column (the changed keys are hashed
+    # once, not once per file); an older file may hold the key in a narrower type the mirror
+    # has since widened.
+    stored = [
+        (c if c.type == first.type else c.cast(first.type))
+        for c in (t.column(key_columns[0]).combine_chunks() for t in held)
+    ]
+    starts = [0]
+    for column in stored:
+        starts.append(starts[-1] + len(column))
+    hit_positions: dict[int, list[int]] = {}
+    if stored:
+        lookup = pc.is_in(pa.chunked_array(stored, type=first.type), value_set=first)
+        for at in pc.indices_nonzero(lookup).to_pylist():
+            index = bisect_right(starts, at) - 1
+            hit_positions.setdefault(index, []).append(at - starts[index])
+    for index, positions in sorted(hit_positions.items()):
+        file, data = files[index], held[index]
         if file.deletion_vector is not None:
             deleted = live.deleted[file.path] = FILE_KEYS.positions(root, file.deletion_vector)
             if deleted:
@@ -379,22 +406,29 @@ def _find_live(
         values = [
             codec_for(schema.column(n)).array_to_canonical(keyed.column(n)) for n in key_columns
         ]
-        if whole:  # the rows themselves, of the files that hold a changed key only
+        found = [
+            (key, position)
+            for index, position in enumerate(positions)
+            if (key := tuple(v[index] for v in values)) in wanted
+        ]
+        for key, position in found:
+            live.where[key] = (file.path, position)
+        unread = [(key, position) for key, position in found if key not in known]
+        if whole and unread:  # the rows themselves, of the files that hold a changed key only
             footer = FILE_KEYS.footer(root / file.path, file.size)
             present = set(footer.schema.to_arrow_schema().names)
             picked = read_positions(
-                root / file.path, [n for n in lake.names if n in present], positions, footer
+                root / file.path,
+                [n for n in lake.names if n in present],
+                [position for _, position in unread],
+                footer,
             )
             for f in lake:
                 if f.name not in present:
                     picked = picked.append_column(f, pa.nulls(picked.num_rows, f.type))
             live.rows.append(picked.select(lake.names).cast(lake))
-        for index, position in enumerate(positions):
-            key = tuple(v[index] for v in values)
-            if key in wanted:
-                live.where[key] = (file.path, position)
-                if whole:
-                    live.index[key] = (len(live.rows) - 1, index)
+            for index, (key, _) in enumerate(unread):
+                live.index[key] = (len(live.rows) - 1, index)
     return live
 
 

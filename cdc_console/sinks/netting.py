@@ -55,6 +55,9 @@ class TableBatchPlan:
     nets: dict[Key, CanonicalRow | None] = field(default_factory=dict)
     changes: list[PlannedChange] = field(default_factory=list)
     range_deleted: int = 0
+    #: with ``want_befores``: the row a key held when the batch began, as the before image of
+    #: its first change says (keys whose first change is a ``-U`` or ``-D``)
+    befores: dict[Key, CanonicalRow] = field(default_factory=dict)
 
 
 def _sort_key(record: ChangeRecord) -> tuple[int, int, int, int, int, int]:
@@ -219,6 +222,7 @@ def plan_table_batch(
     absent: Sequence[Mapping[Key, CanonicalRow | None]],
     want_changes: bool,
     bases: Mapping[Key, CanonicalRow] | None = None,
+    want_befores: bool = False,
 ) -> TableBatchPlan:
     """Net one table's batch per key, and list its changelog rows, in apply order.
 
@@ -228,12 +232,17 @@ def plan_table_batch(
     range and its split lacks. ``want_changes`` also collects the changelog rows (it parses the
     before images of ``-U``/``-D``, which the MERGE alone does not need). ``bases`` are the
     sink's rows before the batch of the keys changed by partial row images (``patched_keys``),
-    which such a change completes (a ``+P`` then nets to the whole row). Shared by both sinks.
+    which such a change completes (a ``+P`` then nets to the whole row). ``want_befores`` fills
+    ``befores`` (not with range replaces, whose deletes come first). Shared by both sinks.
     """
     names = schema.column_names
     ordered = sorted(records, key=_sort_key)
     keys = _parse_keys(ordered)
-    needs_row = [(want_changes or r.op in UPSERT_OPS) and r.op not in PARTIAL_OPS for r in ordered]
+    firsts = _first_befores(ordered, keys) if want_befores and not replaces else set()
+    needs_row = [
+        (want_changes or r.op in UPSERT_OPS or i in firsts) and r.op not in PARTIAL_OPS
+        for i, r in enumerate(ordered)
+    ]
     rows = iter(parse_rows([r for r, need in zip(ordered, needs_row, strict=True) if need], names))
     presents: dict[str, set[Key]] = {r.split_id: set() for r in replaces}
     for record, key in zip(ordered, keys, strict=True):
@@ -250,7 +259,7 @@ def plan_table_batch(
         _replace(plan, schema, replaces[index], marker_key, mirror_absent, presents, want_changes)
 
     next_marker = 0
-    for record, key, needs in zip(ordered, keys, needs_row, strict=True):
+    for index, (record, key, needs) in enumerate(zip(ordered, keys, needs_row, strict=True)):
         if next_marker < len(markers):
             sort_key = record.sort_key
             while next_marker < len(markers) and markers[next_marker][0] < sort_key:
@@ -260,6 +269,9 @@ def plan_table_batch(
             _apply_partial(plan, schema, record, key, bases or {}, want_changes)
             continue
         row = next(rows) if needs else None
+        if index in firsts:
+            assert row is not None
+            plan.befores[key] = row
         upsert = record.op in UPSERT_OPS
         nets[key] = row if upsert else None
         if want_changes:
@@ -272,19 +284,41 @@ def plan_table_batch(
     return plan
 
 
-def fold_columns(schema: TableSchema, changes: ChangeColumns) -> dict[Key, CanonicalRow | None]:
+def _first_befores(ordered: Sequence[ChangeRecord], keys: Sequence[Key]) -> set[int]:
+    """The indexes of the records that are their key's first change in the batch and carry the
+    whole row the key held before it (a ``-U`` or ``-D``; a partial image says too little)."""
+    first: dict[Key, int] = {}
+    for index, key in enumerate(keys):
+        first.setdefault(key, index)
+    return {i for i in first.values() if ordered[i].op in _BEFORE_OPS}
+
+
+_BEFORE_OPS = frozenset({OP_UPDATE_BEFORE, OP_DELETE})
+
+
+def fold_columns(
+    schema: TableSchema,
+    changes: ChangeColumns,
+    befores: dict[Key, CanonicalRow] | None = None,
+) -> dict[Key, CanonicalRow | None]:
     """``plan_table_batch(...).nets`` for a table's changes held as columns, without a range
     replace or changelog rows: the same nets, in the same order, with no record objects.
 
     The records are put in ``sort_key`` order by Arrow's stable sort, the keys parsed in one
     ``json.loads``, and only the row images that survive the fold are parsed. Anything these
     shortcuts cannot vouch for (an unknown op, a key or row that does not parse) goes the
-    records' way, whose errors name the bad record.
+    records' way, whose errors name the bad record. ``befores``, when given, is filled as
+    ``TableBatchPlan.befores``.
     """
     table = changes.table
 
     def by_records() -> dict[Key, CanonicalRow | None]:
-        return plan_table_batch(schema, changes.records(), (), (), want_changes=False).nets
+        plan = plan_table_batch(
+            schema, changes.records(), (), (), want_changes=False, want_befores=befores is not None
+        )
+        if befores is not None:
+            befores.update(plan.befores)
+        return plan.nets
 
     if not changes.ops_valid():
         return by_records()
@@ -306,6 +340,16 @@ def fold_columns(schema: TableSchema, changes: ChangeColumns) -> dict[Key, Canon
     rows = _parse_row_texts(texts.to_pylist(), schema.column_names)
     if rows is None:
         return by_records()
+    if befores is not None:
+        first: dict[Key, int] = {}
+        for index, key in enumerate(keys):
+            first.setdefault(key, index)
+        held = [i for i in first.values() if ops[i] in _BEFORE_OPS]
+        images = pc.fill_null(ordered.column("row").take(pa.array(held, type=pa.int64())), "")
+        parsed = _parse_row_texts(images.to_pylist(), schema.column_names)
+        if parsed is None:
+            return by_records()
+        befores.update((keys[i], row) for i, row in zip(held, parsed, strict=True))
     by_index = dict(zip(upserts, rows, strict=True))
     return {key: by_index.get(index) for key, index in last.items()}
 

@@ -201,9 +201,9 @@ def test_the_fold_is_used_only_where_it_is_exact(
     calls: list[str] = []
     fold = delta_module.fold_columns
 
-    def spy(schema: TableSchema, changes: ChangeColumns) -> Any:
+    def spy(schema: TableSchema, changes: ChangeColumns, *rest: Any) -> Any:
         calls.append("fold")
-        return fold(schema, changes)
+        return fold(schema, changes, *rest)
 
     monkeypatch.setattr(delta_module, "fold_columns", spy)
     records = random_records(random.Random(5), 20)
@@ -213,3 +213,27 @@ def test_the_fold_is_used_only_where_it_is_exact(
         0, {LINES: lines_schema()}, columns(records)
     )
     assert calls == ["fold"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_rows_keys_held_before_the_batch_are_their_first_changes_before_images(
+    seed: int,
+) -> None:
+    """``befores``: a key whose first change in the batch is a ``-U`` or ``-D`` held that
+    change's row image when the batch began; any other key is left out. Columns and records
+    agree, and both with the batch read in order by hand."""
+    rng = random.Random(seed)
+    records = random_records(rng, rng.randint(0, 300))
+    schema = lines_schema()
+    expected: dict[tuple[object, ...], dict[str, object]] = {}
+    seen: set[tuple[object, ...]] = set()
+    for record in sorted(records, key=lambda r: r.sort_key):
+        key = tuple(json.loads(record.key))
+        if key not in seen and record.op in ("-U", "-D"):
+            expected[key] = json.loads(record.row)
+        seen.add(key)
+    planned = plan_table_batch(schema, records, (), (), want_changes=False, want_befores=True)
+    folded: dict[tuple[object, ...], dict[str, object]] = {}
+    fold_columns(schema, columns(records), folded)
+    assert planned.befores == expected
+    assert folded == expected

@@ -235,18 +235,22 @@ def test_change_feed_replays_to_the_mirror_with_no_change_twice(tmp_path: Path) 
     feed = Feed()
     sink.apply_batch(1, SCHEMAS, [], appends={ORDERS: [typed_chunk(0, range(100))]})
     snapshot = DeltaTable(str(sink.mirror_path(ORDERS))).version()
+    # the changes' before images are the rows as the source held them, as a binlog has them
+    def held(k: int) -> dict[str, Any]:
+        return order(k, f"n{k}-" + "x" * 40)
+
     sink.apply_batch(
         2,
         SCHEMAS,
         [
-            *feed.update(order(1, "n1"), order(1, "one")),
-            feed.rec("-D", order(2)),
+            *feed.update(held(1), order(1, "one")),
+            feed.rec("-D", held(2)),
             feed.rec("+I", order(500, "new")),
             # a primary-key change: the row moves from 3 to 700
-            *[feed.rec("-U", order(3)), feed.rec("+U", order(700, "moved"))],
+            *[feed.rec("-U", held(3)), feed.rec("+U", order(700, "moved"))],
         ],
     )
-    batch3 = [*feed.update(order(1, "one"), order(1, "uno")), feed.rec("-D", order(500))]
+    batch3 = [*feed.update(order(1, "one"), order(1, "uno")), feed.rec("-D", order(500, "new"))]
     sink.apply_batch(3, SCHEMAS, batch3)
     sink.apply_batch(3, SCHEMAS, batch3)  # a retried batch commits nothing: nothing twice
     optimize(LakeTable("shop.orders", "mirror", sink.mirror_path(ORDERS)), SMALL)
