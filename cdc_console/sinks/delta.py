@@ -60,7 +60,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
-from deltalake.exceptions import DeltaProtocolError, SchemaMismatchError
+from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.schema import Field
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
@@ -146,8 +146,13 @@ class DeltaSink(TableBatchSink):
     """Mirror + changelog Delta tables under ``root``; see the module docstring for semantics."""
 
     #: delta-rs' refusals of one table's commit (a schema it will not take, a protocol it
-    #: cannot write) are that table's, as in the base class
-    table_faults = (*TableBatchSink.table_faults, DeltaProtocolError, SchemaMismatchError)
+    #: cannot write, a log it cannot read, such as one with a commit missing) are that
+    #: table's, as in the base class; a commit another writer beat (``CommitFailedError``)
+    #: is not: the batch is tried again
+    table_faults = (*TableBatchSink.table_faults, DeltaError)
+
+    def is_table_fault(self, exc: BaseException) -> bool:
+        return not isinstance(exc, CommitFailedError) and super().is_table_fault(exc)
 
     def __init__(
         self,

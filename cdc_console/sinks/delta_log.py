@@ -21,14 +21,16 @@ from urllib.parse import unquote
 import pyarrow.parquet as pq
 
 from cdc_console.core.untyped import Loaded
+from cdc_console.sinks.base import SinkError
 from cdc_console.sinks.deletion_vectors import DeletionVector
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10}))?\.parquet$")
 
 
-class DeltaLogError(RuntimeError):
-    """A log this reader cannot replay (a missing commit, a checkpoint kind it does not read)."""
+class DeltaLogError(SinkError):
+    """A log this reader cannot replay (a missing commit, a checkpoint kind it does not read):
+    a fault of that one table, which the job parks while the others go on."""
 
 
 @dataclass(frozen=True)

@@ -308,3 +308,40 @@ def test_vacuum_removes_vectors_only_versions_past_the_retention_name(tmp_path: 
     (live,) = [f.deletion_vector for f in active_files(root).values() if f.deletion_vector]
     assert {p.name for p in root.glob("deletion_vector_*.bin")} == {live.file_path(root).name}
     assert ours(sink) == rows == by_query(sink)
+
+
+def test_a_mirror_whose_log_cannot_be_replayed_is_refused_and_the_others_applied(
+    tmp_path: Path,
+) -> None:
+    """A commit missing from one mirror's log (deleted behind the pipeline's back) is that
+    table's fault: the job's isolated apply refuses it and applies the other table."""
+    from cdc_console.sinks.base import REFUSED
+    from tests.unit.test_delta_sink import ITEMS
+
+    sink = dv_sink(tmp_path)
+    feed = Feed()
+    item = {"Order Id": 1, "Line": "a", "qty": 1}
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(k)) for k in range(1, 5)])
+    sink.apply_batch(1, SCHEMAS, [feed.rec("+I", order(9))])
+    sink.apply_batch(2, SCHEMAS, [feed.rec("+I", order(10))])
+    log = sink.mirror_path(ORDERS) / "_delta_log"
+    version = DeltaTable(str(sink.mirror_path(ORDERS))).version()
+    (log / f"{version - 1:020}.json").unlink()
+    stats = sink.apply_batch(
+        3,
+        SCHEMAS,
+        [*feed.update(order(1), order(1, "changed")), feed.rec("+I", item, table=ITEMS)],
+        isolate=True,
+    )
+    assert "commit" in str(stats[ORDERS][REFUSED])
+    assert stats[ITEMS]["inserted"] == 1
+
+
+def test_a_commit_another_writer_beat_is_tried_again_not_parked(tmp_path: Path) -> None:
+    from deltalake.exceptions import CommitFailedError, DeltaError, SchemaMismatchError
+
+    sink = dv_sink(tmp_path)
+    assert not sink.is_table_fault(CommitFailedError("version 7 already exists"))
+    assert sink.is_table_fault(DeltaError("Kernel error: gap in the log"))
+    assert sink.is_table_fault(SchemaMismatchError("column types differ"))
+    assert not sink.is_table_fault(OSError("No space left on device"))
