@@ -191,24 +191,44 @@ def merge_by_deletion_vectors(
 
 
 def rewrite_deleted(
-    table: DeltaTable, share: float, commit_info: Mapping[str, str]
+    table: DeltaTable,
+    share: float,
+    commit_info: Mapping[str, str],
+    pack_rows: int | None = None,
 ) -> tuple[int, int]:
-    """Compaction for merge-on-read: the files whose deletion vector marks at least ``share``
-    of their rows are rewritten as one file of their live rows, vectors dropped (a commit with
-    ``dataChange = false``, so the change feed and readers of changes see nothing). delta-rs'
-    compaction packs small files; a large file whose rows were mostly replaced is this one's.
-    Returns (files removed, files added)."""
+    """Compaction for merge-on-read, in one commit with ``dataChange = false`` (the change feed
+    and readers of changes see nothing): the files whose deletion vector marks at least
+    ``share`` of their rows, and with ``pack_rows`` the files of fewer than half that many live
+    rows (when there are two), are rewritten as files of their live rows, at most
+    ``pack_rows`` each, vectors dropped. A file of half ``pack_rows`` or more is never packed
+    again, so compaction settles. Returns (files removed, files added)."""
     root = table_root(table)
     version = table.version()
-    doomed = [
+    files = sorted(
+        active_files(root, version).values(),
+        key=lambda f: (int(str(f.action.get("modificationTime") or 0)), f.path),
+    )
+    heavy = [
         f
-        for f in active_files(root, version).values()
+        for f in files
         if f.deletion_vector is not None and f.num_records and f.deleted >= share * f.num_records
     ]
+    small: list[ActiveFile] = []
+    if pack_rows is not None:
+        small = [
+            f
+            for f in files
+            if f not in heavy
+            and f.num_records is not None
+            and f.num_records - f.deleted < pack_rows // 2
+        ]
+        if len(small) < 2:
+            small = []
+    doomed = [f for f in files if f in heavy or f in small]
     if not doomed:
         return 0, 0
     schema = table_schema(table)
-    live = pa.concat_tables([live_rows(root, f, schema, None) for f in doomed])
+    limit = pack_rows or sum(f.num_records or 0 for f in doomed) or 1
     now = int(time.time() * 1000)
     actions: list[JSONObject] = []
     for file in doomed:
@@ -216,15 +236,36 @@ def rewrite_deleted(
         remove["dataChange"] = False
         actions.append({"remove": remove})
     added = 0
-    if live.num_rows:
-        add = _write_data_file(root, live, now)
-        add["dataChange"] = False
-        actions.append({"add": add})
-        added = 1
+    group: list[pa.Table] = []
+    held = 0
+
+    def write() -> None:
+        nonlocal added, held
+        if held:
+            add = _write_data_file(root, pa.concat_tables(group), now)
+            add["dataChange"] = False
+            actions.append({"add": add})
+            added += 1
+        group.clear()
+        held = 0
+
+    for file in doomed:
+        rows = live_rows(root, file, schema, None)
+        while rows.num_rows:
+            take = rows.slice(0, limit - held)
+            group.append(take)
+            held += take.num_rows
+            rows = rows.slice(take.num_rows)
+            if held >= limit:
+                write()
+    write()
     info: JSONObject = {
         "timestamp": now,
         "operation": "OPTIMIZE",
-        "operationParameters": {"mode": "rewrite files by deleted share", "share": share},
+        "operationParameters": {
+            "mode": "rewrite files by deleted share" + (", pack small files" if small else ""),
+            "share": share,
+        },
         "clientVersion": "cdc-console",
         **dict(commit_info),
     }

@@ -183,6 +183,42 @@ def active_files(table: Path, version: int | None = None) -> dict[str, ActiveFil
     return {path: file for (path, _), file in files.items()}
 
 
+@dataclass(frozen=True)
+class _Removed:
+    """The vector files removes name, scanned up to ``version`` (kept between vacuums: the
+    log holds an hour of commits, each naming every file a batch touched)."""
+
+    version: int
+    stamp: tuple[int, int, int]
+    #: vector file -> the newest deletionTimestamp of a remove naming it (None: one had none)
+    named: dict[Path, int | None]
+
+
+_removed: dict[Path, _Removed] = {}
+
+
+def _note_remove(table: Path, named: dict[Path, int | None], action: object) -> None:
+    if not isinstance(action, dict) or not isinstance(action.get("deletionVector"), dict):
+        return
+    vector = DeletionVector.from_json(action["deletionVector"])
+    if vector.storage_type == "i":
+        return
+    path = vector.file_path(table)
+    stamp = action.get("deletionTimestamp")
+    known = named.get(path, 0)
+    if not isinstance(stamp, int) or known is None:
+        named[path] = None
+    else:
+        named[path] = max(known, stamp)
+
+
+def _scan_commit(table: Path, named: dict[Path, int | None], commit: Path) -> None:
+    with commit.open(encoding="utf-8") as handle:
+        for line in handle:
+            if '"remove"' in line and "deletionVector" in line:
+                _note_remove(table, named, json.loads(line).get("remove"))
+
+
 def referenced_vectors(table: Path, removed_since_ms: int = 0) -> set[Path]:
     """The deletion vector files that a version a reader may still open names: those of the
     live files, and those of files removed at or after ``removed_since_ms`` (the vacuum
@@ -190,32 +226,40 @@ def referenced_vectors(table: Path, removed_since_ms: int = 0) -> set[Path]:
 
     delta-rs' full vacuum sees these files as untracked; deleting one breaks every version
     that names it. A vector of a file removed before the retention belongs only to versions
-    vacuum has taken the data of already.
+    vacuum has taken the data of already. The removes are scanned once: the next call reads
+    only the commits since (the same path made anew is scanned again from scratch).
     """
     log = table / "_delta_log"
-    named = {
+    live = active_files(table)
+    referenced = {
         f.deletion_vector.file_path(table)
-        for f in active_files(table).values()
+        for f in live.values()
         if f.deletion_vector is not None and f.deletion_vector.storage_type != "i"
     }
-
-    def note(action: object) -> None:
-        if not isinstance(action, dict) or not isinstance(action.get("deletionVector"), dict):
-            return
-        stamp = action.get("deletionTimestamp")
-        if isinstance(stamp, int) and stamp < removed_since_ms:
-            return
-        vector = DeletionVector.from_json(action["deletionVector"])
-        if vector.storage_type != "i":
-            named.add(vector.file_path(table))
-
-    for entry in log.iterdir():
-        if _CHECKPOINT.match(entry.name):
-            for row in pq.read_table(entry, columns=["remove"]).column("remove").to_pylist():
-                note(row)
-        elif _COMMIT.match(entry.name):
-            with entry.open(encoding="utf-8") as handle:
-                for line in handle:
-                    if line.strip():
-                        note(json.loads(line).get("remove"))
-    return named
+    key = log.resolve()
+    with _replays_lock:
+        kept = _removed.get(key)
+    commits = sorted(
+        int(m.group(1)) for e in log.iterdir() if (m := _COMMIT.match(e.name)) is not None
+    )
+    if kept is not None and _stamp(log / f"{kept.version:020}.json") == kept.stamp:
+        named = dict(kept.named)
+        for commit in (c for c in commits if c > kept.version):
+            _scan_commit(table, named, log / f"{commit:020}.json")
+    else:
+        named = {}
+        for entry in log.iterdir():
+            if _CHECKPOINT.match(entry.name):
+                for row in pq.read_table(entry, columns=["remove"]).column("remove").to_pylist():
+                    _note_remove(table, named, row)
+        for commit in commits:
+            _scan_commit(table, named, log / f"{commit:020}.json")
+    # a vector only removes older than every retention name was vacuumed with its data already
+    named = {p: at for p, at in named.items() if at is None or at >= removed_since_ms}
+    if commits and (stamp := _stamp(log / f"{commits[-1]:020}.json")) is not None:
+        with _replays_lock:
+            if len(_removed) >= _KEPT_TABLES and key not in _removed:
+                _removed.clear()
+            _removed[key] = _Removed(commits[-1], stamp, named)
+    referenced.update(named)
+    return referenced

@@ -206,6 +206,31 @@ def test_compaction_rewrites_files_mostly_deleted_and_changes_no_data(tmp_path: 
     assert pa.table(table.load_cdf(starting_version=table.version())).num_rows == 0
 
 
+def test_small_files_are_packed_by_rows_and_packing_settles(tmp_path: Path) -> None:
+    """A merge-on-read mirror's small files (the snapshot's chunks, each batch's new rows) are
+    packed into files of at most ``pack_rows`` live rows, with no change to the data or the
+    change feed; a file of half that or more is left alone, so a second run does nothing."""
+    from cdc_console.sinks.delta_dv import rewrite_deleted
+
+    sink = dv_sink(tmp_path)
+    feed = Feed()
+    for batch in range(7):
+        keys = range(batch * 30, batch * 30 + 30)
+        sink.apply_batch(batch, SCHEMAS, [feed.rec("+I", order(k)) for k in keys])
+    sink.apply_batch(7, SCHEMAS, [*feed.update(order(3), order(3, "three"))])
+    rows = ours(sink)
+    table = DeltaTable(str(sink.mirror_path(ORDERS)))
+    assert len(active_files(sink.mirror_path(ORDERS))) == 8
+    assert rewrite_deleted(table, 0.25, {}, pack_rows=100) == (8, 3)
+    table = DeltaTable(str(sink.mirror_path(ORDERS)))
+    assert ours(sink) == rows == by_query(sink)
+    packed = sorted(f.num_records or 0 for f in active_files(sink.mirror_path(ORDERS)).values())
+    assert packed == [10, 100, 100]
+    assert pa.table(table.load_cdf(starting_version=table.version())).num_rows == 0
+    # the two full files stay; a lone small one has nothing to be packed with
+    assert rewrite_deleted(table, 0.25, {}, pack_rows=100) == (0, 0)
+
+
 def test_a_crash_before_the_commit_loses_and_doubles_nothing_and_vacuum_takes_its_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -181,3 +181,25 @@ def test_a_batch_reads_the_row_groups_of_its_changed_keys_not_the_table(
         ("update_preimage", 7, "x"),
         ("update_preimage", key, "x"),
     ]
+
+
+def test_the_vectors_removes_name_are_scanned_once_and_agree_with_a_full_scan(
+    tmp_path: Path,
+) -> None:
+    from cdc_console.sinks import delta_log
+    from cdc_console.sinks.delta_log import referenced_vectors
+
+    sink = dv_sink(tmp_path)
+    feed = Feed()
+    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(k)) for k in range(100)])
+    root = sink.mirror_path(ORDERS)
+    seen = []
+    for batch in range(1, 6):
+        deletes = [feed.rec("-D", order(k)) for k in range(batch * 17, batch * 17 + 17)]
+        sink.apply_batch(batch, SCHEMAS, deletes)
+        kept = referenced_vectors(root)
+        delta_log._removed.clear()
+        assert referenced_vectors(root) == kept
+        seen.append(kept)
+    assert seen[-1] and all(p.exists() for p in seen[-1])
+    assert seen[0] < seen[-1]  # each batch's vector file joins while a remove names it
