@@ -235,6 +235,7 @@ def test_change_feed_replays_to_the_mirror_with_no_change_twice(tmp_path: Path) 
     feed = Feed()
     sink.apply_batch(1, SCHEMAS, [], appends={ORDERS: [typed_chunk(0, range(100))]})
     snapshot = DeltaTable(str(sink.mirror_path(ORDERS))).version()
+
     # the changes' before images are the rows as the source held them, as a binlog has them
     def held(k: int) -> dict[str, Any]:
         return order(k, f"n{k}-" + "x" * 40)
