@@ -77,15 +77,7 @@ def handle(args: argparse.Namespace) -> int:
         )
     if args.action == "convert":
         return _convert(config, args)
-    tables = lake_tables(config.sink.path)
-    if args.table:
-        tables = [t for t in tables if t.name == args.table]
-    if not tables:
-        # a --table that names nothing is a wrong argument; no mirror at all needs a first run
-        raise (UsageError if args.table else CdcError)(
-            f"no Delta table{' ' + args.table if args.table else ''} under {config.sink.path}",
-            "the job creates the mirrors as it snapshots; check sink.path and --table",
-        )
+    tables = _chosen(config, args.table, lake_tables(config.sink.path), "Delta table")
     if args.action == "status":
         return _status(config, tables, args.json)
     if args.dry_run:
@@ -95,6 +87,20 @@ def handle(args: argparse.Namespace) -> int:
     if job_alive(config):
         return _queue(config, args)
     return _run_here(config, tables, args.action, dry_run=False, as_json=args.json)
+
+
+def _chosen(
+    config: PipelineConfig, table: str | None, tables: list[LakeTable], what: str
+) -> list[LakeTable]:
+    """``tables``, or the one ``--table`` names; none is an error: a wrong argument when
+    ``--table`` names nothing, a first run still to come when there is no table at all."""
+    chosen = [t for t in tables if t.name == table] if table else tables
+    if not chosen:
+        raise (UsageError if table else CdcError)(
+            f"no {what}{' ' + table if table else ''} under {config.sink.path}",
+            "the job creates the mirrors as it snapshots; check sink.path and --table",
+        )
+    return chosen
 
 
 def _status(config: PipelineConfig, tables: list[LakeTable], as_json: bool) -> int:
@@ -174,14 +180,8 @@ def _convert(config: PipelineConfig, args: argparse.Namespace) -> int:
     if not args.dry_run:
         for path in finish_interrupted(config.sink.path):
             print(f"{path}: an interrupted conversion finished")
-    mirrors = [t for t in lake_tables(config.sink.path) if t.kind == "mirror"]
-    if args.table:
-        mirrors = [t for t in mirrors if t.name == args.table]
-    if not mirrors:
-        raise (UsageError if args.table else CdcError)(
-            f"no mirror{' ' + args.table if args.table else ''} under {config.sink.path}",
-            "the job creates the mirrors as it snapshots; check sink.path and --table",
-        )
+    found = [t for t in lake_tables(config.sink.path) if t.kind == "mirror"]
+    mirrors = _chosen(config, args.table, found, "mirror")
     keys: dict[str, tuple[str, ...]] = {}
     if config.state_path.exists():
         store = StateStore.open_existing(config.state_path, read_only=True)

@@ -93,6 +93,7 @@ from cdc_console.sinks.delta_tables import (
     open_or_create,
     open_table,
     same_schema,
+    set_aside,
     table_properties,
 )
 from cdc_console.sinks.lake_layout import (
@@ -599,16 +600,9 @@ def _empty_stats() -> SinkStats:
 
 
 def _set_aside(path: Path, version: int) -> Path:
-    """Move a Delta table's folder to ``<name>.before-v<version>`` and return where. A table
-    reshaped again starts at version 0 each time, so the name may be taken by an earlier
-    set-aside: history is never overwritten."""
-    aside = path.with_name(f"{path.name}.before-v{version}")
-    again = 2
-    while aside.exists():
-        aside = path.with_name(f"{path.name}.before-v{version}-{again}")
-        again += 1
-    path.rename(aside)
-    return aside
+    """Move a Delta table's folder to ``<name>.before-v<version>`` and return where (a table
+    reshaped again starts at version 0 each time, so ``set_aside`` numbers a name taken)."""
+    return set_aside(path, f"before-v{version}")
 
 
 def _merge_stats(stats: SinkStats, metrics: DeltaMetrics) -> None:

@@ -112,6 +112,18 @@ def _reopen(path: Path) -> DeltaTable:
 _KEPT_TABLES = 1024
 
 
+def set_aside(path: Path, name: str) -> Path:
+    """Move a Delta table's folder to ``<folder>.<name>`` (``-2``, ``-3``… when an earlier one
+    took that name: history is never overwritten) and return where."""
+    aside = path.with_name(f"{path.name}.{name}")
+    again = 2
+    while aside.exists():
+        aside = path.with_name(f"{path.name}.{name}-{again}")
+        again += 1
+    path.rename(aside)
+    return aside
+
+
 def table_properties(
     schema: pa.Schema, lake: LakeConfig, change_data_feed: bool
 ) -> dict[str, str | None]:

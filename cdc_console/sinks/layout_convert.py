@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from cdc_console.sinks.delta_tables import open_table
+from cdc_console.sinks.delta_tables import open_table, set_aside
 from cdc_console.sinks.mirror_read import (
     enable_deletion_vectors,
     has_deletion_vectors,
@@ -131,11 +131,6 @@ def _rebuild(
             f"{building}: the rebuilt mirror holds {held:,} rows where the mirror holds "
             f"{rows.num_rows:,}; the mirror is unchanged"
         )
-    aside = path.with_name(f"{path.name}.before-copy-on-write-v{table.version()}")
-    again = 2
-    while aside.exists():
-        aside = path.with_name(f"{path.name}.before-copy-on-write-v{table.version()}-{again}")
-        again += 1
-    path.rename(aside)
+    aside = set_aside(path, f"before-copy-on-write-v{table.version()}")
     building.rename(path)
     return Converted(path, Layout.COPY_ON_WRITE, changed=True, rows=rows.num_rows, set_aside=aside)
