@@ -39,6 +39,7 @@ from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import CanonicalRow, JSONObject
 from cdc_console.sinks.base import Key, SinkError
 from cdc_console.sinks.deletion_vectors import inline_vector, write_dv_file
+from cdc_console.sinks.delta_files import dictionary_columns
 from cdc_console.sinks.delta_log import ActiveFile, active_files
 from cdc_console.sinks.file_keys import FILE_KEYS
 from cdc_console.sinks.lake_layout import ROW_GROUP_ROWS, from_lake, to_lake
@@ -195,13 +196,17 @@ def rewrite_deleted(
     share: float,
     commit_info: Mapping[str, str],
     pack_rows: int | None = None,
+    pass_rows: int | None = None,
 ) -> tuple[int, int]:
     """Compaction for merge-on-read, in one commit with ``dataChange = false`` (the change feed
     and readers of changes see nothing): the files whose deletion vector marks at least
     ``share`` of their rows, and with ``pack_rows`` the files of fewer than half that many live
     rows (when there are two), are rewritten as files of their live rows, at most
     ``pack_rows`` each, vectors dropped. A file of half ``pack_rows`` or more is never packed
-    again, so compaction settles. Returns (files removed, files added)."""
+    again, so compaction settles. ``pass_rows`` bounds the small files' live rows one call
+    packs (the oldest first): the 1,200 chunks of a fresh 10M-row snapshot are packed over a
+    few passes, none of which holds the job's batches for long. Returns (files removed, files
+    added)."""
     root = table_root(table)
     version = table.version()
     files = sorted(
@@ -222,6 +227,16 @@ def rewrite_deleted(
             and f.num_records is not None
             and f.num_records - f.deleted < pack_rows // 2
         ]
+        if pass_rows is not None:
+            chosen: list[ActiveFile] = []
+            total = 0
+            for f in small:
+                live = (f.num_records or 0) - f.deleted
+                if len(chosen) >= 2 and total + live > pass_rows:
+                    break
+                chosen.append(f)
+                total += live
+            small = chosen
         if len(small) < 2:
             small = []
     doomed = [f for f in files if f in heavy or f in small]
@@ -523,7 +538,14 @@ def _remove(file: ActiveFile, now: int) -> dict[str, Loaded]:
 
 def _write_data_file(root: Path, data: pa.Table, now: int) -> dict[str, Loaded]:
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    pq.write_table(data, root / name, compression="snappy", row_group_size=ROW_GROUP_ROWS)
+    pq.write_table(
+        data,
+        root / name,
+        compression="snappy",
+        row_group_size=ROW_GROUP_ROWS,
+        # a dictionary tried on unique values and abandoned leaves files a quarter larger
+        use_dictionary=dictionary_columns(data),
+    )
     nulls: dict[str, Loaded] = {}
     lows: dict[str, Loaded] = {}
     highs: dict[str, Loaded] = {}

@@ -224,7 +224,11 @@ def optimize(table: LakeTable, lake: LakeConfig, dry_run: bool = False) -> Maint
         # estimate, so its output of large files would be small enough to pack again
         before = {f.path: f.size for f in active_files(table_root(delta), delta.version()).values()}
         removed_files, added_files = rewrite_deleted(
-            delta, DELETED_SHARE, {"cdc_console.maintenance": OPTIMIZE}, MERGE_ON_READ_FILE_ROWS
+            delta,
+            DELETED_SHARE,
+            {"cdc_console.maintenance": OPTIMIZE},
+            MERGE_ON_READ_FILE_ROWS,
+            pass_rows=2 * MERGE_ON_READ_FILE_ROWS,
         )
         delta.update_incremental()
         after = active_files(table_root(delta), delta.version())

@@ -231,6 +231,29 @@ def test_small_files_are_packed_by_rows_and_packing_settles(tmp_path: Path) -> N
     assert rewrite_deleted(table, 0.25, {}, pack_rows=100) == (0, 0)
 
 
+def test_packing_is_spread_over_passes_of_a_bounded_size(tmp_path: Path) -> None:
+    from cdc_console.sinks.delta_dv import rewrite_deleted
+
+    sink = dv_sink(tmp_path)
+    feed = Feed()
+    for batch in range(6):
+        keys = range(batch * 30, batch * 30 + 30)
+        sink.apply_batch(batch, SCHEMAS, [feed.rec("+I", order(k)) for k in keys])
+    rows = ours(sink)
+    passes = []
+    while True:
+        table = DeltaTable(str(sink.mirror_path(ORDERS)))
+        done = rewrite_deleted(table, 0.25, {}, pack_rows=200, pass_rows=70)
+        if done == (0, 0):
+            break
+        passes.append(done)
+    # 30-row files, at most 70 rows a pass but never fewer than two files
+    assert passes[0] == (2, 1)
+    assert ours(sink) == rows == by_query(sink)
+    live = sorted(f.num_records or 0 for f in active_files(sink.mirror_path(ORDERS)).values())
+    assert sum(live) == 180 and all(n >= 100 for n in live[1:])
+
+
 def test_a_crash_before_the_commit_loses_and_doubles_nothing_and_vacuum_takes_its_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
