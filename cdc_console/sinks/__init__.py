@@ -1,6 +1,6 @@
 """Sinks: where the change stream lands, one typed table (or file) per captured table.
 
-Every sink takes a micro-batch of ``ChangeRecord`` values for many tables through the same call,
+The seam is ``TableBatchSink`` (``base.py``). Every sink takes a micro-batch of ``ChangeRecord`` values for many tables through the same call,
 ``apply_batch(batch_id, schemas, records, replace_ranges=(), appends=None, commit_info=None)``,
 and must be idempotent per ``batch_id`` because Spark replays the batch whose offsets were not
 committed (the *Exactly once* and *Crash-safe resume* invariants). Records of one key are applied
@@ -21,12 +21,6 @@ in ``ChangeRecord.sort_key`` order.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Collection, Mapping, Sequence
-from typing import Protocol
-
-from cdc_console.core.records import ChangeRecord
-from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.sinks.base import (
     ReplaceRange,
     SinkError,
@@ -37,55 +31,12 @@ from cdc_console.sinks.base import (
     TypedChunk,
 )
 
-#: the names this package exports from its heavier modules, imported on first use: Spark's
-#: executors import ``delta_files`` (pyarrow only) and should not load delta-rs with it
-_LAZY = {
-    "ChangelogJsonSink": "cdc_console.sinks.changelog_json",
-    "replay_changelog": "cdc_console.sinks.changelog_json",
-    "DeltaSink": "cdc_console.sinks.delta",
-    "SinkTypeError": "cdc_console.values.arrow",
-    "arrow_schema": "cdc_console.values.arrow",
-    "codec_for": "cdc_console.values.arrow",
-}
-
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-class Sink(Protocol):
-    """What the pipeline's ``foreachBatch`` needs from a sink."""
-
-    def apply_batch(
-        self,
-        batch_id: int,
-        schemas: Mapping[TableId, TableSchema],
-        records: Sequence[ChangeRecord],
-        replace_ranges: Sequence[ReplaceRange] = (),
-        appends: Mapping[TableId, Sequence[SnapshotChunk]] | None = None,
-        commit_info: Mapping[str, str] | None = None,
-        *,
-        isolate: bool = False,
-        reshaped: Collection[TableId] = (),
-    ) -> dict[TableId, SinkStats]: ...
-
-
 __all__ = [
-    "ChangelogJsonSink",
-    "DeltaSink",
     "ReplaceRange",
-    "Sink",
     "SinkError",
     "SinkSchemaError",
     "SinkStats",
-    "SinkTypeError",
     "SnapshotChunk",
     "TableBatchSink",
     "TypedChunk",
-    "arrow_schema",
-    "codec_for",
-    "replay_changelog",
 ]

@@ -221,6 +221,11 @@ class TableBatchSink(ABC):
                 stats[table_id] = {REFUSED: reason}
         return stats
 
+    def applied_batch(self, table_id: TableId) -> int | None:
+        """The last batch id this sink holds for ``table_id``, or None: never written, or a
+        sink that cannot tell (the job then cannot check its lake against its state)."""
+        return None
+
     def is_table_fault(self, exc: BaseException) -> bool:
         """Whether ``exc`` is a failure of one table's share (``table_faults``), or a panic of a
         native library (pyo3's ``PanicException``, a BaseException that cannot be imported by

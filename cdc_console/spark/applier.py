@@ -33,7 +33,6 @@ from cdc_console.core.plan import BatchPlan
 from cdc_console.core.reports import SplitResult
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
 from cdc_console.mysql.key_weights import key_order
-from cdc_console.sinks import Sink
 from cdc_console.sinks.base import (
     REFUSED,
     InRange,
@@ -42,6 +41,7 @@ from cdc_console.sinks.base import (
     ReplaceRange,
     SinkStats,
     SnapshotChunk,
+    TableBatchSink,
     TypedChunk,
 )
 from cdc_console.sinks.delta_files import chunk_from_json
@@ -80,7 +80,7 @@ def crash_point(name: str, has_data: bool) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def make_sink(config: PipelineConfig) -> Sink:
+def make_sink(config: PipelineConfig) -> TableBatchSink:
     if config.sink.kind == "changelog-json":
         from cdc_console.sinks.changelog_json import ChangelogJsonSink
 

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
     from cdc_console.metrics.server import MetricsServer
-    from cdc_console.sinks import Sink
+    from cdc_console.sinks.base import TableBatchSink
     from cdc_console.spark.applier import BatchApplier
 
 log = logging.getLogger(__name__)
@@ -327,7 +327,7 @@ class PipelineJob:
         self._finish(store, "stopped", code, None)
         return code
 
-    def check_lake_matches_state(self, store: StateStore, sink: Sink) -> None:
+    def check_lake_matches_state(self, store: StateStore, sink: TableBatchSink) -> None:
         """Refuse a lake that holds batches the state database never made.
 
         Delta commits carry the batch number, and a batch a mirror already holds is skipped as
@@ -335,13 +335,10 @@ class PipelineJob:
         so every batch up to the lake's last one would be skipped without a word: the mirror
         would silently stop changing. After recovery, the state knows every batch it staged.
         """
-        applied = getattr(sink, "applied_batch", None)
-        if applied is None:
-            return
         last = store.last_batch()
         known = last.batch_no if last is not None else 0
         for table in store.tables():
-            in_lake = applied(table.table_id)
+            in_lake = sink.applied_batch(table.table_id)
             if in_lake is not None and in_lake > known:
                 raise ConfigError(
                     f"the lake's mirror of {table.table_id} already holds batch {in_lake}, but "
