@@ -204,9 +204,8 @@ def rewrite_deleted(
     rows (when there are two), are rewritten as files of their live rows, at most
     ``pack_rows`` each, vectors dropped. A file of half ``pack_rows`` or more is never packed
     again, so compaction settles. ``pass_rows`` bounds the small files' live rows one call
-    packs (the oldest first): the 1,200 chunks of a fresh 10M-row snapshot are packed over a
-    few passes, none of which holds the job's batches for long. Returns (files removed, files
-    added)."""
+    packs (the oldest first), so one pass over a very large table of small files holds the
+    job's batches for a bounded time. Returns (files removed, files added)."""
     root = table_root(table)
     version = table.version()
     files = sorted(
