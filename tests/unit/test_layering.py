@@ -203,3 +203,20 @@ def test_no_module_imports_in_a_circle() -> None:
 def test_the_cycle_finder_finds_a_circle() -> None:
     graph = {"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}
     assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_the_architecture_page_lists_the_layers_in_this_order() -> None:
+    """docs/architecture.md's "Layers." paragraph names every ranked package once, level by
+    level (``→`` between levels), in the ranks above: a newcomer reads the same order."""
+    import re
+
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    paragraph = page[page.index("**Layers.**") :].split("\n\n", 1)[0]
+    order = paragraph[paragraph.index("(bottom first):") : paragraph.index("`cli`.") + 5]
+    levels = [re.findall(r"`([a-z_]+)`", level) for level in order.split("→")]
+    named = [name for level in levels for name in level]
+    assert sorted(named) == sorted(set(RANKS) - {"__main__"}), named
+    ranks = [{RANKS[name] for name in level} for level in levels]
+    assert all(len(r) == 1 for r in ranks), levels
+    flat = [r.pop() for r in ranks]
+    assert flat == sorted(flat) and len(set(flat)) == len(flat), levels
