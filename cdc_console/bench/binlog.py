@@ -30,6 +30,7 @@ from pymysql.cursors import Cursor
 
 from cdc_console.bench.common import (
     BENCH_TABLE,
+    PASSWORD_ENV,
     RAW_BINLOG_SERVER_ID,
     BenchEnv,
     BenchError,
@@ -58,6 +59,8 @@ from cdc_console.mysql.position import current_position
 from cdc_console.state.readonly import batch_times, events_applied
 
 RAW = "raw BinLogStreamReader decode"
+#: the machine's limit: the server's own client decoding every row image (``-v``) in C
+C_DECODE = "C decode (mariadb-binlog -v) to /dev/null"
 OURS_WINDOW = "ours binlog -> delta (window)"
 OURS_WALL = "ours binlog -> delta (process wall)"
 STREAM_BAR = 0.7
@@ -278,6 +281,8 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
                     note=f"{run.result['events']:,} row events",
                 )
             )
+        if "c" not in options.skip:
+            _c_decode(env, start, end, writer.written, options, result)
         if "ours" not in options.skip:
             _ours(env, config, state, writer.written, options, result, runs[0])
             for later, other in others:
@@ -297,9 +302,63 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
     for note in result.notes:
         print(note, flush=True)
     window = ratio(result.get(OURS_WINDOW), result.get(RAW))
+    share = ratio(result.get(OURS_WINDOW), result.get(C_DECODE))
+    if share is not None:
+        print(
+            f"ours window as a share of the C decode (the machine's limit): {share:.1%}",
+            flush=True,
+        )
     print(bar_line("stream vs raw decode", window, STREAM_BAR, "window vs decode"), flush=True)
     print(met_line("stream window vs raw decode", window, 3.0, "x", "the target"), flush=True)
     return result
+
+
+def _binlog_files(env: BenchEnv, start: BinlogOffset, end: BinlogOffset) -> list[str]:
+    """The server's binlog files from ``start``'s to ``end``'s, in order."""
+    conn = env.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW BINARY LOGS")
+            names = [str(row[0]) for row in cur.fetchall()]
+    finally:
+        conn.close()
+    return names[names.index(start.file) : names.index(end.file) + 1]
+
+
+def _c_decode(
+    env: BenchEnv,
+    start: BinlogOffset,
+    end: BinlogOffset,
+    changes: int,
+    options: BinlogOptions,
+    result: BinlogResult,
+) -> None:
+    """The same window read from the server and decoded row by row by its own C client
+    (``mariadb-binlog``, or ``mysqlbinlog`` on MySQL), its text thrown away: what the machine
+    can do, as ours is measured against it."""
+    tool = shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
+    if tool is None:
+        result.notes.append("the C decode was not run: no mariadb-binlog or mysqlbinlog on PATH")
+        return
+    params = env.source_params()
+    command = [
+        tool,
+        "--read-from-remote-server",
+        f"--host={params['host']}",
+        f"--port={params['port']}",
+        f"--user={params['user']}",
+        "--base64-output=decode-rows",
+        "--verbose",
+        f"--start-position={start.pos}",
+        f"--stop-position={end.pos}",
+        *_binlog_files(env, start, end),
+    ]
+    # the password from the environment (MYSQL_PWD), never on a command line
+    shell = ["sh", "-c", f'MYSQL_PWD="${PASSWORD_ENV}" exec "$@" > /dev/null', "c-decode"]
+    run = env.run([*shell, *command], env.next_dir("c-decode") / "decode.log", options.timeout)
+    result.measurements.append(
+        Measurement.of(run, C_DECODE, changes, run.wall, note=Path(tool).name)
+    )
 
 
 def _ours(

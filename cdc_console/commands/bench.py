@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 _Options = TypeVar("_Options", bound="RunOptions")
 
 SNAPSHOT_CONTENDERS = ("pymysql", "jdbc", "ours")
-BINLOG_CONTENDERS = ("raw", "ours")
+BINLOG_CONTENDERS = ("raw", "c", "ours")
 
 
 def _sizes(text: str) -> list[int]:
@@ -162,7 +162,8 @@ def register(subparsers: Subparsers) -> None:
     snap.set_defaults(handler=handle_snapshot)
     binlog = sub.add_parser(
         "binlog",
-        help="apply a backlog of binlog changes: raw BinLogStreamReader, ours",
+        help="apply a backlog of binlog changes: raw BinLogStreamReader, the server's C "
+        "decoder, ours",
         description="Write N row changes while the job is stopped, then time raw decoding of "
         "that binlog window and the pipeline catching up through it.",
     )

@@ -115,6 +115,8 @@ def test_binlog_bench_prints_every_contender(tmp_path: Path) -> None:
     stdout, document = _bench(tmp_path, "binlog", "--changes", "5000", "--seed-rows", "20000")
     for label in (
         "raw BinLogStreamReader decode",
+        "C decode (mariadb-binlog -v) to /dev/null",
+        "ours window as a share of the C decode (the machine's limit):",
         "ours binlog -> delta (window)",
         "ours binlog -> delta (process wall)",
         "bar stream vs raw decode >= 0.7x:",
