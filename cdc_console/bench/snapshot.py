@@ -24,12 +24,14 @@ the pipeline's peak stays flat as the table grows (it should: a batch holds at m
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdc_console.bench.common import (
     BENCH_TABLE,
+    PASSWORD_ENV,
     BenchEnv,
     BenchError,
     ChildRun,
@@ -57,6 +59,8 @@ from cdc_console.bench.common import (
 from cdc_console.state.readonly import BatchTimes, batch_times, split_totals
 
 PYMYSQL = "pymysql chunk scan"
+#: the machine's limit: the server's own C client reading the table, rows thrown away
+C_READ = "C client read (mariadb --quick), {n} conn"
 JDBC_JOB = "spark jdbc -> parquet (job)"
 JDBC_WALL = "spark jdbc -> parquet (process wall)"
 OURS_WINDOW = "ours snapshot -> delta (window)"
@@ -116,6 +120,9 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
         result.measurements.append(
             Measurement.of(run, PYMYSQL, run.result["rows"], run.result["seconds"])
         )
+    if "c" not in options.skip:
+        for connections in (1, 2):
+            _c_read(env, size, connections, options, result)
     if "jdbc" not in options.skip:
         jar = options.jdbc_jar
         if jar is None or not jar.exists():
@@ -179,6 +186,14 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
         print(note, flush=True)
     window = ratio(result.get(OURS_WINDOW), result.get(JDBC_JOB))
     wall = ratio(result.get(OURS_WALL), result.get(JDBC_WALL))
+    for connections in (1, 2):
+        share = ratio(result.get(OURS_WINDOW), result.get(C_READ.format(n=connections)))
+        if share is not None:
+            print(
+                f"ours window as a share of the C client's read on {connections} "
+                f"connection(s) (the machine's limit): {share:.1%}",
+                flush=True,
+            )
     print(
         bar_line(
             "snapshot vs spark jdbc",
@@ -308,6 +323,46 @@ def _ours(
             f"SnapshotSplitReader.read (LW, SELECT, HW, normalise, records): {per_task:,.0f} "
             "rows/s per task"
         )
+
+
+def _c_read(
+    env: BenchEnv, size: int, connections: int, options: SnapshotOptions, result: SizeResult
+) -> None:
+    """The table read by the server's own C client (``mariadb --quick``, or ``mysql`` on
+    MySQL), its rows thrown away: on ``connections`` connections at once, each a key range."""
+    tool = shutil.which("mariadb") or shutil.which("mysql")
+    if tool is None:
+        result.notes.append("the C client read was not run: no mariadb or mysql on PATH")
+        return
+    params = env.source_params()
+    low, high = _id_bounds(env)
+    step = (high - low) // connections + 1
+    client = [
+        tool,
+        "--quick",
+        "--batch",
+        "--skip-column-names",
+        f"--host={params['host']}",
+        f"--port={params['port']}",
+        f"--user={params['user']}",
+        str(params["database"]),
+    ]
+    queries = [
+        f"SELECT * FROM {BENCH_TABLE} WHERE id >= {low + i * step} AND id < {low + (i + 1) * step}"
+        for i in range(connections)
+    ]
+    # each query on its own connection at once, the password from the environment (MYSQL_PWD)
+    script = f'export MYSQL_PWD="${PASSWORD_ENV}"; ' + " ".join(
+        f'"$@" -e "{query}" > /dev/null & p{i}=$!;' for i, query in enumerate(queries)
+    )
+    script += " " + " && ".join(f"wait $p{i}" for i in range(connections))
+    run = env.run(
+        ["sh", "-c", script, "c-read", *client],
+        env.next_dir(f"c-read-{connections}") / "read.log",
+        options.timeout,
+    )
+    label = C_READ.format(n=connections)
+    result.measurements.append(Measurement.of(run, label, size, run.wall, note=Path(tool).name))
 
 
 def _id_bounds(env: BenchEnv) -> tuple[int, int]:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 _Options = TypeVar("_Options", bound="RunOptions")
 
-SNAPSHOT_CONTENDERS = ("pymysql", "jdbc", "ours")
+SNAPSHOT_CONTENDERS = ("pymysql", "c", "jdbc", "ours")
 BINLOG_CONTENDERS = ("raw", "c", "ours")
 
 

@@ -59,6 +59,11 @@ def test_snapshot_bench_prints_every_contender(tmp_path: Path) -> None:
     stdout, document = _bench(tmp_path, "snapshot", "--rows", "20000")
     expected = ["pymysql chunk scan", "ours snapshot -> delta (window)"]
     expected.append("ours snapshot -> delta (process wall)")
+    expected += [
+        "C client read (mariadb --quick), 1 conn",
+        "C client read (mariadb --quick), 2 conn",
+        "ours window as a share of the C client's read on 2 connection(s)",
+    ]
     if DEFAULT_JDBC_JAR.exists():
         expected += ["spark jdbc -> parquet (job)", "spark jdbc -> parquet (process wall)"]
     else:
@@ -82,7 +87,7 @@ def test_snapshot_bench_measures_ours_when_the_reference_fails(tmp_path: Path) -
     bogus = tmp_path / "not-a-driver.jar"
     bogus.write_bytes(b"")
     stdout, document = _bench(
-        tmp_path, "snapshot", "--rows", "20000", "--skip", "pymysql", "--jdbc-jar", str(bogus)
+        tmp_path, "snapshot", "--rows", "20000", "--skip", "pymysql,c", "--jdbc-jar", str(bogus)
     )
     assert "spark jdbc failed, not measured:" in stdout, stdout
     assert ": java.lang.ClassNotFoundException: org.mariadb.jdbc.Driver" in stdout, stdout
@@ -97,7 +102,7 @@ def test_snapshot_bench_measures_ours_when_the_reference_fails(tmp_path: Path) -
 def test_snapshot_bench_runs_ours_once_per_executor_count(tmp_path: Path) -> None:
     """``--executors 1,2``: ours on a local cluster of one, then two one-core executors."""
     stdout, document = _bench(
-        tmp_path, "snapshot", "--rows", "20000", "--skip", "pymysql,jdbc", "--executors", "1,2"
+        tmp_path, "snapshot", "--rows", "20000", "--skip", "pymysql,c,jdbc", "--executors", "1,2"
     )
     for tag, master in (
         ("1 executor", "local-cluster[1,1,1024]"),
