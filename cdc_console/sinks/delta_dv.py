@@ -217,12 +217,13 @@ def rewrite_deleted(
         for f in files
         if f.deletion_vector is not None and f.num_records and f.deleted >= share * f.num_records
     ]
+    heavy_paths = {f.path for f in heavy}
     small: list[ActiveFile] = []
     if pack_rows is not None:
         small = [
             f
             for f in files
-            if f not in heavy
+            if f.path not in heavy_paths
             and f.num_records is not None
             and f.num_records - f.deleted < pack_rows // 2
         ]
@@ -238,7 +239,8 @@ def rewrite_deleted(
             small = chosen
         if len(small) < 2:
             small = []
-    doomed = [f for f in files if f in heavy or f in small]
+    chosen_paths = heavy_paths | {f.path for f in small}
+    doomed = [f for f in files if f.path in chosen_paths]
     if not doomed:
         return 0, 0
     schema = table_schema(table)
