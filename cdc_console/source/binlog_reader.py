@@ -272,49 +272,29 @@ class BinlogSplitReader:
             try:
                 for row_index, row in enumerate(event.rows):
                     position = (file_index, pos, 0, row_index)
-                    if event.partial:
-                        for op, image, sources in partial_images.halves(
-                            event.kind, row, expected[table_id]
-                        ):
-                            if start_key is not None and position < start_key:
-                                self.skipped += 1
-                                continue
-                            if (max_key is not None and position < max_key) and not should_emit(
-                                marks,
-                                BinlogOffset(file, pos, 0, row_index),
-                                raw_chunk_key(column, image.get(column.name), binlog=True),
-                            ):
-                                self.skipped += 1
-                                continue
-                            convert = binlog_row if op not in PARTIAL_OPS else binlog_columns
-                            canonical = convert(image, sources)
-                            records.append(
-                                _record(
-                                    shared,
-                                    op,
-                                    key_of(canonical),
-                                    canonical,
-                                    row_index,
-                                    seq + len(records),
-                                )
-                            )
-                        continue
-                    for op, image_key, sources_key in halves:
-                        image = row[image_key]
+                    # (op, image, what each value came from): a partial image's halves say
+                    # which columns it carries, a whole row's are the event's two images
+                    images = (
+                        partial_images.halves(event.kind, row, expected[table_id])
+                        if event.partial
+                        else [
+                            (op, row[image_key], row.get(sources_key))
+                            for op, image_key, sources_key in halves
+                        ]
+                    )
+                    for op, image, sources in images:
                         if start_key is not None and position < start_key:
-                            emit = False
-                        elif max_key is None or position >= max_key:
-                            emit = True
-                        else:
-                            emit = should_emit(
-                                marks,
-                                BinlogOffset(file, pos, 0, row_index),
-                                raw_chunk_key(column, image.get(column.name), binlog=True),
-                            )
-                        if not emit:
                             self.skipped += 1
                             continue
-                        canonical = binlog_row(image, row.get(sources_key))
+                        if (max_key is not None and position < max_key) and not should_emit(
+                            marks,
+                            BinlogOffset(file, pos, 0, row_index),
+                            raw_chunk_key(column, image.get(column.name), binlog=True),
+                        ):
+                            self.skipped += 1
+                            continue
+                        convert = binlog_row if op not in PARTIAL_OPS else binlog_columns
+                        canonical = convert(image, sources)
                         records.append(
                             _record(
                                 shared,
