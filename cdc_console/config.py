@@ -83,6 +83,9 @@ class SourceConfig:
     hosts: tuple[tuple[str, int], ...] = ()
     #: ``source.position``: follow a failover by GTID ("auto", "gtid") or never ("file")
     position: str = "auto"
+    #: ``source.max_load``: chunk reads yield while a figure is above its limit
+    #: (``source.throttle``): a global status variable's name or ``replica_lag`` -> the limit
+    max_load: tuple[tuple[str, float], ...] = ()
 
     def password(self) -> str:
         """The password, from the environment; registered so it is scrubbed from all output."""
@@ -314,6 +317,7 @@ _KNOWN = {
         "password",
         "hosts",
         "position",
+        "max_load",
     },
     "snapshot": {
         "chunk_size",
@@ -536,6 +540,28 @@ def _one_of(value: str, key: str) -> str:
     return value
 
 
+def _max_load(value: TomlTable) -> tuple[tuple[str, float], ...]:
+    """``max_load = { Threads_running = 50, replica_lag = 30 }``: names as the server spells
+    them, each limit a number above 0."""
+    limits: list[tuple[str, float]] = []
+    for name, limit in value.items():
+        where = f"source.max_load.{name}"
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+            _problem(
+                ConfigError(
+                    f"source.max_load names {name!r}, which is not a status variable's name",
+                    "name a global status variable (SHOW GLOBAL STATUS), e.g. "
+                    "max_load = { Threads_running = 50 }, or replica_lag",
+                )
+            )
+            continue
+        if isinstance(limit, bool) or not isinstance(limit, int | float):
+            _problem(ConfigError(f"{where} must be a number, not {limit!r}", f"set {where} = 50"))
+            continue
+        limits.append((name, _positive(float(limit), where, "50")))
+    return tuple(limits)
+
+
 def _hosts(value: object, default_port: int) -> tuple[tuple[str, int], ...]:
     if value is None:
         return ()
@@ -715,6 +741,7 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
         outage_seconds=outage,
         hosts=_hosts(src.get("hosts"), port),
         position=_one_of(_typed(src, "source", "position", str, "auto"), "source.position"),
+        max_load=_max_load(_typed(src, "source", "max_load", dict, {})),
     )
     if source.time_zone is not None and not re.fullmatch(
         r"[+-]\d{2}:\d{2}|[A-Za-z_/]+|SYSTEM", source.time_zone

@@ -42,6 +42,7 @@ from cdc_console.mysql.probe import (
     with_invalid_dates,
 )
 from cdc_console.mysql.schema import load_table_schema
+from cdc_console.mysql.source_load import ACCESS_DENIED, REPLICA_LAG, read_load, replica_lag
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +227,39 @@ def _retention_check(server: ServerInfo) -> CheckResult:
             severity="warning",
         )
     return _ok("binlog_retention", f"binlogs kept {hours:.0f} h")
+
+
+def _max_load_check(
+    conn: Connection, source: SourceConfig, server: ServerInfo, account: str
+) -> CheckResult:
+    """Every figure ``source.max_load`` names is one the server reports: a misspelt name would
+    otherwise never throttle anything."""
+    limits = dict(source.max_load)
+    values = read_load(conn, limits)
+    missing = [name for name in limits if name not in values]
+    if missing:
+        why = ""
+        fix = (
+            "name global status variables the server lists (SHOW GLOBAL STATUS), e.g. "
+            "Threads_running, and replica_lag only on a replica"
+        )
+        if any(n.lower() == REPLICA_LAG for n in missing):
+            try:
+                why = " (it replicates from no primary)" if replica_lag(conn) is None else ""
+            except pymysql.err.OperationalError as exc:
+                if exc.args[0] not in ACCESS_DENIED:
+                    raise
+                privilege = "SLAVE MONITOR" if server.flavour == "mariadb" else "REPLICATION CLIENT"
+                why = f" (the source user may not read the replica's status: {exc.args[1]})"
+                fix = f"GRANT {privilege} ON *.* TO {account}, or drop replica_lag"
+        return _fail(
+            "max_load",
+            f"source.max_load names {', '.join(missing)}, which the server does not report{why}",
+            fix,
+            area="config",
+        )
+    shown = ", ".join(f"{n} {values[n]:g} (limit {limit:g})" for n, limit in limits.items())
+    return _ok("max_load", f"chunk reads yield above the limits: now {shown}", area="config")
 
 
 def _global_privileges(conn: Connection) -> set[str]:
@@ -576,7 +610,8 @@ def run_checks(
     """Run every check in order; never raises for a failed requirement, reports it instead.
 
     Order: connect, server, log_bin, binlog_format, binlog_row_image, binlog_row_metadata,
-    server_id, binlog_retention, REPLICATION SLAVE, REPLICATION CLIENT / BINLOG MONITOR, then per
+    server_id, binlog_retention, REPLICATION SLAVE, REPLICATION CLIENT / BINLOG MONITOR, the
+    figures ``source.max_load`` names (when it names any), then per
     ``source.tables`` entry: it names tables, and per table: SELECT works, a key to chunk on.
     When the connection fails nothing else can be checked: ``(None, [], [that failure])``.
     The returned schemas are the tables that passed their checks. ``known`` are the tables the
@@ -612,6 +647,8 @@ def run_checks(
             lambda: _replication_slave_check(conn, config.source, account, binlog_on),
             lambda: _position_check(conn, server, account, binlog_on),
         ]
+        if config.source.max_load:
+            steps.append(lambda: _max_load_check(conn, config.source, server, account))
         results += [step() for step in steps]
         tables, table_results = _table_checks(conn, config, account, known)
         results += table_results

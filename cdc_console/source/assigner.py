@@ -12,7 +12,8 @@ lifecycle state:
   through ``should_emit``'s per-chunk filter.
 - STREAMING: its changes from its own stream position on are emitted unfiltered.
 
-Before planning, pending operator commands are applied (``CommandProcessor``), and a paused
+While the source is busier than ``[source] max_load`` allows (``source.throttle``), a batch
+carries no chunks; the binlog window is planned as ever. Before planning, pending operator commands are applied (``CommandProcessor``), and a paused
 pipeline plans nothing. A table whose next binlog position lies in a file the server no longer
 has (purged while it was paused or behind) is parked in NEEDS_REDUMP before the window is cut,
 so the other tables go on instead of every window failing on the missing file. Every batch's window ends at the server's head as read while planning, so one batch brings every
@@ -41,6 +42,7 @@ from cdc_console.source.evolution import Reread, describe_evolution
 from cdc_console.source.parking import is_purged, park, park_table
 from cdc_console.source.plan_past import as_committed, may_plan_past, wait_applied
 from cdc_console.source.redump import reread_or_park
+from cdc_console.source.throttle import LoadThrottle
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
@@ -156,6 +158,7 @@ class HybridSplitAssigner:
         budget: BatchBudget | None = None,
         window_end: WindowEnd | None = None,
         split_tail: SplitTail | None = None,
+        throttle: LoadThrottle | None = None,
     ) -> None:
         if len(server_ids) < 2:
             raise ValueError("need at least two server ids: one binlog reader, one chunk reader")
@@ -174,6 +177,7 @@ class HybridSplitAssigner:
         self.schema_followed = schema_followed
         self.budget = budget
         self.window_end = window_end
+        self.throttle = throttle
 
     def next_plan(self) -> BatchPlan | None:
         """The plan of the next batch, persisted; the pending one again if it never applied.
@@ -215,7 +219,7 @@ class HybridSplitAssigner:
         if self.budget is not None and snapshotting:
             streaming = any(t.state == Lifecycle.STREAMING for t in tables)
             limit = self.budget.chunks(self.store.batch_timings(TIMINGS_READ), streaming)
-        splits = self.snapshot.next_splits(snapshotting, limit)
+        splits = self._next_splits(snapshotting, limit)
         planned = tuple(
             PlannedSplit(
                 split, self.reader_ids[i % len(self.reader_ids)], split.table_id in redumping
@@ -236,6 +240,16 @@ class HybridSplitAssigner:
             f" (batch {batch_no - 1} still being applied)" if past is not None else "",
         )
         return plan
+
+    def _next_splits(self, snapshotting: list[TableSchema], limit: int) -> list[SnapshotSplit]:
+        """The chunks of this batch: none while the source is busier than ``[source] max_load``
+        allows (splitting a table reads it too); the binlog window is planned either way."""
+        if self.throttle is not None:
+            if not snapshotting:
+                self.throttle.clear()
+            elif self.throttle.reason() is not None:
+                return []
+        return self.snapshot.next_splits(snapshotting, limit)
 
     def _settle_schema_changes(self, tables: Sequence[TableState]) -> list[TableId]:
         """Follow each table held at a schema change: in place, by reading it again, or parked;

@@ -289,6 +289,7 @@ class PipelineJob:
         self.register_tables(store, schemas, gone)
         store.set_draining(False)  # a stop that never finished (the job was killed meanwhile)
         store.close_outages("a new run started")
+        store.record_throttled(None)  # the last run's load check said so, not this one's
         started = time.time()
         self.run_id = store.start_run(os.getpid(), socket.gethostname(), self.config.spark.master)
         retire_stale_stops(store, started)

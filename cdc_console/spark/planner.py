@@ -31,6 +31,7 @@ from cdc_console.mysql.position import (
 )
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.mysql.schema import null_default_columns
+from cdc_console.mysql.source_load import read_load
 from cdc_console.mysql.window_end import bounded_window_end, transaction_starts
 from cdc_console.sinks.lake_target import LakeTarget
 from cdc_console.source.assigner import HybridSplitAssigner
@@ -39,6 +40,7 @@ from cdc_console.source.control import CommandProcessor
 from cdc_console.source.evolution import Reread, evolution, follow_rows_change
 from cdc_console.source.failover import connect_following
 from cdc_console.source.splitter import ChunkSplitter
+from cdc_console.source.throttle import LoadThrottle
 from cdc_console.spark.partitions import (
     BinlogTask,
     ChunkTask,
@@ -142,6 +144,11 @@ class Planner:
             ),
             window_end=self._window_end,
             split_tail=self._split_tail,
+            throttle=LoadThrottle(
+                dict(config.source.max_load),
+                lambda names: read_load(self._connection(), names),
+                self.store,
+            ),
         )
         self._listing_denied = False
 

@@ -189,6 +189,14 @@ class HeldChanges:
 
 
 @dataclass(frozen=True)
+class Throttled:
+    """Chunk reads held because the source is busy (``[source] max_load``): why, since when."""
+
+    reason: str
+    since: float
+
+
+@dataclass(frozen=True)
 class SourceSetting:
     """One binlog setting of the server as the job last probed it, and whether it is one the
     pipeline reads every change under (``expected`` says which)."""

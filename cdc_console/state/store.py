@@ -28,6 +28,7 @@ from cdc_console.state.rows import (
     SourceSetting,
     SplitState,
     TableState,
+    Throttled,
     VerificationRow,
 )
 from cdc_console.state.tables import TablesRepo
@@ -48,6 +49,7 @@ __all__ = [
     "SplitState",
     "StateStore",
     "TableState",
+    "Throttled",
     "VerificationRow",
 ]
 

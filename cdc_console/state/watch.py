@@ -1,26 +1,59 @@
 """What the job has seen that a start-up check cannot: the ``held_changes`` and
-``source_settings`` parts of the state.
+``source_settings`` parts of the state, and whether chunk reads yield to a busy source.
 
 A writer session may log its changes as statements or without full row images, and a DBA may
 change the server's binlog settings, long after ``check`` passed. The binlog reader holds a
 table at each such change (it is read again online, or parked); this part counts them per table
 and cause, with the last one's position and text, and keeps the server's binlog settings as
-the job last probed them, so ``status``, the metrics and the console can say so.
+the job last probed them, so ``status``, the metrics and the console can say so. The same goes
+for the load check (``source.throttle``): while the source is busier than ``[source] max_load``
+allows, the reason is kept here.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.state.database import StateDatabase
-from cdc_console.state.rows import HeldChanges, SourceSetting, offset_json, offset_of
+from cdc_console.state.rows import (
+    HeldChanges,
+    SourceSetting,
+    Throttled,
+    offset_json,
+    offset_of,
+)
+
+THROTTLED_META = "reads_throttled"
 
 
 class WatchRepo(StateDatabase):
-    """The ``held_changes`` and ``source_settings`` parts."""
+    """The ``held_changes`` and ``source_settings`` parts, and the read throttle's reason."""
+
+    def record_throttled(self, reason: str | None) -> bool:
+        """Chunk reads yield to the source now for ``reason`` (None: they go on); True when that
+        is news (throttled from not, or back). The first moment of a spell is kept, so the
+        console can say since when while the figure in ``reason`` moves."""
+        was = self.throttled()
+        if reason is None:
+            if was is None:
+                return False
+            with self.transaction() as conn:
+                conn.execute("DELETE FROM meta WHERE key = ?", (THROTTLED_META,))
+            return True
+        since = was.since if was is not None else time.time()
+        self.set_meta(THROTTLED_META, json.dumps({"reason": reason, "since": since}))
+        return was is None
+
+    def throttled(self) -> Throttled | None:
+        text = self.get_meta(THROTTLED_META)
+        if text is None:
+            return None
+        data = json.loads(text)
+        return Throttled(str(data["reason"]), float(data["since"]))
 
     def count_held_change(
         self,

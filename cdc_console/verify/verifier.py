@@ -18,7 +18,8 @@ Ghostferry's iterative verifier does, and only keys that differ both times are r
 guard against anything the exact procedure above does not foresee.
 
 The source is read with a server id of its own (the last of ``source.server_id``, beyond the
-job's readers), at most ``rows_per_second``.
+job's readers), at most ``rows_per_second``, and not at all while it is busier than ``[source]
+max_load`` allows (``source.throttle``): the next chunk waits, with backoff, journaled.
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.key_weights import key_order
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.snapshot_arrow import SnapshotArrowBuilder
+from cdc_console.mysql.source_load import read_load
 from cdc_console.sinks.lake_layout import mirror_path
 from cdc_console.source.snapshot_reader import SnapshotSplitReader, open_text_mode
+from cdc_console.source.throttle import LoadThrottle
 from cdc_console.state.store import StateStore, TableState
 from cdc_console.status import skip_reason
 from cdc_console.values.arrow import rows_to_table
@@ -62,6 +65,8 @@ log = logging.getLogger(__name__)
 GROUP_ROWS = 200_000
 #: seconds between a chunk's first verdict "differs" and its re-check
 RECHECK_AFTER = 1.0
+#: the longest wait between two looks at a busy source's load
+LOAD_WAIT_CAP = 10.0
 
 
 @contextmanager
@@ -297,7 +302,15 @@ class Verifier:
                 source, schema, self.server_id, connection=conn, text_mode=True
             )
             builder = SnapshotArrowBuilder(schema)
+            throttle = LoadThrottle(
+                dict(source.max_load),
+                lambda names: read_load(conn, names),
+                self.store,
+                what=f"verify reads of {table_id}",
+                keep=False,
+            )
             for split in splits:
+                self._yield_to_load(throttle)
                 clock = time.monotonic()
                 read = reader.read(split)
                 rows = (
@@ -438,6 +451,14 @@ class Verifier:
         if mark is not None:
             return mark
         raise MirrorNotReady(f"chunk {split.split_no} of {split.table_id} has no high watermark")
+
+    def _yield_to_load(self, throttle: LoadThrottle) -> None:
+        """Wait, with backoff, while the source is busier than ``[source] max_load`` allows."""
+        delay = 1.0
+        while throttle.reason() is not None:
+            self._sleep(delay)
+            delay = min(LOAD_WAIT_CAP, delay * 2)
+        throttle.clear()
 
     def _pace(self, rows: int) -> None:
         """Sleep as needed to keep to ``rows_per_second`` over the whole run."""
