@@ -11,7 +11,9 @@ head, once a heartbeat) and what a probe of the server returns:
   position while paused); a table still reading its chunks has none yet;
 - the pipeline's **event-time lag**: the latest sample's (zero when caught up);
 - the **purge headroom**: how long before the server may expire the oldest binlog file the
-  pipeline still needs (``purge_headroom``).
+  pipeline still needs (``purge_headroom``);
+- the **finish time** of the chunk reads under way (``read_estimates``): per table and in total,
+  with its range (``core.estimate``), to set against the purge headroom.
 """
 
 from __future__ import annotations
@@ -21,10 +23,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from cdc_console.core.estimate import (
+    MARGIN,
+    ChunkTiming,
+    FinishEstimate,
+    estimate_finish,
+    fits_expiry,
+)
 from cdc_console.core.head_history import HeadHistory
-from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
-from cdc_console.state.store import LagSample, StateStore, TableState
+from cdc_console.core.schema import TableId
+from cdc_console.state.store import LagSample, SplitState, StateStore, TableState
+from cdc_console.units import span
 
 
 @dataclass(frozen=True)
@@ -221,3 +232,121 @@ def pipeline_needs(
     if committed is not None:
         needs.append(("the stream", committed))
     return needs
+
+
+#: the states whose table reads chunks
+READING = (Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP)
+
+
+@dataclass(frozen=True)
+class ReadEstimates:
+    """The finish time of each table reading chunks (None: too few chunks done to tell, or
+    not split yet) and of all of them together: they share the readers, so the total is every
+    chunk left at the pace of every chunk done."""
+
+    tables: dict[TableId, FinishEstimate | None]
+    total: FinishEstimate | None
+
+    def later(self, seconds: float) -> ReadEstimates:
+        return ReadEstimates(
+            {t: e.later(seconds) if e is not None else None for t, e in self.tables.items()},
+            self.total.later(seconds) if self.total is not None else None,
+        )
+
+
+def chunk_timings(splits: Sequence[SplitState], generation: int) -> list[ChunkTiming]:
+    """The finished chunks of one read (``generation``) with their times."""
+    return [
+        ChunkTiming(s.started_at, s.finished_at, s.rows or 0)
+        for s in splits
+        if s.status == SplitStatus.FINISHED
+        and s.generation == generation
+        and s.started_at is not None
+        and s.finished_at is not None
+    ]
+
+
+def read_estimates(store: StateStore, tables: Sequence[TableState], now: float) -> ReadEstimates:
+    estimates: dict[TableId, FinishEstimate | None] = {}
+    every_done: list[ChunkTiming] = []
+    every_left = 0
+    unsplit = False
+    for table in tables:
+        if table.state not in READING:
+            continue
+        splits = store.splits(table.table_id)
+        if not splits:
+            estimates[table.table_id] = None
+            unsplit = True
+            continue
+        done = chunk_timings(splits, table.generation)
+        left = sum(1 for s in splits if s.status != SplitStatus.FINISHED)
+        estimates[table.table_id] = estimate_finish(done, left, now)
+        every_done += done
+        every_left += left
+    # a table not split yet: its chunks are not counted, so there is no total to tell
+    total = estimate_finish(every_done, every_left, now) if estimates and not unsplit else None
+    return ReadEstimates(estimates, total)
+
+
+def redump_forecast(store: StateStore, table_id: TableId) -> FinishEstimate | None:
+    """How long a re-dump of the whole table would take: as long as its last read of all its
+    chunks took (None when too few of them were timed)."""
+    splits = store.splits(table_id)
+    finished = [s for s in splits if s.status == SplitStatus.FINISHED]
+    if not finished:
+        return None
+    generation = max(s.generation for s in finished)
+    return estimate_finish(chunk_timings(splits, generation), len(splits))
+
+
+def added_table_forecast(store: StateStore, rows: int) -> FinishEstimate | None:
+    """How long reading a table of about ``rows`` rows would take, at the rows-per-second pace
+    of the latest read of another table (None when the pipeline has timed no read yet)."""
+    latest: tuple[float, list[ChunkTiming]] | None = None
+    for table in store.tables():
+        splits = store.splits(table.table_id)
+        finished = [s for s in splits if s.status == SplitStatus.FINISHED]
+        if not finished:
+            continue
+        timed = chunk_timings(splits, max(s.generation for s in finished))
+        if len(timed) >= 2:
+            last = max(c.finished_at for c in timed)
+            if latest is None or last > latest[0]:
+                latest = (last, timed)
+    if latest is None:
+        return None
+    timed = latest[1]
+    per_chunk = max(1.0, sum(c.rows for c in timed) / len(timed))
+    return estimate_finish(timed, max(1, math.ceil(rows / per_chunk)))
+
+
+@dataclass(frozen=True)
+class ReadVerdict:
+    """A read about to start set against the server's binlog expiry (``core.estimate``)."""
+
+    estimate: FinishEstimate | None
+    #: how long the server keeps a closed binlog file (None: forever), and the setting's text
+    expire_seconds: float | None
+    expire_setting: str
+
+    @property
+    def fits(self) -> bool:
+        return self.estimate is None or fits_expiry(self.estimate, self.expire_seconds)
+
+    def describe(self) -> str:
+        if self.estimate is None:
+            return "no finish-time estimate yet (no read of this pipeline was timed)"
+        took = (
+            f"about {span(self.estimate.seconds)} "
+            f"({span(self.estimate.low)} to {span(self.estimate.high)})"
+        )
+        if self.expire_seconds is None or self.expire_seconds <= 0:
+            return f"the read takes {took}; the server never expires its binlog"
+        kept = f"the server keeps a binlog {span(self.expire_seconds)} ({self.expire_setting})"
+        if self.fits:
+            return f"the read takes {took}; {kept}: it fits"
+        return (
+            f"the read may take {took}, and {kept}: with a {MARGIN:g}x margin it does not fit, "
+            "and a read that outlasts the binlog it needs is parked and starts over"
+        )

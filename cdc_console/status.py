@@ -13,12 +13,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.estimate import FinishEstimate
 from cdc_console.core.lifecycle import Lifecycle, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
 from cdc_console.core.values import JSONObject, JSONValue
 from cdc_console.errors import redact
 from cdc_console.figures import (
+    READING,
     PurgeHeadroom,
     PurgeState,
     head_history,
@@ -26,6 +28,7 @@ from cdc_console.figures import (
     pipeline_needs,
     position_lag,
     purge_headroom,
+    read_estimates,
     table_position,
 )
 from cdc_console.figures import event_lag as figures_event_lag
@@ -203,6 +206,8 @@ class TableStatus:
     #: how long ago the server wrote the position the table has applied up to
     #: (``figures.position_lag``); None while it reads its chunks or when unknowable
     lag_seconds: float | None = None
+    #: while it reads chunks: the time left (``core.estimate.FinishEstimate.to_dict``)
+    finish: JSONObject | None = None
 
 
 @dataclass
@@ -230,6 +235,11 @@ class PipelineStatus:
     source_settings: list[JSONObject] = field(default_factory=list)
     #: per table and cause: changes the binlog did not carry as full rows, and the last one
     held_changes: list[JSONObject] = field(default_factory=list)
+    #: chunk reads yielding to a busy source (``[source] max_load``): ``reason``, ``since_at``
+    throttled: JSONObject | None = None
+    #: the time left to every chunk read under way (``figures.read_estimates``), with
+    #: ``outlasts_headroom`` when its slow end passes the purge headroom
+    finish: JSONObject | None = None
 
     def to_dict(self) -> JSONObject:
         found = asdict(self)
@@ -329,6 +339,12 @@ def collect_status(
         return round(lag.seconds, 3) if lag is not None else None
 
     all_tables = store.tables()
+    estimates = read_estimates(store, all_tables, now)
+
+    def finish_of(table: TableState) -> JSONObject | None:
+        found = estimates.tables.get(table.table_id)
+        return dict(found.to_dict()) if found is not None else None
+
     tables = [
         TableStatus(
             table=str(t.table_id),
@@ -345,11 +361,16 @@ def collect_status(
             origin=t.origin,
             note="; ".join(
                 n
-                for n in (table_note(t), held_note(held_by_table.get(str(t.table_id), []), now))
+                for n in (
+                    table_note(t),
+                    held_note(held_by_table.get(str(t.table_id), []), now),
+                    finish_note(estimates.tables.get(t.table_id)) if t.state in READING else "",
+                )
                 if n
             ),
             verified=verification_note(verified.get(str(t.table_id), []), now),
             lag_seconds=lag_of(t),
+            finish=finish_of(t),
         )
         for t in all_tables
     ]
@@ -364,7 +385,9 @@ def collect_status(
     room = purge_headroom(
         pipeline_needs(store, committed), head, logs, probed.expire_seconds, history, now
     )
-    outage = store.open_outage() if job is not None and job.status == "running" else None
+    running = job is not None and job.status == "running"
+    outage = store.open_outage() if running else None
+    throttled = store.throttled() if running else None
     errors = [e for e in store.events(200) if e.level == "error" and e.kind != "verify"]
     last_error = errors[-1].message if errors else (job.error if job else None)
     return PipelineStatus(
@@ -396,7 +419,36 @@ def collect_status(
             }
             for h in store.held_changes()
         ],
+        throttled=(
+            {"reason": throttled.reason, "since_at": throttled.since} if throttled else None
+        ),
+        finish=_total_finish(estimates.total, room),
     )
+
+
+def _total_finish(total: FinishEstimate | None, room: PurgeHeadroom) -> JSONObject | None:
+    if total is None:
+        return None
+    found: JSONObject = dict(total.to_dict())
+    found["outlasts_headroom"] = outlasts(total, room)
+    return found
+
+
+def outlasts(estimate: FinishEstimate, room: PurgeHeadroom | None) -> bool:
+    """Whether the slow end of a read's finish time passes the time before the binlog it
+    needs may expire."""
+    seconds = room.seconds if room is not None else None
+    return seconds is not None and estimate.high > seconds
+
+
+def finish_note(estimate: FinishEstimate | None) -> str:
+    """A reading table's time left, short enough for the console's note column:
+    ``12 min left ±2 min`` (half the range; ``status --json`` has both ends)."""
+    if estimate is None:
+        return "time left: after two chunks"
+    if estimate.chunks_left == 0:
+        return ""
+    return f"{span(estimate.seconds)} left ±{span((estimate.high - estimate.low) / 2)}"
 
 
 def format_status(status: PipelineStatus, now: float | None = None) -> str:
@@ -416,6 +468,12 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
         lines.append(f"  source: {status.outage['summary']}")
     if status.pipeline_paused:
         lines.append("  PIPELINE PAUSED: no new batches ('cdc-console resume' continues)")
+    if status.throttled:
+        lines.append(
+            f"  chunk reads yield to a busy source: {status.throttled['reason']} "
+            f"([source] max_load, for {_ago(status.throttled['since_at'], now)}); "
+            "the binlog stream goes on"
+        )
     header = (
         f"  {'table':<32} {'state':<14} {'chunks':>11} {'rows read':>11} {'events':>9} {'lag':>10}"
     )
@@ -444,6 +502,19 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
     lines.append(f"  event-time lag: {lag}")
     if status.purge:
         lines.append(f"  purge headroom: {status.purge['summary']}")
+    if status.finish and status.finish["chunks_left"]:
+        lines.append(
+            f"  chunk reads: about {_span_of(status.finish['seconds'])} left in total "
+            f"({_span_of(status.finish['low_seconds'])} to "
+            f"{_span_of(status.finish['high_seconds'])}, "
+            f"{status.finish['chunks_left']} chunks)"
+            + (
+                "; MAY OUTLAST THE PURGE HEADROOM: raise binlog_expire_logs_seconds, or pause "
+                "other reads"
+                if status.finish["outlasts_headroom"]
+                else ""
+            )
+        )
     for setting in status.source_settings:
         if not setting["ok"]:
             lines.append(
@@ -464,6 +535,10 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
             outcome = f": {c['reason']}" if c["reason"] else ""
             lines.append(f"    #{c['id']} {c['what']} - {c['status']}{outcome}")
     return "\n".join(lines)
+
+
+def _span_of(seconds: JSONValue) -> str:
+    return span(seconds) if isinstance(seconds, int | float) else "?"
 
 
 def _ago(epoch: JSONValue, now: float) -> str:

@@ -9,6 +9,10 @@ table. The lag of ``orders_live`` (``figures.position_lag``, as ``status`` and t
 it) is sampled every second before the re-dump and until the table streams again.
 
 The bar: the other tables' lag p99 while a table is re-dumped stays at or under 2 s.
+
+Each pass also checks the finish-time estimates (``figures``) against the clock: the forecast
+``redump`` prints before the re-dump starts (from the table's last read), and the estimate
+``status`` shows once a quarter of the new chunks are done, each against the time it really took.
 """
 
 from __future__ import annotations
@@ -40,7 +44,10 @@ from cdc_console.bench.stream_lag import (
     spread,
 )
 from cdc_console.config_writer import write_config
+from cdc_console.core.estimate import FinishEstimate
 from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.schema import TableId
+from cdc_console.figures import read_estimates, redump_forecast
 from cdc_console.state.store import StateStore
 
 LAG_BAR_SECONDS = 2.0
@@ -61,6 +68,10 @@ class RedumpPass:
     batches: int
     before: list[float]
     during: list[float]
+    #: the finish time forecast before the re-dump started, in seconds (None: no forecast)
+    forecast: float | None = None
+    #: (time left as estimated with a quarter of the chunks done, time it really took then)
+    quarter: tuple[float, float] | None = None
 
     @property
     def p99(self) -> float | None:
@@ -114,15 +125,34 @@ def _pass_line(one: RedumpPass, options: RedumpOptions) -> str:
     return (
         f"budget {one.budget:g} s: re-dump {options.rows:,} rows in {one.seconds:.1f} s "
         f"({one.batches} batches, {options.rows / one.seconds:,.0f} rows/s); lag of {LIVE} "
-        f"before {spread(one.before)}; during {spread(one.during)}"
+        f"before {spread(one.before)}; during {spread(one.during)}; {_estimates_line(one)}"
     )
+
+
+def _estimates_line(one: RedumpPass) -> str:
+    """The finish-time estimates against the clock, each with its error."""
+
+    def error(estimated: float, actual: float) -> str:
+        return f"{estimated:.1f} s for {actual:.1f} s ({(estimated - actual) / actual:+.0%})"
+
+    forecast = (
+        "forecast none" if one.forecast is None else f"forecast {error(one.forecast, one.seconds)}"
+    )
+    quarter = "at a quarter none" if one.quarter is None else f"at a quarter {error(*one.quarter)}"
+    return f"finish time {forecast}, {quarter}"
 
 
 def _one_pass(env: BenchEnv, options: RedumpOptions, config: Path, budget: float) -> RedumpPass:
     _set_budget(config, budget)
     state = config.parent / "state" / "pipeline.sqlite"
 
+    forecast: float | None = None
+    quarter: list[tuple[float, float]] = []
+
     def redump() -> tuple[float, int]:
+        nonlocal forecast
+        estimate = _forecast(state)
+        forecast = estimate.seconds if estimate is not None else None
         clock = time.monotonic()
         first_batch, generation, _ = _progress(state)
         done = subprocess.run(
@@ -138,17 +168,55 @@ def _one_pass(env: BenchEnv, options: RedumpOptions, config: Path, budget: float
         if done.returncode != 0:
             raise BenchError(f"redump was refused: {done.stdout}{done.stderr}")
         deadline = time.monotonic() + options.timeout
+        at_quarter: tuple[float, float] | None = None
         while True:
             last_batch, now_generation, streams = _progress(state)
             if now_generation > generation and streams:
-                return time.monotonic() - clock, last_batch - first_batch
+                end = time.monotonic()
+                if at_quarter is not None:
+                    quarter.append((at_quarter[1], end - at_quarter[0]))
+                return end - clock, last_batch - first_batch
+            if at_quarter is None and now_generation > generation:
+                left = _quarter_estimate(state)
+                if left is not None:
+                    at_quarter = (time.monotonic(), left)
             if time.monotonic() > deadline:
                 raise BenchError(f"{BENCH_TABLE} did not stream again after its re-dump")
             time.sleep(0.2)
 
     lag = lag_around(env, config, LIVE, options, redump)
     seconds, batches = lag.result
-    return RedumpPass(budget, seconds, batches, lag.before, lag.during)
+    return RedumpPass(
+        budget,
+        seconds,
+        batches,
+        lag.before,
+        lag.during,
+        forecast,
+        quarter[0] if quarter else None,
+    )
+
+
+def _forecast(state: Path) -> FinishEstimate | None:
+    """What ``redump`` forecasts: the table's last read of all its chunks."""
+    store = StateStore(state)
+    try:
+        return redump_forecast(store, TableId(BENCH_DB, BENCH_TABLE))
+    finally:
+        store.close()
+
+
+def _quarter_estimate(state: Path) -> float | None:
+    """The time left as ``status`` estimates it, once a quarter of the chunks are done."""
+    store = StateStore(state)
+    try:
+        table = next(t for t in store.tables() if t.table_id.table == BENCH_TABLE)
+        if not table.splits_total or table.splits_done * 4 < table.splits_total:
+            return None
+        found = read_estimates(store, [table], time.time()).tables.get(table.table_id)
+        return found.seconds if found is not None else None
+    finally:
+        store.close()
 
 
 def _set_budget(config: Path, budget: float) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 
 from cdc_console.commands import Subparsers
@@ -51,7 +52,45 @@ def check_config(
         area="config",
     )
     server, tables, results = run_checks(config, captured_tables(config.state_path))
-    return config, server, tables, [loaded, *results]
+    finish = finish_time_check(config, server)
+    return config, server, tables, [loaded, *results, *finish]
+
+
+def finish_time_check(config: PipelineConfig, server: ServerInfo | None) -> list[CheckResult]:
+    """The chunk reads under way (the pipeline's state, read-only) against the server's binlog
+    expiry: a warning when they may outlast it (``core.estimate``); nothing when none is under
+    way or the state cannot be read."""
+    from cdc_console.figures import ReadVerdict, read_estimates
+    from cdc_console.mysql.expiry import EXPIRY_VARIABLES, expiry
+    from cdc_console.state.store import StateStore
+
+    if server is None or not config.state_path.exists():
+        return []
+    try:
+        store = StateStore.open_existing(config.state_path, read_only=True)
+    except Exception:  # a state from another release: status and run say so
+        return []
+    try:
+        estimate = read_estimates(store, store.tables(), time.time()).total
+    finally:
+        store.close()
+    if estimate is None or not estimate.chunks_left:
+        return []
+    variables = {n: v for n in EXPIRY_VARIABLES if (v := server.variable(n)) is not None}
+    verdict = ReadVerdict(estimate, *expiry(variables))
+    detail = f"chunk reads under way ({estimate.chunks_left} chunks left): {verdict.describe()}"
+    if verdict.fits:
+        return [CheckResult("finish_time", True, detail)]
+    return [
+        CheckResult(
+            "finish_time",
+            False,
+            detail,
+            "keep binlogs longer: SET GLOBAL binlog_expire_logs_seconds = 604800 (and in "
+            "my.cnf), or pause other tables' reads",
+            severity="warning",
+        )
+    ]
 
 
 def mark(result: CheckResult) -> str:

@@ -67,6 +67,13 @@ def register(subparsers: Subparsers) -> None:
             parser.add_argument("--chunk", type=int, help="re-dump only this chunk number (repair)")
         elif table_arg == "positional":
             parser.add_argument("table", type=table_name, help=TABLE_HELP)
+        if kind in ("redump", "add-table"):
+            parser.add_argument(
+                "--force",
+                action="store_true",
+                help="start the read even when its finish-time estimate does not fit in the "
+                "server's binlog expiry",
+            )
         parser.add_argument(
             "--wait", action="store_true", help="wait for the job's acknowledgement"
         )
@@ -110,6 +117,8 @@ def handle(args: argparse.Namespace) -> int:
             )
         if kind == CommandKind.ADD_TABLE and target is not None:
             _check_table_exists(config, target)
+        if kind in (CommandKind.REDUMP, CommandKind.ADD_TABLE) and target and "chunk" not in extra:
+            _check_finish_time(config, store, kind, target, force=args.force)
         command_id = store.queue_command(kind, target, extra, issued_by=_issuer())
         queued = store.command(command_id)
         assert queued is not None
@@ -148,6 +157,49 @@ def _check_table_exists(config: PipelineConfig, target: str) -> None:
             f"{target} does not exist on the source ({config.source.host}:{config.source.port})",
             f"check the name (SHOW TABLES IN {quote_ident(database)}) or create the table first",
         )
+
+
+def _check_finish_time(
+    config: PipelineConfig, store: StateStore, kind: str, target: str, *, force: bool
+) -> None:
+    """Say how long the read will take against how long the server keeps its binlog, and refuse
+    one that does not fit unless ``force``d: it would end parked and start over."""
+    from cdc_console.core.lifecycle import CommandKind
+    from cdc_console.errors import redact
+    from cdc_console.figures import ReadVerdict, added_table_forecast, redump_forecast
+    from cdc_console.mysql.connection import connect
+    from cdc_console.mysql.expiry import binlog_expiry
+    from cdc_console.mysql.schema import estimated_rows
+
+    table_id = TableId.parse(target)
+    try:
+        conn = connect(config.source, connect_timeout=5)
+        try:
+            expire, setting = binlog_expiry(conn)
+            rows = estimated_rows(conn, table_id) if kind == CommandKind.ADD_TABLE else 0
+        finally:
+            conn.close()
+    except Exception as exc:
+        reason = redact(str(exc)).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"warning: no finish-time check ({reason})")
+        return
+    estimate = (
+        redump_forecast(store, table_id)
+        if kind == CommandKind.REDUMP
+        else added_table_forecast(store, rows)
+    )
+    verdict = ReadVerdict(estimate, expire, setting)
+    print(f"finish time: {verdict.describe()}")
+    if verdict.fits:
+        return
+    if force:
+        print("--force: queued anyway")
+        return
+    raise CdcError(
+        f"{target}: the read may outlast the binlog it needs ({verdict.describe()})",
+        "keep binlogs longer (SET GLOBAL binlog_expire_logs_seconds = 604800, and in my.cnf), "
+        "or pass --force to start it anyway",
+    )
 
 
 def _issuer() -> str:

@@ -66,6 +66,32 @@ class PipelineCollector(Collector):
             headroom.add_metric([name], seconds)
         yield headroom
 
+        throttled = gauge(
+            "reads_throttled_seconds",
+            "How long chunk reads (snapshot, re-dump) have yielded to a busy source "
+            "([source] max_load; 0: they go on)",
+        )
+        since = status.throttled["since_at"] if status.throttled else None
+        throttled.add_metric([name], max(0.0, now - since) if isinstance(since, float) else 0.0)
+        yield throttled
+
+        finish = gauge(
+            "reads_finish_seconds",
+            "Time left to every chunk read under way (snapshot, re-dump, added table) at the pace "
+            "of the chunks done: expected, and the fast and slow ends of its range",
+            ("bound",),
+        )
+        if status.finish:
+            for bound, key in (
+                ("expected", "seconds"),
+                ("low", "low_seconds"),
+                ("high", "high_seconds"),
+            ):
+                value = status.finish[key]
+                if isinstance(value, int | float):
+                    finish.add_metric([name, bound], value)
+        yield finish
+
         states = gauge("tables", "Captured tables by lifecycle state", ("state",))
         counts = {state: 0 for state in Lifecycle}
         for table in status.tables:
@@ -79,6 +105,7 @@ class PipelineCollector(Collector):
             "table_chunks_finished": "Snapshot chunks of the table read so far",
             "table_chunks_total": "Snapshot chunks of the table",
             "table_rows_snapshotted": "Rows the table's snapshot has read",
+            "table_finish_seconds": "Time left to the table's chunk reads, at their pace so far",
         }
         families = {key: gauge(key, doc, ("table",)) for key, doc in per_table.items()}
         events = CounterMetricFamily(
@@ -94,6 +121,9 @@ class PipelineCollector(Collector):
             if table.chunks_total is not None:
                 families["table_chunks_total"].add_metric(labels, table.chunks_total)
             families["table_rows_snapshotted"].add_metric(labels, table.rows_snapshotted)
+            left = table.finish["seconds"] if table.finish else None
+            if isinstance(left, int | float):
+                families["table_finish_seconds"].add_metric(labels, left)
             events.add_metric(labels, table.events_applied)
         yield from families.values()
         yield events

@@ -194,3 +194,16 @@ def null_default_columns(conn: Connection, table_id: TableId) -> set[str]:
             for name, default in cur.fetchall()
             if default is None or (mariadb and str(default) == "NULL")
         }
+
+
+def estimated_rows(conn: Connection, table_id: TableId) -> int:
+    """The server's estimate of a table's rows (``information_schema.TABLES.TABLE_ROWS``): cheap,
+    and for InnoDB within tens of percent, which a finish-time estimate can live with."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT TABLE_ROWS FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (table_id.database, table_id.table),
+        )
+        row = cur.fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0

@@ -19,6 +19,7 @@ from textual.binding import Binding, BindingType
 
 from cdc_console.core.lifecycle import CommandKind
 from cdc_console.errors import UsageError
+from cdc_console.figures import ReadVerdict
 from cdc_console.tui.acting import SERVER, STATE, ConsoleActions, describe
 from cdc_console.tui.data.monitor import PipelineMonitor, open_monitors
 from cdc_console.tui.messages import (
@@ -130,6 +131,19 @@ class ConsoleApp(ConsoleActions):
             return
         body = redump_body(
             table, found.rows_snapshotted, found.splits_total, found.chunk_size, found.state
+        )
+        purge = view.binlog.purge if view is not None else None
+        verdict = ReadVerdict(
+            view.redump_forecast if view is not None and view.selected_table == table else None,
+            purge.expire_seconds if purge is not None else None,
+            (purge.expire_setting or "") if purge is not None else "",
+        )
+        body.append("\n\nFinish time: ", style="bold")
+        body.append(
+            verdict.describe()
+            if verdict.estimate is not None
+            else "no estimate: the table's last read left too few timed chunks",
+            style="" if verdict.fits else "bold red",
         )
         self.push_screen(
             ConfirmScreen(f"Re-dump {table}", body, "Re-dump"),

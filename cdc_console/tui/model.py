@@ -10,6 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Literal
 
+from cdc_console.core.estimate import FinishEstimate
 from cdc_console.core.lifecycle import CommandKind, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
@@ -220,6 +221,10 @@ class PipelineView:
     pipeline_paused: bool = False
     #: the server's binlog settings the job last found unsafe (``name=value``)
     unsafe_settings: tuple[str, ...] = ()
+    #: why the running job's chunk reads yield to a busy source (``[source] max_load``)
+    throttled: str | None = None
+    #: how long a re-dump of the selected table would take (``figures.redump_forecast``)
+    redump_forecast: FinishEstimate | None = None
     tables: tuple[TableView, ...] = ()
     selected_table: str | None = None
     splits: tuple[SplitView, ...] = ()

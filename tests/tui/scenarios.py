@@ -24,14 +24,17 @@ class Scenario:
     with_state: bool = True
     #: server binlog settings the job found unsafe: (name, value, expected)
     unsafe_settings: tuple[tuple[str, str, str], ...] = ()
+    #: why the job's chunk reads yield to a busy source
+    throttled: str | None = None
 
     def app(self, directory: Path) -> ConsoleApp:
         server = CannedServer(error=self.server_error) if self.server_error else None
         monitor = canned_pipeline(directory, server=server, with_state=self.with_state)
-        if self.unsafe_settings:
+        if self.unsafe_settings or self.throttled:
             store = StateStore(monitor.config.state_path)
             for name, value, expected in self.unsafe_settings:
                 store.record_source_setting(name, value, expected, False)
+            store.record_throttled(self.throttled)
             store.close()
         return ConsoleApp([monitor], first_screen=self.screen)
 
@@ -60,6 +63,8 @@ SCENARIOS = (
         "binlog",
         unsafe_settings=(("binlog_row_image", "MINIMAL", "FULL"),),
     ),
+    # the source is busy: the job's chunk reads wait, the stream does not
+    Scenario("tables-reads-yield", "tables", throttled="Threads_running 61 > 50"),
     Scenario("help", "tables", press=("question_mark",)),
     # up up: shop.customers (12 splits, so each key is quick); "/ing" keeps the tables whose
     # state or note says so; o x7 then O: by lag, longest first, tables without one last

@@ -569,6 +569,29 @@ async def test_an_unsafe_source_setting_shows_on_top(shop: PipelineMonitor) -> N
         )
 
 
+async def test_chunk_reads_yielding_to_a_busy_source_show_on_top(shop: PipelineMonitor) -> None:
+    """The job's load check holds the chunk reads: the top bar says why, on every screen,
+    until the reads go on."""
+    store = StateStore(shop.config.state_path)
+    store.record_throttled("Threads_running 61 > 50")
+    store.close()
+    app = ConsoleApp([shop])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(
+            pilot,
+            lambda: "reads yield Threads_running 61 > 50" in screen_text(app).split("\n")[0],
+            "the reason on top",
+        )
+        await pilot.press("3")
+        await until(
+            pilot, lambda: "reads yield" in screen_text(app).split("\n")[0], "on every screen"
+        )
+        store = StateStore(shop.config.state_path)
+        store.record_throttled(None)
+        store.close()
+        await until(pilot, lambda: "reads yield" not in screen_text(app).split("\n")[0], "gone")
+
+
 async def test_a_table_held_at_changes_not_logged_as_rows_says_so_in_its_note(
     shop: PipelineMonitor,
 ) -> None:

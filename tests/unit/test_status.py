@@ -189,3 +189,28 @@ def test_migrations_are_cut_where_sqlite_says_a_statement_ends() -> None:
     found = list(statements(script))
     assert len(found) == 3
     assert found[1].startswith("CREATE TRIGGER") and found[1].endswith("END;")
+
+
+def test_status_says_why_chunk_reads_yield_while_the_job_runs_and_only_then(
+    tmp_path: Path,
+) -> None:
+    canned_state(tmp_path / "state.sqlite")
+    config = config_from_dict(
+        {"source": {"tables": ["shop.*"]}, "state": {"path": str(tmp_path / "state.sqlite")}}
+    )
+    store = StateStore(config.state_path)
+    store.record_throttled("Threads_running 61 > 50")
+    assert collect_status(config, store, probe=False).throttled is None  # the run failed
+    run = store.start_run(4321, "host", "local[2]")
+    status = collect_status(config, store, probe=False)
+    assert status.throttled is not None and status.throttled["reason"] == (
+        "Threads_running 61 > 50"
+    )
+    text = format_status(status)
+    assert (
+        "  chunk reads yield to a busy source: Threads_running 61 > 50 ([source] max_load, for "
+        in text
+    )
+    assert json.loads(json.dumps(status.to_dict()))["throttled"]["since_at"].endswith("Z")
+    store.update_run(run, status="stopped")
+    store.close()

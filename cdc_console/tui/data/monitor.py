@@ -22,9 +22,17 @@ from cdc_console.core.head_history import HeadHistory
 from cdc_console.core.lifecycle import CommandKind, CommandStatus, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
+from cdc_console.core.schema import TableId
 from cdc_console.core.values import JSONValue
 from cdc_console.errors import CdcError
-from cdc_console.figures import binlog_needs, table_position
+from cdc_console.figures import (
+    READING,
+    ReadEstimates,
+    binlog_needs,
+    read_estimates,
+    redump_forecast,
+    table_position,
+)
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.source.control import refusal
 from cdc_console.state.lake import LakeTableState, lake_tables
@@ -37,6 +45,7 @@ from cdc_console.state.store import (
     VerificationRow,
 )
 from cdc_console.status import (
+    finish_note,
     held_changes_by_table,
     held_note,
     skip_reason,
@@ -58,6 +67,7 @@ from cdc_console.tui.data.views import (
 from cdc_console.tui.model import (
     BinlogView,
     EventView,
+    JobStatus,
     JobView,
     Level,
     Notice,
@@ -111,6 +121,7 @@ class PipelineMonitor:
         self._awaiting: dict[int, str] = {}
         self._notices: list[Notice] = []
         self._needs_cache: tuple[float, list[tuple[str, BinlogOffset]]] | None = None
+        self._estimates_cache: tuple[float, ReadEstimates] | None = None
         self.splits = SplitReader()
 
     # -- reading --------------------------------------------------------------------------------
@@ -180,6 +191,7 @@ class PipelineMonitor:
         for row in store.verifications():
             verified.setdefault(str(row.table_id), []).append(row)
         held = held_changes_by_table(store)
+        estimates = self._estimates(store, tables, now)
         table_views = tuple(
             self._table(
                 t,
@@ -188,6 +200,7 @@ class PipelineMonitor:
                 mirrors,
                 verified.get(str(t.table_id), []),
                 held.get(str(t.table_id), []),
+                estimates,
             )
             for t in tables
         )
@@ -215,6 +228,8 @@ class PipelineMonitor:
             unsafe_settings=tuple(
                 f"{x.name}={x.value or chr(39) * 2}" for x in store.source_settings() if not x.ok
             ),
+            throttled=_throttled(store, job),
+            redump_forecast=redump_forecast(store, TableId.parse(selected)) if selected else None,
             tables=table_views,
             selected_table=selected,
             splits=splits,
@@ -237,6 +252,15 @@ class PipelineMonitor:
             binlog=binlog,
             log_tail=log_tail,
         )
+
+    def _estimates(self, store: StateStore, tables: list[TableState], now: float) -> ReadEstimates:
+        """``read_estimates``, recomputed every few seconds (it reads every reading table's
+        chunks); the time spent since is taken off, so the countdown still moves."""
+        cached = self._estimates_cache
+        if cached is None or now - cached[0] >= NEEDS_TTL_SECONDS:
+            self._estimates_cache = (now, read_estimates(store, tables, now))
+            return self._estimates_cache[1]
+        return cached[1].later(now - cached[0])
 
     def _needs(self, store: StateStore, now: float) -> list[tuple[str, BinlogOffset]]:
         """``binlog_needs``, recomputed every few seconds: it reads every snapshotting table's
@@ -307,6 +331,7 @@ class PipelineMonitor:
         mirrors: dict[str, LakeTableState],
         verified: list[VerificationRow],
         held: list[HeldChanges],
+        estimates: ReadEstimates,
     ) -> TableView:
         name = str(table.table_id)
         mirror = mirrors.get(name)
@@ -331,8 +356,11 @@ class PipelineMonitor:
                 n
                 for n in (
                     table_note(table),
-                    verification_note(verified, now),
                     held_note(held, now),
+                    verification_note(verified, now),
+                    finish_note(estimates.tables.get(table.table_id))
+                    if table.state in READING
+                    else "",
                 )
                 if n
             ),
@@ -557,3 +585,11 @@ def open_monitors(config_paths: Sequence[str | Path]) -> list[PipelineMonitor]:
             )
         )
     return monitors
+
+
+def _throttled(store: StateStore, job: JobView) -> str | None:
+    """The load check's reason, while a job that could have made it runs."""
+    if job.status in (JobStatus.STOPPED, JobStatus.FAILED, JobStatus.NEVER_RAN):
+        return None
+    throttled = store.throttled()
+    return throttled.reason if throttled is not None else None

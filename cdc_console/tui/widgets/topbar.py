@@ -68,6 +68,10 @@ class TopBar(Static):
             if view.pipeline_paused:
                 line.append(" │ ", style="dim")
                 line.append("PIPELINE PAUSED", style="bold black on yellow")
+            if view.throttled:
+                # the source is busy: chunk reads wait, the binlog stream does not
+                line.append(" │ reads yield ", style="dim")
+                line.append(view.throttled, style=fmt.LEVEL_STYLES[Level.WARN])
             if view.unsafe_settings:
                 # a setting under which new writers' changes are not logged as full rows
                 line.append(" │ source ", style="dim")
