@@ -13,11 +13,13 @@ head, once a heartbeat) and what a probe of the server returns:
 - the **purge headroom**: how long before the server may expire the oldest binlog file the
   pipeline still needs (``purge_headroom``);
 - the **finish time** of the chunk reads under way (``read_estimates``): per table and in total,
-  with its range (``core.estimate``), to set against the purge headroom.
+  with its range (``core.estimate``), to set against the purge headroom;
+- **where the lag is** (``lag_stages``): how the last minute was spent, stage by stage.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -34,7 +36,13 @@ from cdc_console.core.head_history import HeadHistory
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.schema import TableId
-from cdc_console.state.store import LagSample, SplitState, StateStore, TableState
+from cdc_console.state.store import (
+    AppliedBatch,
+    LagSample,
+    SplitState,
+    StateStore,
+    TableState,
+)
 from cdc_console.units import span
 
 
@@ -350,3 +358,90 @@ class ReadVerdict:
             f"the read may take {took}, and {kept}: with a {MARGIN:g}x margin it does not fit, "
             "and a read that outlasts the binlog it needs is parked and starts over"
         )
+
+
+class LagStage(StrEnum):
+    """The stages a change waits in, in the order it meets them; the value is how an operator
+    reads it."""
+
+    TRIGGER = "waiting for the next batch"
+    SERVER = "planning (the server's answers)"
+    READ = "reading and decoding (Spark's batch)"
+    MAINTENANCE = "lake maintenance"
+    COMMIT = "the sink's commit"
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+
+#: the span ``lag_stages`` looks back over
+STAGES_WINDOW_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class LagStages:
+    """How the pipeline's time since ``start`` went, stage by stage: each batch's cycle, from
+    the batch before it applied to its own commit, cut at its planning, staging and commit
+    (``lag_stages``), so the stages add up to the time covered (``covered``)."""
+
+    seconds: dict[LagStage, float]
+    covered: float
+
+    def top(self) -> tuple[LagStage, float] | None:
+        if self.covered <= 0:
+            return None
+        stage = max(self.seconds, key=lambda s: self.seconds[s])
+        return stage, self.seconds[stage]
+
+    def describe(self) -> str:
+        """``the sink's commit took 38 s of the last 40 s``."""
+        top = self.top()
+        if top is None:
+            return "no batch in the last minute"
+        stage, seconds = top
+        return f"{stage} took {span(seconds)} of the last {span(self.covered)}"
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "covered_seconds": round(self.covered, 3),
+            **{f"{s.key}_seconds": round(v, 3) for s, v in self.seconds.items()},
+        }
+
+
+def lag_stages(
+    batches: Sequence[AppliedBatch], now: float, window: float = STAGES_WINDOW_SECONDS
+) -> LagStages:
+    """Where the time of the last ``window`` seconds went (``batches``:
+    ``StateStore.applied_batches(now - window)``).
+
+    A batch's cycle runs from the commit of the batch before it to its own commit: it waited
+    for the next trigger, was planned (asking the server where the binlog ends), read and
+    decoded by Spark's tasks until staged, held while lake maintenance had the applier's lock,
+    and committed. The batch in flight counts up to ``now`` in the stage it is in. Batches
+    planned while the one before was still applied overlap it; each moment counts once.
+    """
+    seconds = dict.fromkeys(LagStage, 0.0)
+    begin = now - window
+    for before, batch in itertools.pairwise(batches):
+        if before.applied_at is None:
+            continue
+        start = max(before.applied_at, begin)
+        end = batch.applied_at if batch.applied_at is not None else now
+        if end <= start:
+            continue
+
+        def clip(moment: float) -> float:
+            return min(max(moment, start), end)  # noqa: B023
+
+        planned = clip(batch.created_at)
+        plan_began = clip(batch.created_at - batch.plan_seconds)
+        staged = clip(batch.staged_at) if batch.staged_at is not None else end
+        committing = end - staged
+        held = min(batch.held_seconds, committing) if batch.applied_at is not None else 0.0
+        seconds[LagStage.TRIGGER] += plan_began - start
+        seconds[LagStage.SERVER] += planned - plan_began
+        seconds[LagStage.READ] += staged - planned
+        seconds[LagStage.MAINTENANCE] += held
+        seconds[LagStage.COMMIT] += committing - held
+    return LagStages(seconds, sum(seconds.values()))

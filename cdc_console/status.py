@@ -21,9 +21,12 @@ from cdc_console.core.values import JSONObject, JSONValue
 from cdc_console.errors import redact
 from cdc_console.figures import (
     READING,
+    STAGES_WINDOW_SECONDS,
+    LagStage,
     PurgeHeadroom,
     PurgeState,
     head_history,
+    lag_stages,
     last_event_ms,
     pipeline_needs,
     position_lag,
@@ -240,6 +243,9 @@ class PipelineStatus:
     #: the time left to every chunk read under way (``figures.read_estimates``), with
     #: ``outlasts_headroom`` when its slow end passes the purge headroom
     finish: JSONObject | None = None
+    #: where the last minute went, stage by stage (``figures.lag_stages``), and the stage that
+    #: took most of it
+    stages: JSONObject | None = None
 
     def to_dict(self) -> JSONObject:
         found = asdict(self)
@@ -423,7 +429,15 @@ def collect_status(
             {"reason": throttled.reason, "since_at": throttled.since} if throttled else None
         ),
         finish=_total_finish(estimates.total, room),
+        stages=_stages(store, now),
     )
+
+
+def _stages(store: StateStore, now: float) -> JSONObject:
+    found = lag_stages(store.applied_batches(now - STAGES_WINDOW_SECONDS), now)
+    document: JSONObject = dict(found.to_dict())
+    document["summary"] = found.describe()
+    return document
 
 
 def _total_finish(total: FinishEstimate | None, room: PurgeHeadroom) -> JSONObject | None:
@@ -500,6 +514,10 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
         lines.append(f"  behind: {status.bytes_behind} bytes, {status.files_behind} files")
     lag = "-" if status.event_lag_ms is None else f"{status.event_lag_ms / 1000:.1f} s"
     lines.append(f"  event-time lag: {lag}")
+    if status.stages and status.stages.get("covered_seconds"):
+        lines.append(
+            f"  where the time went: {status.stages['summary']} ({_stage_list(status.stages)})"
+        )
     if status.purge:
         lines.append(f"  purge headroom: {status.purge['summary']}")
     if status.finish and status.finish["chunks_left"]:
@@ -535,6 +553,18 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
             outcome = f": {c['reason']}" if c["reason"] else ""
             lines.append(f"    #{c['id']} {c['what']} - {c['status']}{outcome}")
     return "\n".join(lines)
+
+
+def _stage_list(stages: JSONObject) -> str:
+    """``commit 38 s, read 1.2 s, ...``: the stages that took any time, longest first."""
+    taken = [
+        (stage.key, seconds)
+        for stage in LagStage
+        if isinstance(seconds := stages.get(f"{stage.key}_seconds"), int | float) and seconds
+    ]
+    return ", ".join(
+        f"{key} {span(seconds)}" for key, seconds in sorted(taken, key=lambda x: -x[1])
+    )
 
 
 def _span_of(seconds: JSONValue) -> str:

@@ -15,6 +15,7 @@ from prometheus_client.registry import Collector
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle, Verdict
+from cdc_console.figures import LagStage
 from cdc_console.state.store import StateStore
 from cdc_console.status import PipelineStatus
 
@@ -91,6 +92,17 @@ class PipelineCollector(Collector):
                 if isinstance(value, int | float):
                     finish.add_metric([name, bound], value)
         yield finish
+
+        stages = gauge(
+            "lag_stage_seconds",
+            "Seconds of the last minute the pipeline spent in each stage: trigger (waiting for "
+            "the next batch), server (planning), read (Spark's batch), maintenance, commit",
+            ("stage",),
+        )
+        for stage in LagStage:
+            spent = status.stages.get(f"{stage.key}_seconds") if status.stages else None
+            stages.add_metric([name, stage.key], spent if isinstance(spent, int | float) else 0.0)
+        yield stages
 
         states = gauge("tables", "Captured tables by lifecycle state", ("state",))
         counts = {state: 0 for state in Lifecycle}

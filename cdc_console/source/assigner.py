@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Sequence
 
 import pymysql
@@ -193,6 +194,7 @@ class HybridSplitAssigner:
                 last = wait_applied(self.store, last)
         if last is not None and last.status != BatchStatus.APPLIED and past is None:
             return last.plan
+        clock = time.monotonic()  # planning proper: the server's answers, splitting tables
         batch_no = (last.batch_no if last else 0) + 1
         if self.store.draining():
             return None  # the job is stopping: the batch in flight was the last
@@ -233,7 +235,7 @@ class HybridSplitAssigner:
         plan = BatchPlan(batch_no, planned, binlog, self.server_ids[0], head, tuple(reshaped))
         if plan.is_empty:
             return None
-        self.store.create_batch(batch_no, plan.to_dict(), splits)
+        self.store.create_batch(batch_no, plan.to_dict(), splits, time.monotonic() - clock)
         log.info(
             "planned %s%s",
             plan.describe(),

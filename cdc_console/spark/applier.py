@@ -16,7 +16,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,6 +67,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CRASH_ENV = "CDC_CONSOLE_CRASH_AT"
+#: a wait for the applier's lock shorter than this is no wait for maintenance worth a write
+HELD_NOTED_SECONDS = 0.01
 
 
 def crash_point(name: str, has_data: bool) -> None:
@@ -111,12 +114,26 @@ class BatchApplier:
         #: the batch applied while the next one is read (``source.plan_past``), and its failure
         self._applying: threading.Thread | None = None
         self._failure: BaseException | None = None
+        #: how long the batch being applied waited for the lock (``_held``)
+        self._held_seconds = 0.0
 
     def __call__(self, df: DataFrame, spark_batch_id: int) -> None:
         table = df.toArrow()
         self.wait_applied()  # batches apply in order: the one before first
-        with self.lock:
+        with self._held():
             self.apply_arrow(table, overlap=True)
+
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        """The applier's lock; how long taking it waited (for lake maintenance, which holds
+        it) is noted on the batch applied under it, for the lag split by stage."""
+        clock = time.monotonic()
+        with self.lock:
+            self._held_seconds = time.monotonic() - clock
+            try:
+                yield
+            finally:
+                self._held_seconds = 0.0
 
     def apply_arrow(self, table: pa.Table, *, overlap: bool = False) -> None:
         """Stage and apply the batch ``table`` carries; with ``overlap``, a batch the planner
@@ -159,7 +176,7 @@ class BatchApplier:
     def _apply_in_background(self, batch_no: int, table: pa.Table) -> None:
         def apply() -> None:
             try:
-                with self.lock:
+                with self._held():
                     self.apply_staged(batch_no, just_staged=table)
             except BaseException as exc:  # raised to the job by wait_applied / check
                 log.error("batch %d failed to apply: %s", batch_no, exc)
@@ -216,6 +233,8 @@ class BatchApplier:
             t: schema_from_dict(d) for t, d in self.store.schemas().items()
         }
         replaces = replace_ranges(plan, schemas, self.config.source)
+        if self._held_seconds >= HELD_NOTED_SECONDS:
+            self.store.note_held(batch_no, self._held_seconds)
         clock = time.monotonic()
         split_results = list(reports.splits)
         # A chunk not read (its table changed shape) must not empty its key range.

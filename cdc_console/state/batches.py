@@ -17,6 +17,7 @@ from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.untyped import SqliteRow
 from cdc_console.core.values import JSONObject
 from cdc_console.state.rows import (
+    AppliedBatch,
     BatchRow,
     offset_json,
     offset_of,
@@ -66,12 +67,18 @@ class BatchesRepo(SplitsRepo):
         return [BatchTiming(len(json.loads(r[0])["snapshot"]), float(r[1])) for r in rows]
 
     def create_batch(
-        self, batch_no: int, plan: JSONObject, splits: Sequence[SnapshotSplit]
+        self,
+        batch_no: int,
+        plan: JSONObject,
+        splits: Sequence[SnapshotSplit],
+        plan_seconds: float | None = None,
     ) -> None:
+        """``plan_seconds``: how long planning it took (the server's answers included)."""
         with self.transaction() as conn:
             conn.execute(
-                "INSERT INTO batches (batch_no, plan, status, created_at) VALUES (?, ?, ?, ?)",
-                (batch_no, json.dumps(plan), BatchStatus.PLANNED, time.time()),
+                "INSERT INTO batches (batch_no, plan, status, created_at, plan_seconds) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (batch_no, json.dumps(plan), BatchStatus.PLANNED, time.time(), plan_seconds),
             )
             self.assign_splits(splits, batch_no, conn)
 
@@ -101,6 +108,35 @@ class BatchesRepo(SplitsRepo):
             "UPDATE batches SET status=?, applied_at=? WHERE batch_no=?",
             (BatchStatus.APPLIED, time.time(), batch_no),
         )
+
+    def note_held(self, batch_no: int, seconds: float) -> None:
+        """The batch waited ``seconds`` for lake maintenance before it could be applied."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE batches SET held_seconds = ? WHERE batch_no = ?", (seconds, batch_no)
+            )
+
+    def applied_batches(self, since: float) -> list[AppliedBatch]:
+        """The batches applied after ``since``, the one applied just before them and the one in
+        flight (``applied_at`` None), oldest first: when each was planned, staged and applied,
+        for the lag split by stage (``figures.lag_stages``)."""
+        rows = self.db.execute(
+            "SELECT batch_no, created_at, plan_seconds, staged_at, held_seconds, applied_at "
+            "FROM batches WHERE batch_no >= COALESCE((SELECT MAX(batch_no) FROM batches "
+            "WHERE status = ? AND applied_at <= ?), 0) ORDER BY batch_no",
+            (BatchStatus.APPLIED, since),
+        ).fetchall()
+        return [
+            AppliedBatch(
+                int(r[0]),
+                float(r[1]),
+                float(r[2] or 0.0),
+                float(r[3]) if r[3] is not None else None,
+                float(r[4] or 0.0),
+                float(r[5]) if r[5] is not None else None,
+            )
+            for r in rows
+        ]
 
     def narrow_batch(self, plan: BatchPlan, released: Sequence[str]) -> None:
         """Replace a batch that is still only planned with ``plan`` (a narrower one, same

@@ -198,4 +198,11 @@ MIGRATIONS: list[str] = [
         changed_at REAL NOT NULL
     );
     """,
+    # 10: where a batch's time went, for the lag split by stage: the planner's own time
+    # (asking the server where the binlog ends, splitting tables) and the applier's wait for
+    # lake maintenance
+    """
+    ALTER TABLE batches ADD COLUMN plan_seconds REAL;
+    ALTER TABLE batches ADD COLUMN held_seconds REAL;
+    """,
 ]

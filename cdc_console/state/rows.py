@@ -112,6 +112,19 @@ class BatchRow:
 
 
 @dataclass(frozen=True)
+class AppliedBatch:
+    """When one batch was planned (and how long planning took), staged and applied (None: not
+    yet), and how long it waited for lake maintenance."""
+
+    batch_no: int
+    created_at: float
+    plan_seconds: float
+    staged_at: float | None
+    held_seconds: float
+    applied_at: float | None
+
+
+@dataclass(frozen=True)
 class RunRow:
     """One start of the job (``job_runs``): its process, heartbeat and how it ended."""
 

@@ -19,6 +19,7 @@ from cdc_console.state.journal import EVENTS_KEPT, LAG_SAMPLES_KEPT, JournalRepo
 from cdc_console.state.outages import OutagesRepo
 from cdc_console.state.positions import PositionsRepo
 from cdc_console.state.rows import (
+    AppliedBatch,
     BatchRow,
     Command,
     EventRow,
@@ -39,6 +40,7 @@ __all__ = [
     "EVENTS_KEPT",
     "LAG_SAMPLES_KEPT",
     "PIPELINE_PAUSED_META",
+    "AppliedBatch",
     "BatchRow",
     "Command",
     "EventRow",

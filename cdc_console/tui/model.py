@@ -14,6 +14,7 @@ from cdc_console.core.estimate import FinishEstimate
 from cdc_console.core.lifecycle import CommandKind, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
+from cdc_console.figures import LagStages
 from cdc_console.source.control import refusal
 from cdc_console.state.rows import TableState
 from cdc_console.state.store import Command, RunRow
@@ -183,6 +184,8 @@ class BinlogView:
     newest_file: str | None
     needs: tuple[tuple[str, BinlogOffset, Lag | None], ...]
     purge: PurgeRisk
+    #: where the last minute went, stage by stage (``figures.lag_stages``)
+    stages: LagStages | None = None
 
 
 @dataclass(frozen=True)

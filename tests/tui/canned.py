@@ -17,7 +17,14 @@ from unittest import mock
 
 from cdc_console.config import load_config
 from cdc_console.core.chunk import ChunkRange
-from cdc_console.core.lifecycle import CommandKind, CommandStatus, Lifecycle, SplitStatus, Verdict
+from cdc_console.core.lifecycle import (
+    BatchStatus,
+    CommandKind,
+    CommandStatus,
+    Lifecycle,
+    SplitStatus,
+    Verdict,
+)
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.core.splits import SnapshotSplit
@@ -142,7 +149,28 @@ def build_state(path: Path) -> None:
         _events_and_commands(store, clock)
         _verifications(store, clock)
         _lake(store, path.parent / "lake")
+        _batches(store)
         store.close()
+
+
+def _batches(store: StateStore) -> None:
+    """The last minute's batches: chunk batches read for 8 s between binlog-only ones, one held
+    6 s by lake maintenance, and one still being read (batch 7, with two orders chunks)."""
+    rows = []
+    applied = NOW - 45.0
+    for no in range(1, 7):
+        created = applied + 0.8
+        staged = created + (8.0 if no % 2 else 0.6)
+        held = 6.0 if no == 4 else 0.0
+        applied = staged + held + 0.4
+        rows.append((no, "{}", BatchStatus.APPLIED, created, 0.1, staged, held or None, applied))
+    rows.append((7, "{}", BatchStatus.PLANNED, NOW - 2.0, 0.1, None, None, None))
+    with store.transaction() as conn:
+        conn.executemany(
+            "INSERT INTO batches (batch_no, plan, status, created_at, plan_seconds, staged_at, "
+            "held_seconds, applied_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
 
 
 def _lake(store: StateStore, root: Path) -> None:

@@ -27,8 +27,10 @@ from cdc_console.core.values import JSONValue
 from cdc_console.errors import CdcError
 from cdc_console.figures import (
     READING,
+    STAGES_WINDOW_SECONDS,
     ReadEstimates,
     binlog_needs,
+    lag_stages,
     read_estimates,
     redump_forecast,
     table_position,
@@ -409,6 +411,9 @@ class PipelineMonitor:
                 for who, where in sorted(needs, key=lambda need: need[1])
             ),
             purge=assess.purge_risk(needs, server, self.history, now, console),
+            stages=lag_stages(store.applied_batches(now - STAGES_WINDOW_SECONDS), now)
+            if store is not None
+            else None,
         )
 
     def _stateless_view(self, now: float, log_tail: tuple[str, ...]) -> PipelineView:

@@ -13,6 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Vertical
 from textual.widgets import Sparkline, Static
 
+from cdc_console.figures import LagStage, LagStages
 from cdc_console.tui import format as fmt
 from cdc_console.tui.data.units import size, span
 from cdc_console.tui.model import BinlogView, Lag, Level, PipelineView
@@ -71,6 +72,50 @@ def lag_summary(lag: Lag | None, history: tuple[float, ...]) -> Text:
     return text
 
 
+#: each stage's colour in the stacked bar, in the order a change meets them
+STAGE_STYLES = {
+    LagStage.TRIGGER: "grey50",
+    LagStage.SERVER: "cyan",
+    LagStage.READ: "blue",
+    LagStage.MAINTENANCE: "magenta",
+    LagStage.COMMIT: "yellow",
+}
+STAGE_BAR_WIDTH = 48
+
+
+def stage_bar(stages: LagStages | None) -> Text:
+    """Where the last minute went: one stacked bar, a stage per colour, then the legend."""
+    text = Text(end="")
+    text.append("where the time went  ", style="dim")
+    if stages is None or stages.covered <= 0:
+        text.append("no batch in the last minute", style="dim")
+        return text
+    cells = _cells(stages)
+    for stage, count in cells.items():
+        text.append("█" * count, style=STAGE_STYLES[stage])
+    text.append(f"  {stages.describe()}\n", style="")
+    text.append(" " * len("where the time went  "))
+    for stage in LagStage:
+        seconds = stages.seconds[stage]
+        text.append("■ ", style=STAGE_STYLES[stage])
+        text.append(f"{stage.key} {span(seconds)}   ", style="" if seconds else "dim")
+    return text
+
+
+def _cells(stages: LagStages) -> dict[LagStage, int]:
+    """The bar's cells per stage (largest remainders), every stage that took time at least one."""
+    exact = {s: STAGE_BAR_WIDTH * v / stages.covered for s, v in stages.seconds.items()}
+    cells = {s: max(1, int(x)) if stages.seconds[s] > 0 else 0 for s, x in exact.items()}
+    spare = STAGE_BAR_WIDTH - sum(cells.values())
+    for stage in sorted(exact, key=lambda s: exact[s] - int(exact[s]), reverse=True):
+        if spare <= 0:
+            break
+        if stages.seconds[stage] > 0:
+            cells[stage] += 1
+            spare -= 1
+    return cells
+
+
 def purge(view: BinlogView) -> Table:
     risk = view.purge
     grid = _grid()
@@ -112,6 +157,7 @@ class BinlogScreen(ConsoleScreen):
             lag_panel.border_title = "Event-time lag"
             yield Static(id="lag")
             yield Sparkline([], id="lag-sparkline")
+            yield Static(id="lag-stages")
         with Vertical(classes="panel", id="needs-panel") as needs_panel:
             needs_panel.border_title = "Positions this pipeline will read from (oldest first)"
             yield KeyedTable(NEED_COLUMNS, id="needs")
@@ -122,6 +168,7 @@ class BinlogScreen(ConsoleScreen):
             self.query_one("#positions", Static).update(positions(binlog))
             self.query_one("#purge", Static).update(purge(binlog))
             self.query_one("#lag", Static).update(lag_summary(binlog.event_lag, binlog.lag_history))
+            self.query_one("#lag-stages", Static).update(stage_bar(binlog.stages))
             sparkline = self.query_one("#lag-sparkline", Sparkline)
             data = list(binlog.lag_history) or [0.0]
             if list(sparkline.data or []) != data:

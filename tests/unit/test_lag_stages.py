@@ -1,0 +1,85 @@
+"""Where the lag is: each batch's cycle cut into stages that add up to the time covered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdc_console.core.lifecycle import BatchStatus
+from cdc_console.figures import LagStage, lag_stages
+from cdc_console.state.rows import AppliedBatch
+from cdc_console.state.store import StateStore
+
+
+def batch(
+    no: int,
+    created: float,
+    staged: float | None,
+    applied: float | None,
+    plan: float = 0.0,
+    held: float = 0.0,
+) -> AppliedBatch:
+    return AppliedBatch(no, created, plan, staged, held, applied)
+
+
+def test_each_cycle_is_cut_at_its_planning_staging_and_commit() -> None:
+    batches = [
+        batch(1, 90.0, 91.0, 100.0),
+        # waits 1 s for its trigger, plans 0.5 s, reads 2 s, waits 3 s for maintenance, commits 1 s
+        batch(2, 101.5, 103.5, 107.5, plan=0.5, held=3.0),
+        batch(3, 108.0, 108.5, 110.0, plan=0.2),
+    ]
+    found = lag_stages(batches, now=110.0)
+    assert found.seconds == pytest.approx(
+        {
+            LagStage.TRIGGER: 1.0 + 0.3,
+            LagStage.SERVER: 0.5 + 0.2,
+            LagStage.READ: 2.0 + 0.5,
+            LagStage.MAINTENANCE: 3.0,
+            LagStage.COMMIT: 1.0 + 1.5,
+        }
+    )
+    assert found.covered == pytest.approx(10.0)  # from batch 1's commit to batch 3's
+    assert found.describe() == "lake maintenance took 3.0 s of the last 10 s"
+
+
+def test_the_batch_in_flight_counts_up_to_now_in_the_stage_it_is_in() -> None:
+    stuck_in_commit = [batch(1, 0.0, 1.0, 2.0), batch(2, 3.0, 4.0, None)]
+    found = lag_stages(stuck_in_commit, now=44.0)
+    assert found.seconds[LagStage.COMMIT] == pytest.approx(40.0)
+    assert found.covered == pytest.approx(42.0)
+    assert found.describe() == "the sink's commit took 40 s of the last 42 s"
+    reading = lag_stages([batch(1, 0.0, 1.0, 2.0), batch(2, 3.0, None, None)], now=13.0)
+    assert reading.seconds[LagStage.READ] == pytest.approx(10.0)
+
+
+def test_only_the_window_counts_and_overlapping_batches_count_once() -> None:
+    long_ago = batch(1, 0.0, 1.0, 2.0)
+    # planned while batch 1 was still applied (plan past): its time before 2.0 is batch 1's
+    overlapping = batch(2, 1.5, 3.0, 4.0)
+    found = lag_stages([long_ago, overlapping], now=4.0, window=1.5)
+    assert found.covered == pytest.approx(1.5)  # 2.5 .. 4.0
+    assert found.seconds[LagStage.READ] == pytest.approx(0.5)
+    assert found.seconds[LagStage.COMMIT] == pytest.approx(1.0)
+    assert lag_stages([long_ago], now=100.0).describe() == "no batch in the last minute"
+
+
+def test_the_state_gives_the_batches_around_the_window(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "state.sqlite")
+    for no in (1, 2, 3):
+        store.create_batch(no, {"batch_no": no}, [], plan_seconds=0.25)
+    with store.transaction() as conn:
+        for no, applied in ((1, 10.0), (2, 20.0)):
+            conn.execute(
+                "UPDATE batches SET status = ?, staged_at = ?, applied_at = ? WHERE batch_no = ?",
+                (BatchStatus.APPLIED, applied - 1, applied, no),
+            )
+    store.note_held(2, 0.5)
+    found = store.applied_batches(since=15.0)
+    assert [(b.batch_no, b.applied_at, b.held_seconds) for b in found] == [
+        (1, 10.0, 0.0),
+        (2, 20.0, 0.5),
+        (3, None, 0.0),
+    ]
+    assert found[0].plan_seconds == 0.25
