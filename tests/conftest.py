@@ -25,6 +25,31 @@ CDC_PASSWORD_ENV = "CDC_TEST_SOURCE_PASSWORD"
 _db_counter = itertools.count(1)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, deal the Spark tests (a minute or more each) evenly to the workers and
+    first in each worker's share, the quick ones after them.
+
+    ``--dist worksteal`` hands each worker a contiguous block of the collection and lets an
+    idle worker steal from the end of a busy one's. In collection order the Spark tests bunch
+    in the first blocks, so a long one started late held the whole run up at its end; dealt
+    like this, the run ends on quick tests that stealing evens out.
+    """
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers < 2:
+        return
+    heavy = [item for item in items if item.get_closest_marker("spark")]
+    light = [item for item in items if not item.get_closest_marker("spark")]
+    size = -(-len(items) // workers)
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for n, item in enumerate(heavy):
+        shares[n % workers].append(item)
+    rest = iter(light)
+    for share in shares:
+        share.extend(itertools.islice(rest, max(0, size - len(share))))
+    shares[-1].extend(rest)
+    items[:] = [item for share in shares for item in share]
+
+
 def _require_server() -> None:
     try:
         find_server_binary()

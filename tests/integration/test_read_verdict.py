@@ -3,20 +3,41 @@ starts (``--force`` starts it anyway), against a real MariaDB whose expiry the t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from cdc_console.cli import main
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
-from tests.integration.harness import load, run_cli, write_config
+from tests.integration.harness import load, write_config
 from tests.unit.test_estimate import read_chunks
 
 pytestmark = pytest.mark.mysql
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Ran]:
+    """``cdc-console ARGS`` in this process (a subprocess would spend seconds importing)."""
+
+    def run(*args: str) -> Ran:
+        code = main(list(args))
+        out = capsys.readouterr()
+        return Ran(code, out.out, out.err)
+
+    return run
 
 
 @pytest.fixture
@@ -30,7 +51,7 @@ def expiry(source_db: SourceDb) -> Iterator[SourceDb]:
 
 
 def test_a_read_that_would_outlast_the_binlog_is_refused_unless_forced(
-    expiry: SourceDb, tmp_path: Path
+    expiry: SourceDb, tmp_path: Path, run_cli: Callable[..., Ran]
 ) -> None:
     db = expiry
     db.execute(
@@ -78,7 +99,7 @@ def test_a_read_that_would_outlast_the_binlog_is_refused_unless_forced(
 
 
 def test_check_warns_when_the_reads_under_way_may_outlast_the_binlog(
-    expiry: SourceDb, tmp_path: Path
+    expiry: SourceDb, tmp_path: Path, run_cli: Callable[..., Ran]
 ) -> None:
     db = expiry
     db.execute("CREATE TABLE orders (id INT PRIMARY KEY)")
