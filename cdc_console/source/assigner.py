@@ -13,8 +13,8 @@ lifecycle state:
 - STREAMING: its changes from its own stream position on are emitted unfiltered.
 
 While the source is busier than ``[source] max_load`` allows (``source.throttle``), a batch
-carries no chunks; the binlog window is planned as ever. Before planning, pending operator commands are applied (``CommandProcessor``), and a paused
-pipeline plans nothing. A table whose next binlog position lies in a file the server no longer
+carries no chunks; the binlog window is planned as ever. Before planning, pending operator
+commands are applied (``CommandProcessor``), and a paused pipeline plans nothing. A table whose next binlog position lies in a file the server no longer
 has (purged while it was paused or behind) is parked in NEEDS_REDUMP before the window is cut,
 so the other tables go on instead of every window failing on the missing file. Every batch's window ends at the server's head as read while planning, so one batch brings every
 streaming table up to date and a catching-up table joins the stream after one batch.

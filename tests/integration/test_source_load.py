@@ -24,7 +24,23 @@ from cdc_console.mysql.source_load import read_load, replica_lag
 from cdc_console.source.throttle import LoadThrottle
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
-from tests.integration.harness import events, load, write_config
+from tests.integration.harness import (
+    JobProcess,
+    Writer,
+    events,
+    load,
+    running,
+    wait_for,
+    write_config,
+)
+from tests.integration.test_table_control import (
+    all_in,
+    assert_converged,
+    caught_up_now,
+    cli,
+    create_table,
+    tables_state,
+)
 
 pytestmark = pytest.mark.mysql
 
@@ -141,16 +157,6 @@ def test_check_names_a_limit_the_server_does_not_report(
 def test_a_snapshot_and_a_redump_yield_to_a_busy_source_while_the_stream_goes_on(
     source_db: SourceDb, tmp_path: Path
 ) -> None:
-    from tests.integration.harness import JobProcess, Writer, running, wait_for
-    from tests.integration.test_table_control import (
-        all_in,
-        assert_converged,
-        caught_up_now,
-        cli,
-        create_table,
-        tables_state,
-    )
-
     db = source_db
     create_table(db, "big", rows=6_000)
     create_table(db, "live", rows=300)
