@@ -556,8 +556,10 @@ def test_a_window_read_in_parts_gives_exactly_what_one_reader_gives(source_db: S
         for count in (2, 3, 5, 8, 13):
             targets = [start.pos + size * k // count for k in range(1, count)]
             starts = transaction_starts(conn, start, end, targets)
-            # at 13 parts, two cuts fall into the two large INSERT ... SELECT transactions
-            assert len(starts) == count - 1 if count <= 8 else len(starts) >= 8, count
+            # from 8 parts on, cuts may fall into the large INSERT ... SELECT and DELETE
+            # transactions and share their start: where depends on the names' lengths in the
+            # events, i.e. on how many databases the worker's server made before this one
+            assert len(starts) == count - 1 if count <= 5 else len(starts) >= 6, count
             assert [c.pos for c in starts] == sorted({c.pos for c in starts}), count
             assert all(c.pos in group_starts for c in starts), count
             cuts = [start, *starts, end]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cdc_console.config import PipelineConfig
+from cdc_console.core.estimate import FinishEstimate
 from cdc_console.core.head_history import HeadHistory
 from cdc_console.core.lifecycle import CommandKind, CommandStatus, Verdict
 from cdc_console.core.offset import BinlogOffset
@@ -124,6 +125,7 @@ class PipelineMonitor:
         self._notices: list[Notice] = []
         self._needs_cache: tuple[float, list[tuple[str, BinlogOffset]]] | None = None
         self._estimates_cache: tuple[float, ReadEstimates] | None = None
+        self._forecast_cache: tuple[float, str, FinishEstimate | None] | None = None
         self.splits = SplitReader()
 
     # -- reading --------------------------------------------------------------------------------
@@ -231,7 +233,7 @@ class PipelineMonitor:
                 f"{x.name}={x.value or chr(39) * 2}" for x in store.source_settings() if not x.ok
             ),
             throttled=_throttled(store, job),
-            redump_forecast=redump_forecast(store, TableId.parse(selected)) if selected else None,
+            redump_forecast=self._forecast(store, selected, now) if selected else None,
             tables=table_views,
             selected_table=selected,
             splits=splits,
@@ -254,6 +256,15 @@ class PipelineMonitor:
             binlog=binlog,
             log_tail=log_tail,
         )
+
+    def _forecast(self, store: StateStore, table: str, now: float) -> FinishEstimate | None:
+        """``redump_forecast`` of the selected table, again every few seconds or when another
+        table is selected: it reads all the table's chunks."""
+        cached = self._forecast_cache
+        if cached is None or cached[1] != table or now - cached[0] >= NEEDS_TTL_SECONDS:
+            self._forecast_cache = (now, table, redump_forecast(store, TableId.parse(table)))
+            return self._forecast_cache[2]
+        return cached[2]
 
     def _estimates(self, store: StateStore, tables: list[TableState], now: float) -> ReadEstimates:
         """``read_estimates``, recomputed every few seconds (it reads every reading table's
