@@ -19,6 +19,8 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+import pymysql
+
 from cdc_console.errors import redact
 from cdc_console.state.store import StateStore
 
@@ -80,7 +82,8 @@ class LoadThrottle:
         self._checked_at = now
         try:
             values = self.read(list(self.limits))
-        except Exception as exc:  # a probe, not the read: see the module docstring
+        except (pymysql.err.MySQLError, OSError) as exc:  # a probe, not the read: see above
+            # (a SourceError, such as the planner's "the source moved", is the plan's to raise)
             log.warning("probing the source's load failed: %s", redact(str(exc)))
             values = {}
         reason = over_limits(self.limits, values)

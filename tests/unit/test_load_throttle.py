@@ -12,7 +12,7 @@ import pytest
 from cdc_console.config import PipelineConfig, config_from_dict
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.schema import schema_to_dict
-from cdc_console.errors import ConfigError
+from cdc_console.errors import ConfigError, SourceError
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.throttle import LoadThrottle, over_limits
 from cdc_console.state.store import StateStore
@@ -184,3 +184,13 @@ def test_nothing_to_read_ends_a_spell_without_asking_the_server(tmp_path: Path) 
     assigner.next_plan()
     assert store.throttled() is None
     assert load.asked == []
+
+
+def test_a_source_that_moved_is_the_plans_to_raise_not_the_probes(tmp_path: Path) -> None:
+    """The planner's connection raises SourceError when the source failed over, so the plan
+    is made again from the re-mapped state; the load probe must not swallow it."""
+    load = Load()
+    load.fail = SourceError("the source moved to another server", transient=True)
+    throttle = LoadThrottle({"Threads_running": 50}, load, StateStore(tmp_path / "s.sqlite"))
+    with pytest.raises(SourceError):
+        throttle.reason()
