@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.estimate import FinishEstimate
@@ -79,6 +80,7 @@ from cdc_console.tui.model import (
 )
 
 RUNS_SHOWN = 10
+T = TypeVar("T")
 EVENTS_SHOWN = 300
 COMMANDS_SHOWN = 100
 LAG_HISTORY_SHOWN = 120
@@ -91,6 +93,21 @@ def console_user() -> str:
         return f"console:{getpass.getuser()}"
     except Exception:
         return "console"
+
+
+class Recent(Generic[T]):
+    """One figure that reads much of the state, computed again only every
+    ``NEEDS_TTL_SECONDS`` or when what it is for (``key``) changes."""
+
+    def __init__(self) -> None:
+        self._held: tuple[float, str, T] | None = None
+
+    def get(self, now: float, key: str, compute: Callable[[], T]) -> tuple[T, float]:
+        """The figure, and how many seconds old it is."""
+        held = self._held
+        if held is None or held[1] != key or now - held[0] >= NEEDS_TTL_SECONDS:
+            held = self._held = (now, key, compute())
+        return held[2], now - held[0]
 
 
 @dataclass
@@ -123,9 +140,9 @@ class PipelineMonitor:
         self._stopping_since: float | None = None
         self._awaiting: dict[int, str] = {}
         self._notices: list[Notice] = []
-        self._needs_cache: tuple[float, list[tuple[str, BinlogOffset]]] | None = None
-        self._estimates_cache: tuple[float, ReadEstimates] | None = None
-        self._forecast_cache: tuple[float, str, FinishEstimate | None] | None = None
+        self._needs_cache: Recent[list[tuple[str, BinlogOffset]]] = Recent()
+        self._estimates_cache: Recent[ReadEstimates] = Recent()
+        self._forecast_cache: Recent[FinishEstimate | None] = Recent()
         self.splits = SplitReader()
 
     # -- reading --------------------------------------------------------------------------------
@@ -258,29 +275,23 @@ class PipelineMonitor:
         )
 
     def _forecast(self, store: StateStore, table: str, now: float) -> FinishEstimate | None:
-        """``redump_forecast`` of the selected table, again every few seconds or when another
-        table is selected: it reads all the table's chunks."""
-        cached = self._forecast_cache
-        if cached is None or cached[1] != table or now - cached[0] >= NEEDS_TTL_SECONDS:
-            self._forecast_cache = (now, table, redump_forecast(store, TableId.parse(table)))
-            return self._forecast_cache[2]
-        return cached[2]
+        """``redump_forecast`` of the selected table: it reads all the table's chunks."""
+        forecast, _ = self._forecast_cache.get(
+            now, table, lambda: redump_forecast(store, TableId.parse(table))
+        )
+        return forecast
 
     def _estimates(self, store: StateStore, tables: list[TableState], now: float) -> ReadEstimates:
-        """``read_estimates``, recomputed every few seconds (it reads every reading table's
-        chunks); the time spent since is taken off, so the countdown still moves."""
-        cached = self._estimates_cache
-        if cached is None or now - cached[0] >= NEEDS_TTL_SECONDS:
-            self._estimates_cache = (now, read_estimates(store, tables, now))
-            return self._estimates_cache[1]
-        return cached[1].later(now - cached[0])
+        """``read_estimates`` (it reads every reading table's chunks); the time spent since is
+        taken off, so the countdown still moves."""
+        found, age = self._estimates_cache.get(now, "", lambda: read_estimates(store, tables, now))
+        return found.later(age) if age else found
 
     def _needs(self, store: StateStore, now: float) -> list[tuple[str, BinlogOffset]]:
-        """``binlog_needs``, recomputed every few seconds: it reads every snapshotting table's
-        splits, and the oldest needed position moves slowly."""
-        if self._needs_cache is None or now - self._needs_cache[0] >= NEEDS_TTL_SECONDS:
-            self._needs_cache = (now, list(binlog_needs(store)))
-        return list(self._needs_cache[1])
+        """``binlog_needs``: it reads every snapshotting table's splits, and the oldest needed
+        position moves slowly."""
+        needs, _ = self._needs_cache.get(now, "", lambda: list(binlog_needs(store)))
+        return list(needs)
 
     def _merge_lag_samples(self, store: StateStore) -> None:
         limit = LAG_SAMPLES_KEPT if not self._lag_seen else 50
