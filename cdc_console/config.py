@@ -122,6 +122,11 @@ class SourceConfig:
         return range(self.server_id_min, self.server_id_max + 1)
 
 
+#: rows a micro-batch's chunks add up to when ``chunks_per_batch`` is not set
+BATCH_TARGET_ROWS = 512 * 1024
+MAX_AUTO_CHUNKS_PER_BATCH = 64
+
+
 @dataclass(frozen=True)
 class SnapshotConfig:
     chunk_size: int = 8096
@@ -130,10 +135,24 @@ class SnapshotConfig:
     startup_mode: str = "initial"
     distribution_factor_upper: float = 1000.0
     distribution_factor_lower: float = 0.05
-    #: chunks per micro-batch; None: enough for ~512k rows (``spark.planner.splits_per_batch``)
+    #: chunks per micro-batch; None: enough for ~512k rows (``splits_per_batch``)
     chunks_per_batch: int | None = None
-    #: chunk work a batch may add while other tables stream (``source.batch_budget``); 0: no cap
+    #: chunk work a batch may add while other tables stream (``core.batch_budget``); 0: no cap
     batch_seconds_while_streaming: float = 1.0
+
+    @property
+    def splits_per_batch(self) -> int:
+        """Chunks per micro-batch: ``chunks_per_batch``, or enough for ~512k rows.
+
+        Every micro-batch costs a fixed second or so (planning, Spark's scheduling, a Delta
+        commit per table) while the readers wait, so small batches made a snapshot mostly
+        overhead. The batch is held by the driver while it is applied: lower
+        ``chunks_per_batch`` for wide rows.
+        """
+        if self.chunks_per_batch is not None:
+            return self.chunks_per_batch
+        by_rows = BATCH_TARGET_ROWS // max(1, self.chunk_size)
+        return max(2 * self.parallelism, min(MAX_AUTO_CHUNKS_PER_BATCH, by_rows))
 
 
 @dataclass(frozen=True)

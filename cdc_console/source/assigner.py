@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 
 import pymysql
 
+from cdc_console.core.batch_budget import BatchBudget
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
@@ -37,7 +38,6 @@ from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, sche
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.errors import ConfigError
-from cdc_console.source.batch_budget import BatchBudget
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.evolution import Reread, describe_evolution
 from cdc_console.source.parking import is_purged, park, park_table

@@ -13,6 +13,7 @@ from dataclasses import replace
 import pymysql
 
 from cdc_console.config import PipelineConfig, SourceConfig, load_config
+from cdc_console.core.batch_budget import BatchBudget
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
@@ -35,7 +36,6 @@ from cdc_console.mysql.source_load import read_load
 from cdc_console.mysql.window_end import bounded_window_end, transaction_starts
 from cdc_console.sinks.lake_target import LakeTarget
 from cdc_console.source.assigner import HybridSplitAssigner
-from cdc_console.source.batch_budget import BatchBudget
 from cdc_console.source.control import CommandProcessor
 from cdc_console.source.evolution import Reread, evolution, follow_rows_change
 from cdc_console.source.failover import connect_following
@@ -51,24 +51,6 @@ from cdc_console.spark.partitions import (
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
-
-
-BATCH_TARGET_ROWS = 512 * 1024
-MAX_AUTO_CHUNKS_PER_BATCH = 64
-
-
-def splits_per_batch(config: PipelineConfig) -> int:
-    """Chunks per micro-batch: ``snapshot.chunks_per_batch``, or enough for ~512k rows.
-
-    Every micro-batch costs a fixed second or so (planning, Spark's scheduling, a Delta commit
-    per table) while the readers wait, so small batches made a snapshot mostly overhead. The
-    batch is held by the driver while it is applied: lower ``chunks_per_batch`` for wide rows.
-    """
-    snap = config.snapshot
-    if snap.chunks_per_batch is not None:
-        return snap.chunks_per_batch
-    by_rows = BATCH_TARGET_ROWS // max(1, snap.chunk_size)
-    return max(2 * snap.parallelism, min(MAX_AUTO_CHUNKS_PER_BATCH, by_rows))
 
 
 #: transaction starts inside ``(start, end)`` near the given byte positions of ``start``'s file
@@ -127,7 +109,7 @@ class Planner:
             self._split_table,
             self._read_head,
             config.source.server_ids,
-            splits_per_batch(config),
+            config.snapshot.splits_per_batch,
             CommandProcessor(
                 self.store,
                 self._describe_table,
@@ -140,7 +122,7 @@ class Planner:
             budget=BatchBudget(
                 config.snapshot.batch_seconds_while_streaming,
                 floor=1,
-                ceiling=splits_per_batch(config),
+                ceiling=config.snapshot.splits_per_batch,
             ),
             window_end=self._window_end,
             split_tail=self._split_tail,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cdc_console.core.batch_budget import BatchBudget
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
@@ -16,7 +17,6 @@ from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.source.assigner import HybridSplitAssigner
-from cdc_console.source.batch_budget import BatchBudget
 from cdc_console.source.committer import commit_batch
 from cdc_console.source.evolution import Reread
 from cdc_console.state.store import StateStore
