@@ -21,20 +21,26 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from cdc_console.config import PipelineConfig
+from cdc_console.core.batch_budget import BatchBudget
 from cdc_console.core.estimate import (
     MARGIN,
     ChunkTiming,
     FinishEstimate,
+    budget_floor,
     estimate_finish,
     fits_expiry,
+    paced_forecast,
 )
 from cdc_console.core.head_history import HeadHistory
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
+from cdc_console.core.plan import BatchTiming, ChunkBatchTiming
 from cdc_console.core.schema import TableId
 from cdc_console.state.store import (
     AppliedBatch,
@@ -297,20 +303,48 @@ def read_estimates(store: StateStore, tables: Sequence[TableState], now: float) 
     return ReadEstimates(estimates, total)
 
 
-def redump_forecast(store: StateStore, table_id: TableId) -> FinishEstimate | None:
-    """How long a re-dump of the whole table would take: as long as its last read of all its
-    chunks took (None when too few of them were timed)."""
+#: budgeted batches a read's pace is measured from
+PACED_BATCHES = 20
+
+
+@dataclass(frozen=True)
+class ReadPacing:
+    """How the job paces a read's chunks: at most ``budget``'s chunks a batch while another
+    table streams, and a batch every trigger at the most."""
+
+    budget: BatchBudget
+    trigger_seconds: float
+
+    @classmethod
+    def of(cls, config: PipelineConfig) -> ReadPacing:
+        snap = config.snapshot
+        ceiling = snap.splits_per_batch
+        return cls(
+            BatchBudget(snap.batch_seconds_while_streaming, floor=1, ceiling=ceiling),
+            config.spark.trigger_seconds,
+        )
+
+
+def redump_forecast(
+    store: StateStore, table_id: TableId, pacing: ReadPacing
+) -> FinishEstimate | None:
+    """How long a re-dump of the whole table would take (None when nothing was timed): while
+    another table streams, at the pace of the budgeted re-dump batches measured last; else as
+    long as the table's last read of all its chunks took."""
     splits = store.splits(table_id)
     finished = [s for s in splits if s.status == SplitStatus.FINISHED]
     if not finished:
         return None
-    generation = max(s.generation for s in finished)
-    return estimate_finish(chunk_timings(splits, generation), len(splits))
+    last_read = chunk_timings(splits, max(s.generation for s in finished))
+    if _budgeted(store, pacing, reading=table_id):
+        return _budgeted_forecast(store, pacing, len(splits), last_read, replacing=True)
+    return estimate_finish(last_read, len(splits))
 
 
-def added_table_forecast(store: StateStore, rows: int) -> FinishEstimate | None:
-    """How long reading a table of about ``rows`` rows would take, at the rows-per-second pace
-    of the latest read of another table (None when the pipeline has timed no read yet)."""
+def added_table_forecast(store: StateStore, rows: int, pacing: ReadPacing) -> FinishEstimate | None:
+    """How long reading a table of about ``rows`` rows would take (None when the pipeline has
+    timed no read yet), in chunks the size of the latest read's: while another table streams
+    at the pace of the budgeted batches measured last, else at that read's pace."""
     latest: tuple[float, list[ChunkTiming]] | None = None
     for table in store.tables():
         splits = store.splits(table.table_id)
@@ -326,7 +360,62 @@ def added_table_forecast(store: StateStore, rows: int) -> FinishEstimate | None:
         return None
     timed = latest[1]
     per_chunk = max(1.0, sum(c.rows for c in timed) / len(timed))
-    return estimate_finish(timed, max(1, math.ceil(rows / per_chunk)))
+    chunks = max(1, math.ceil(rows / per_chunk))
+    if _budgeted(store, pacing, reading=None):
+        return _budgeted_forecast(store, pacing, chunks, timed, replacing=False)
+    return estimate_finish(timed, chunks)
+
+
+def _budgeted(store: StateStore, pacing: ReadPacing, reading: TableId | None) -> bool:
+    """Whether a read of ``reading`` (None: a table not captured yet) runs under the chunk
+    budget: another table streams beside it."""
+    return pacing.budget.seconds > 0 and any(
+        t.state == Lifecycle.STREAMING and t.table_id != reading for t in store.tables()
+    )
+
+
+def _paced_by(budget: BatchBudget, batches: list[ChunkBatchTiming]) -> list[ChunkBatchTiming]:
+    """The batches a budget like today's paced: a batch with more chunks than it would give
+    them ran under a larger budget, or none."""
+    fits = budget.chunks([BatchTiming(b.chunks, b.seconds) for b in batches], streaming=True)
+    return [b for b in batches if b.chunks <= fits]
+
+
+def _budgeted_forecast(
+    store: StateStore,
+    pacing: ReadPacing,
+    chunks: int,
+    last_read: Sequence[ChunkTiming],
+    *,
+    replacing: bool,
+) -> FinishEstimate | None:
+    """At the pace of the newest budgeted batches whose chunks were of the same kind (a
+    re-dump's replace a mirror's rows, which costs more than filling a new one); a re-dump
+    measured only against filling batches, or nothing measured, is a floor."""
+    budgeted = _paced_by(
+        pacing.budget,
+        [b for b in store.chunk_batch_timings(4 * PACED_BATCHES) if b.beside_streaming],
+    )
+    alike = [b for b in budgeted if b.replacing == replacing][:PACED_BATCHES]
+    measured = alike or ([] if replacing else budgeted[:PACED_BATCHES])
+    if measured:
+        return paced_forecast(chunks, measured, pacing.trigger_seconds)
+    fillers = [b for b in budgeted if not b.replacing][:PACED_BATCHES]
+    if fillers:
+        found = paced_forecast(chunks, fillers, pacing.trigger_seconds)
+        return replace(found, at_least=True) if found is not None else None
+    plain = [t.seconds for t in store.batch_timings(PACED_BATCHES) if t.chunks == 0]
+    share = 0.0
+    if len(last_read) >= 2:
+        span = max(c.finished_at for c in last_read) - min(c.started_at for c in last_read)
+        share = max(0.0, span) / len(last_read)
+    return budget_floor(
+        chunks,
+        pacing.budget.floor,
+        statistics.median(plain) if plain else 0.0,
+        share,
+        pacing.trigger_seconds,
+    )
 
 
 @dataclass(frozen=True)
@@ -345,10 +434,16 @@ class ReadVerdict:
     def describe(self) -> str:
         if self.estimate is None:
             return "no finish-time estimate yet (no read of this pipeline was timed)"
-        took = (
-            f"about {span(self.estimate.seconds)} "
-            f"({span(self.estimate.low)} to {span(self.estimate.high)})"
-        )
+        if self.estimate.at_least:
+            took = (
+                f"at least {span(self.estimate.seconds)} (no read of its kind under the chunk budget "
+                "of a streaming pipeline was timed yet: only a floor is known)"
+            )
+        else:
+            took = (
+                f"about {span(self.estimate.seconds)} "
+                f"({span(self.estimate.low)} to {span(self.estimate.high)})"
+            )
         if self.expire_seconds is None or self.expire_seconds <= 0:
             return f"the read takes {took}; the server never expires its binlog"
         kept = f"the server keeps a binlog {span(self.expire_seconds)} ({self.expire_setting})"

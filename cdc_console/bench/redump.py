@@ -43,11 +43,12 @@ from cdc_console.bench.stream_lag import (
     snapshot_with_live_table,
     spread,
 )
+from cdc_console.config import load_config
 from cdc_console.config_writer import write_config
 from cdc_console.core.estimate import FinishEstimate
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.schema import TableId
-from cdc_console.figures import read_estimates, redump_forecast
+from cdc_console.figures import ReadPacing, read_estimates, redump_forecast
 from cdc_console.state.store import StateStore
 
 LAG_BAR_SECONDS = 2.0
@@ -151,7 +152,7 @@ def _one_pass(env: BenchEnv, options: RedumpOptions, config: Path, budget: float
 
     def redump() -> tuple[float, int]:
         nonlocal forecast
-        estimate = _forecast(state)
+        estimate = _forecast(config, state)
         forecast = estimate.seconds if estimate is not None else None
         clock = time.monotonic()
         first_batch, generation, _ = _progress(state)
@@ -197,11 +198,12 @@ def _one_pass(env: BenchEnv, options: RedumpOptions, config: Path, budget: float
     )
 
 
-def _forecast(state: Path) -> FinishEstimate | None:
-    """What ``redump`` forecasts: the table's last read of all its chunks."""
+def _forecast(config: Path, state: Path) -> FinishEstimate | None:
+    """What ``redump`` forecasts, as it paces the read."""
+    pacing = ReadPacing.of(load_config(config))
     store = StateStore(state)
     try:
-        return redump_forecast(store, TableId(BENCH_DB, BENCH_TABLE))
+        return redump_forecast(store, TableId(BENCH_DB, BENCH_TABLE), pacing)
     finally:
         store.close()
 

@@ -166,7 +166,12 @@ def _check_finish_time(
     one that does not fit unless ``force``d: it would end parked and start over."""
     from cdc_console.core.lifecycle import CommandKind
     from cdc_console.errors import redact
-    from cdc_console.figures import ReadVerdict, added_table_forecast, redump_forecast
+    from cdc_console.figures import (
+        ReadPacing,
+        ReadVerdict,
+        added_table_forecast,
+        redump_forecast,
+    )
     from cdc_console.mysql.connection import connect
     from cdc_console.mysql.expiry import binlog_expiry
     from cdc_console.mysql.schema import estimated_rows
@@ -183,10 +188,11 @@ def _check_finish_time(
         reason = redact(str(exc)).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"warning: no finish-time check ({reason})")
         return
+    pacing = ReadPacing.of(config)
     estimate = (
-        redump_forecast(store, table_id)
+        redump_forecast(store, table_id, pacing)
         if kind == CommandKind.REDUMP
-        else added_table_forecast(store, rows)
+        else added_table_forecast(store, rows, pacing)
     )
     verdict = ReadVerdict(estimate, expire, setting)
     print(f"finish time: {verdict.describe()}")

@@ -11,12 +11,22 @@ pause, throttle and busy batch included, which is what the finish time will incl
 pace of its later half (what it does now). The expected time is the whole pace's; the range runs
 from the faster to the slower of the two, widened by ``SPREAD`` either side, so an estimate from
 few chunks says how little it knows. Before two chunks are done there is no pace to go by.
+
+A read that has not started is forecast. While another table streams, a batch carries only the
+chunks that fit ``[snapshot] batch_seconds_while_streaming`` (``core.batch_budget``), and a
+batch takes at least a trigger: such a read goes at the pace of the budgeted batches measured
+last (``paced_forecast``), not at a first snapshot's, whose batches carried 64 chunks each (a
+1M-row re-dump forecast that way was 99% short). Before any budgeted batch was measured, only a
+floor can be told (``budget_floor``): one chunk a batch, each batch at least a trigger long.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+
+from cdc_console.core.plan import ChunkBatchTiming
 
 #: the least uncertainty claimed either side of an estimate
 SPREAD = 0.1
@@ -43,6 +53,8 @@ class FinishEstimate:
     chunks_left: int
     #: chunks a second, over the whole read so far
     pace: float
+    #: a floor, not an expectation: what the read would take at the least (``budget_floor``)
+    at_least: bool = False
 
     def later(self, seconds: float) -> FinishEstimate:
         """The same estimate ``seconds`` on: that much less is left."""
@@ -60,6 +72,7 @@ class FinishEstimate:
             "high_seconds": round(self.high, 1),
             "chunks_left": self.chunks_left,
             "chunks_per_second": round(self.pace, 3),
+            "at_least": self.at_least,
         }
 
 
@@ -90,6 +103,44 @@ def estimate_finish(
     return FinishEstimate(
         left(whole, 1.0), left(fast, 1 - SPREAD), left(slow, 1 + SPREAD), chunks_left, whole
     )
+
+
+def paced_forecast(
+    chunks: int, measured: Sequence[ChunkBatchTiming], trigger_seconds: float
+) -> FinishEstimate | None:
+    """How long ``chunks`` chunks take at the pace of the ``measured`` batches that carried
+    chunks (None without any): a batch takes at least one trigger, so each batch counts as its
+    planning and applying or a trigger, whichever is longer. The range runs between the
+    quartiles of the batches' seconds per chunk, and at least ``SPREAD`` either side."""
+    if not measured:
+        return None
+    cycles = [(b.chunks, max(trigger_seconds, b.seconds)) for b in measured if b.chunks > 0]
+    if not cycles:
+        return None
+    per_chunk = sum(c for _, c in cycles) / sum(n for n, _ in cycles)
+    each = sorted(c / n for n, c in cycles)
+    expected = chunks * per_chunk
+    low = min(expected * (1 - SPREAD), chunks * each[len(each) // 4])
+    high = max(expected * (1 + SPREAD), chunks * each[(3 * len(each)) // 4])
+    return FinishEstimate(expected, low, high, chunks, 1.0 / per_chunk)
+
+
+def budget_floor(
+    chunks: int,
+    floor: int,
+    fixed_seconds: float,
+    chunk_seconds: float,
+    trigger_seconds: float,
+) -> FinishEstimate:
+    """The least time ``chunks`` chunks take under the chunk budget before any budgeted batch
+    was measured: the budget starts at ``floor`` chunks a batch, and each batch costs what a
+    batch without chunks costs (``fixed_seconds``) plus its chunks at their share of a bulk
+    batch (``chunk_seconds``), or a trigger, whichever is longer. A chunk alone in a batch
+    costs more than its share of a bulk one (its own task and commit), hence only a floor."""
+    floor = max(1, floor)
+    cycle = max(trigger_seconds, fixed_seconds + floor * chunk_seconds)
+    seconds = math.ceil(chunks / floor) * cycle
+    return FinishEstimate(seconds, seconds, seconds, chunks, chunks / seconds, at_least=True)
 
 
 def _pace(chunks: int, seconds: float) -> float:

@@ -110,3 +110,16 @@ class BatchTiming:
 
     chunks: int
     seconds: float
+
+
+@dataclass(frozen=True)
+class ChunkBatchTiming:
+    """An applied batch that carried chunks, as a read's pace is measured from it."""
+
+    chunks: int
+    #: its chunks replace rows a mirror holds (a re-dump's), rather than fill an empty one
+    replacing: bool
+    #: a table streamed freely in its binlog window: the chunk budget applied to it
+    beside_streaming: bool
+    #: planning plus planned-to-applied seconds
+    seconds: float

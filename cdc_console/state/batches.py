@@ -12,7 +12,7 @@ from cdc_console.core.lifecycle import (
     SplitStatus,
 )
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.plan import BatchPlan, BatchTiming
+from cdc_console.core.plan import BatchPlan, BatchTiming, ChunkBatchTiming
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.untyped import SqliteRow
 from cdc_console.core.values import JSONObject
@@ -64,7 +64,35 @@ class BatchesRepo(SplitsRepo):
             "ORDER BY batch_no DESC LIMIT ?",
             (BatchStatus.APPLIED, limit),
         ).fetchall()
-        return [BatchTiming(len(json.loads(r[0])["snapshot"]), float(r[1])) for r in rows]
+        return [BatchTiming(len(json.loads(r[0]).get("snapshot", ())), float(r[1])) for r in rows]
+
+    def chunk_batch_timings(self, limit: int, within: int = 5000) -> list[ChunkBatchTiming]:
+        """The newest ``limit`` applied batches that carried chunks, among the last ``within``
+        batches, newest first."""
+        rows = self.db.execute(
+            "SELECT plan, COALESCE(plan_seconds, 0) + applied_at - created_at FROM ("
+            "  SELECT * FROM batches ORDER BY batch_no DESC LIMIT ?"
+            ") WHERE status=? AND json_array_length(plan, '$.snapshot') > 0 "
+            "ORDER BY batch_no DESC LIMIT ?",
+            (within, BatchStatus.APPLIED, limit),
+        ).fetchall()
+        found: list[ChunkBatchTiming] = []
+        for plan_text, seconds in rows:
+            plan = BatchPlan.from_dict(json.loads(plan_text))
+            reading = {p.split.table_id for p in plan.snapshot}
+            streaming = plan.binlog is not None and any(
+                not t.finished_splits and not t.pending_ranges and t.table_id not in reading
+                for t in plan.binlog.tables
+            )
+            found.append(
+                ChunkBatchTiming(
+                    len(plan.snapshot),
+                    any(p.replace for p in plan.snapshot),
+                    streaming,
+                    float(seconds),
+                )
+            )
+        return found
 
     def create_batch(
         self,

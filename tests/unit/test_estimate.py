@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from cdc_console.core.batch_budget import BatchBudget
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.estimate import (
     ChunkTiming,
@@ -13,11 +15,13 @@ from cdc_console.core.estimate import (
     estimate_finish,
     fits_expiry,
 )
-from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.plan import BatchPlan, ChunkBatchTiming, PlannedSplit
 from cdc_console.core.schema import TableId
-from cdc_console.core.splits import SnapshotSplit
+from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.figures import (
+    ReadPacing,
     ReadVerdict,
     added_table_forecast,
     read_estimates,
@@ -146,10 +150,10 @@ def test_the_pipeline_estimates_each_reading_table_and_all_of_them(tmp_path: Pat
     assert found.total is not None and found.total.chunks_left == 8
 
     # a re-dump of orders takes as long as its last read of all ten chunks would
-    forecast = redump_forecast(store, ORDERS)
+    forecast = redump_forecast(store, ORDERS, PACING)
     assert forecast is not None and forecast.seconds == pytest.approx(20.0)
     # an added table of 1,000 rows (ten chunks of 100) at the latest read's pace
-    added = added_table_forecast(store, 1_000)
+    added = added_table_forecast(store, 1_000, PACING)
     assert added is not None and added.chunks_left == 10
     assert added.seconds == pytest.approx(20.0)
 
@@ -161,4 +165,116 @@ def test_a_table_not_split_yet_leaves_the_total_unknown(tmp_path: Path) -> None:
     read_chunks(store, ORDERS, chunks=10, done=4, seconds_each=2.0)
     found = read_estimates(store, store.tables(), now=1008.0)
     assert found.tables[USERS] is None and found.total is None
-    assert added_table_forecast(StateStore(tmp_path / "empty.sqlite"), 1_000) is None
+    assert added_table_forecast(StateStore(tmp_path / "empty.sqlite"), 1_000, PACING) is None
+
+
+LIVE = TableId("shop", "live")
+PACING = ReadPacing(BatchBudget(1.0, floor=1, ceiling=64), trigger_seconds=0.5)
+
+
+def applied_batch(
+    store: StateStore,
+    no: int,
+    seconds: float,
+    chunks: int = 0,
+    *,
+    replace: bool = False,
+    beside: TableId | None = LIVE,
+) -> None:
+    """An applied batch of ``chunks`` chunks of orders (re-dump chunks when ``replace``) with
+    ``beside`` streaming freely in its binlog window, ``seconds`` from planned to applied."""
+    at = BinlogOffset("binlog.000001", 4)
+    plan = BatchPlan(
+        no,
+        tuple(
+            PlannedSplit(
+                SnapshotSplit(ORDERS, i, "id", ChunkRange(i * 100, (i + 1) * 100)), 5401, replace
+            )
+            for i in range(chunks)
+        ),
+        BinlogSplit(at, at, (TableStreamFilter(beside, at),)) if beside else None,
+        5400,
+        at,
+    )
+    store.create_batch(no, plan.to_dict(), [], plan_seconds=0.0)
+    with store.transaction() as conn:
+        conn.execute(
+            "UPDATE batches SET status = ?, created_at = ?, applied_at = ? WHERE batch_no = ?",
+            (BatchStatus.APPLIED, 100.0 * no, 100.0 * no + seconds, no),
+        )
+
+
+def streaming_beside(tmp_path: Path) -> StateStore:
+    """orders read once (ten chunks of 0.2 s, 100 rows each) and streaming, as live does."""
+    store = StateStore(tmp_path / "state.sqlite")
+    store.ensure_table(ORDERS, "id", Lifecycle.SNAPSHOTTING)
+    read_chunks(store, ORDERS, chunks=10, done=10, seconds_each=0.2)
+    store.ensure_table(LIVE, "id", Lifecycle.STREAMING)
+    return store
+
+
+def test_the_state_tells_chunk_batches_by_kind_and_by_a_table_streaming_beside(
+    tmp_path: Path,
+) -> None:
+    store = StateStore(tmp_path / "state.sqlite")
+    applied_batch(store, 1, 3.0, chunks=64, beside=None)  # a first snapshot's
+    applied_batch(store, 2, 0.3)  # streaming only
+    applied_batch(store, 3, 0.9, chunks=1, replace=True)  # a re-dump's, under the budget
+    assert [replace(b, seconds=round(b.seconds, 6)) for b in store.chunk_batch_timings(10)] == [
+        ChunkBatchTiming(1, replacing=True, beside_streaming=True, seconds=0.9),
+        ChunkBatchTiming(64, replacing=False, beside_streaming=False, seconds=3.0),
+    ]
+
+
+def test_a_redump_beside_a_streaming_table_before_any_budgeted_batch_is_a_floor(
+    tmp_path: Path,
+) -> None:
+    store = streaming_beside(tmp_path)
+    for no in range(1, 6):
+        applied_batch(store, no, 0.4)
+    # its last read went at 0.2 s a chunk; alone in a batch a chunk costs more than that, so
+    # only the floor is known: one chunk a batch, each at least a trigger (0.5 s) or the
+    # streaming batch (0.4 s) plus the chunk's share (0.2 s)
+    forecast = redump_forecast(store, ORDERS, PACING)
+    assert forecast is not None and forecast.at_least
+    assert forecast.seconds == pytest.approx(10 * 0.6)
+    verdict = ReadVerdict(forecast, 604800.0, "binlog_expire_logs_seconds=604800")
+    assert verdict.describe().startswith("the read takes at least 6.0 s (no read of its kind under")
+    # without a table streaming beside it, the read runs as its last one did
+    unpaced = redump_forecast(store, ORDERS, replace(PACING, budget=BatchBudget(0, 1, 64)))
+    assert unpaced is not None and not unpaced.at_least
+    assert unpaced.seconds == pytest.approx(2.0)
+
+
+def test_a_redump_goes_at_the_pace_of_the_budgeted_redump_batches_measured_last(
+    tmp_path: Path,
+) -> None:
+    store = streaming_beside(tmp_path)
+    for no, seconds in enumerate((0.4, 0.9, 1.1, 0.9, 1.4), start=1):
+        applied_batch(store, no, seconds, chunks=1, replace=True)
+    forecast = redump_forecast(store, ORDERS, PACING)
+    assert forecast is not None and not forecast.at_least
+    # 4.7 s for five chunks, the first batch counted as the trigger it took at the least
+    assert forecast.seconds == pytest.approx(10 * 4.8 / 5)
+    # the range: the quartiles of the batches' seconds per chunk (0.9 s and 1.1 s), or 10%
+    assert forecast.low == pytest.approx(9.6 * 0.9)
+    assert forecast.high == pytest.approx(10 * 1.1)
+
+
+def test_batches_of_a_larger_budget_do_not_pace_a_budgeted_read(tmp_path: Path) -> None:
+    store = streaming_beside(tmp_path)
+    # a re-dump with no cap: all ten chunks in one 4 s batch, beside the streaming table
+    applied_batch(store, 1, 4.0, chunks=10, replace=True)
+    forecast = redump_forecast(store, ORDERS, PACING)
+    assert forecast is not None and forecast.at_least
+
+
+def test_an_added_table_is_paced_by_filling_batches_and_a_redump_not(tmp_path: Path) -> None:
+    store = streaming_beside(tmp_path)
+    for no in range(1, 5):
+        applied_batch(store, no, 1.0, chunks=1)  # an added table's chunks, under the budget
+    added = added_table_forecast(store, 1_000, PACING)
+    assert added is not None and not added.at_least and added.seconds == pytest.approx(10.0)
+    # filling a new mirror costs less than replacing a mirror's rows: for a re-dump, a floor
+    redump = redump_forecast(store, ORDERS, PACING)
+    assert redump is not None and redump.at_least and redump.seconds == pytest.approx(10.0)

@@ -31,6 +31,7 @@ from cdc_console.figures import (
     READING,
     STAGES_WINDOW_SECONDS,
     ReadEstimates,
+    ReadPacing,
     binlog_needs,
     lag_stages,
     read_estimates,
@@ -277,7 +278,9 @@ class PipelineMonitor:
     def _forecast(self, store: StateStore, table: str, now: float) -> FinishEstimate | None:
         """``redump_forecast`` of the selected table: it reads all the table's chunks."""
         forecast, _ = self._forecast_cache.get(
-            now, table, lambda: redump_forecast(store, TableId.parse(table))
+            now,
+            table,
+            lambda: redump_forecast(store, TableId.parse(table), ReadPacing.of(self.config)),
         )
         return forecast
 
