@@ -540,3 +540,12 @@ def lag_stages(
         seconds[LagStage.MAINTENANCE] += held
         seconds[LagStage.COMMIT] += committing - held
     return LagStages(seconds, sum(seconds.values()))
+
+
+def change_stages(written_at: float, batch: AppliedBatch) -> LagStages:
+    """The stages one change waited in: written at the source at ``written_at`` and applied by
+    ``batch`` (the first whose binlog window reaches it). Its stages add up to its end-to-end
+    lag; ``lag_stages`` spreads the same cuts over every moment of a window instead."""
+    applied = batch.applied_at if batch.applied_at is not None else written_at
+    written = AppliedBatch(0, written_at, 0.0, written_at, 0.0, written_at)
+    return lag_stages([written, batch], applied, window=max(0.0, applied - written_at))

@@ -16,11 +16,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 
+from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.figures import change_stages
 from cdc_console.mysql.checks import run_checks
 from cdc_console.mysql.connection import connect
+from cdc_console.mysql.position import current_position
 from cdc_console.mysql.source_load import read_load, replica_lag
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.source.throttle import LoadThrottle
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
@@ -219,8 +224,63 @@ def test_a_snapshot_and_a_redump_yield_to_a_busy_source_while_the_stream_goes_on
             wait_for(lambda: caught_up_now(db, config, ["big", "live"]), 60, "quiet", job)
             assert_converged(db, config, ["big", "live"])
             assert tables_state(config)["big"].generation == 1
+            # where a change's lag went: its stages add up to its end-to-end lag
+            for lag, stages in change_lags(db, config, "live", changes=4):
+                assert stages == pytest.approx(lag, rel=0.1), (lag, stages)
     finally:
         writer.stop()
     assert not writer.errors
     said = [e.message for e in events(config) if e.kind == "throttle"]
     assert len(said) == 4 and said[0].startswith("chunk reads yield to a busy source"), said
+
+
+def change_lags(
+    db: SourceDb, config: PipelineConfig, table: str, changes: int
+) -> list[tuple[float, float]]:
+    """For each of ``changes`` single-row inserts into a quiet ``table``: its end-to-end lag
+    (when the mirror's version that first holds it was committed, less when it was written)
+    and the sum of its stages (``change_stages`` of the batch whose window reached it)."""
+    path = str(config.sink.path / db.name / table)
+    conn = connect(db.source_config())
+    found: list[tuple[float, float]] = []
+    try:
+        for i in range(changes):
+            mirror = DeltaTable(path)
+            before, rows = mirror.version(), read_delta(mirror).num_rows
+            db.execute(
+                f"INSERT INTO {table} (id, customer, amount) VALUES ({10_000_000 + i}, 'x', 1)"
+            )
+            written_at = time.time()
+            position = current_position(conn)
+
+            def arrived(rows: int = rows) -> bool:
+                return bool(read_delta(DeltaTable(path)).num_rows > rows)
+
+            wait_for(arrived, 30, f"change {i} in the mirror")
+            mirror = DeltaTable(path)
+            version = next(
+                v
+                for v in range(before + 1, mirror.version() + 1)
+                if read_delta(DeltaTable(path, version=v)).num_rows > rows
+            )
+            committed = next(h for h in mirror.history() if h["version"] == version)
+            lag = committed["timestamp"] / 1000 - written_at
+            store = StateStore(config.state_path)
+            try:
+                reached = min(
+                    b.batch_no
+                    for b in store.applied_batches(since=written_at - 30)
+                    if (row := store.batch(b.batch_no)) is not None
+                    and row.plan.binlog is not None
+                    and row.plan.binlog.end >= position
+                )
+                applied = next(
+                    b for b in store.applied_batches(since=written_at - 30) if b.batch_no == reached
+                )
+            finally:
+                store.close()
+            found.append((lag, change_stages(written_at, applied).covered))
+            time.sleep(0.3)  # the next write lands at another moment of the trigger's cycle
+    finally:
+        conn.close()
+    return found

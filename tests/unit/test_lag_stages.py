@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cdc_console.core.lifecycle import BatchStatus
-from cdc_console.figures import LagStage, lag_stages
+from cdc_console.figures import LagStage, change_stages, lag_stages
 from cdc_console.state.rows import AppliedBatch
 from cdc_console.state.store import StateStore
 
@@ -83,3 +83,24 @@ def test_the_state_gives_the_batches_around_the_window(tmp_path: Path) -> None:
         (3, None, 0.0),
     ]
     assert found[0].plan_seconds == 0.25
+
+
+def test_a_changes_stages_run_from_its_write_to_its_batchs_commit() -> None:
+    # written at 100.2, while the batch before was being applied; the next batch began planning
+    # at 101.0 (planned at 101.25), was staged at 102.0, waited 0.25 s for maintenance and was
+    # applied at 102.5
+    applied = batch(2, created=101.25, plan=0.25, staged=102.0, held=0.25, applied=102.5)
+    found = change_stages(100.2, applied)
+    assert found.covered == pytest.approx(2.3)
+    assert {s.key: round(v, 3) for s, v in found.seconds.items()} == {
+        "trigger": 0.8,
+        "server": 0.25,
+        "read": 0.75,
+        "maintenance": 0.25,
+        "commit": 0.25,
+    }
+    # a change written while its batch was being planned waited only for the rest of it
+    during = change_stages(101.1, applied)
+    assert during.seconds[LagStage.TRIGGER] == 0.0
+    assert during.seconds[LagStage.SERVER] == pytest.approx(0.15)
+    assert during.covered == pytest.approx(1.4)
