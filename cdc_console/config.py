@@ -302,6 +302,8 @@ class PipelineConfig:
     #: ``[pipeline] invalid_dates`` and ``invalid_dates_for``: what a zero or invalid date
     #: becomes in the mirror, per date type and per table or column (``core.invalid_dates``)
     invalid_dates: InvalidDateRules = field(default_factory=InvalidDateRules)
+    #: ``[pipeline] exclude_columns``: per table or pattern, columns never read nor mirrored
+    exclude_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     console: ConsoleConfig = field(default_factory=ConsoleConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
@@ -375,6 +377,7 @@ _KNOWN = {
         "max_window_bytes",
         "invalid_dates",
         "invalid_dates_for",
+        "exclude_columns",
     },
     "console": {
         "refresh_seconds",
@@ -921,6 +924,7 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
         binlog_part_bytes=_pipeline_size(pipe, "binlog_part_bytes", 1 << 10, "2MiB"),
         max_window_bytes=_pipeline_size(pipe, "max_window_bytes", 4 << 10, "16MiB"),
         invalid_dates=_invalid_dates(pipe),
+        exclude_columns=_exclude_columns(pipe),
         console=_console(_section(doc, "console"), base),
         lake=_lake(_section(doc, "lake")),
         verify=verify,
@@ -972,6 +976,24 @@ def _invalid_dates(pipe: TomlTable) -> InvalidDateRules:
         else:
             by_table[table_name] = {"*": _invalid_date_rule(value, where)}
     return InvalidDateRules(by_family, by_table)
+
+
+def _exclude_columns(pipe: TomlTable) -> dict[str, tuple[str, ...]]:
+    """``exclude_columns = { "shop.customers" = ["ssn", "birth_date"], "shop.*" = ["secret"] }``."""
+    found: dict[str, tuple[str, ...]] = {}
+    for table_name, value in _typed(pipe, "pipeline", "exclude_columns", dict, {}).items():
+        _or_problem(partial(parse_table_pattern, table_name), None)
+        where = f'pipeline.exclude_columns."{table_name}"'
+        if not isinstance(value, list) or not all(isinstance(c, str) and c for c in value):
+            _problem(
+                ConfigError(
+                    f"{where} must be a list of column names, not {value!r}",
+                    f'write exclude_columns = {{ "{table_name}" = ["ssn"] }}',
+                )
+            )
+            continue
+        found[table_name] = tuple(value)
+    return found
 
 
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "kib": 1 << 10, "mb": 1000**2, "mib": 1 << 20}

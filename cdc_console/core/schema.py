@@ -174,10 +174,25 @@ class TableSchema:
     extra: dict[str, JSONValue] = field(default_factory=dict, compare=False)
     retired: tuple[ColumnInfo, ...] = ()
     counted: bool = False
+    #: every column of the source table in its order, when some are left out of the mirror
+    #: (``[pipeline] exclude_columns``); empty when none is
+    source_names: tuple[str, ...] = ()
 
     @property
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+    @property
+    def left_out(self) -> tuple[str, ...]:
+        """The source's columns never read nor mirrored (``[pipeline] exclude_columns``)."""
+        kept = {c.name for c in self.columns}
+        return tuple(n for n in self.source_names if n not in kept)
+
+    @property
+    def binlog_names(self) -> list[str]:
+        """The columns a row event of the table carries, in order: the left-out ones too (the
+        server writes whole rows; they are dropped as the images are decoded)."""
+        return list(self.source_names) if self.source_names else self.column_names
 
     def column(self, name: str) -> ColumnInfo:
         for col in self.columns:
@@ -309,6 +324,8 @@ def schema_to_dict(schema: TableSchema) -> JSONObject:
         data["retired"] = [_column_to_dict(c) for c in schema.retired]
     if schema.counted:
         data["counted"] = True
+    if schema.source_names:
+        data["source_names"] = list(schema.source_names)
     return data
 
 
@@ -320,4 +337,5 @@ def schema_from_dict(data: Mapping[str, Loaded]) -> TableSchema:
         data["chunk_key"],
         retired=tuple(_column_from_dict(c) for c in data.get("retired", ())),
         counted=bool(data.get("counted", False)),
+        source_names=tuple(str(n) for n in data.get("source_names", ())),
     )

@@ -39,6 +39,7 @@ from cdc_console.mysql.probe import (
     chunk_key_for,
     expand_pattern,
     probe_server,
+    with_columns_left_out,
     with_invalid_dates,
 )
 from cdc_console.mysql.schema import load_table_schema
@@ -570,6 +571,10 @@ def _table_checks(
                 schema = with_invalid_dates(
                     load_table_schema(conn, table_id, configured), config.invalid_dates
                 )
+                schema = with_columns_left_out(schema, config.exclude_columns)
+            except ConfigError as exc:
+                results.append(_fail(f"table {table_id}", exc.message, exc.hint, area="config"))
+                continue
             except LookupError:
                 results.append(
                     _fail(
@@ -715,6 +720,9 @@ def check_table(conn: Connection, config: PipelineConfig, table_id: TableId) -> 
         schema = with_invalid_dates(
             load_table_schema(conn, table_id, configured), config.invalid_dates
         )
+        schema = with_columns_left_out(schema, config.exclude_columns)
+    except ConfigError as exc:
+        raise SourceError(exc.message, exc.hint) from None
     except LookupError:
         raise SourceError(
             f"{table_id} does not exist on the source server, or {account} cannot see it",

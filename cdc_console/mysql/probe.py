@@ -192,6 +192,47 @@ def with_invalid_dates(schema: TableSchema, rules: InvalidDateRules) -> TableSch
     )
 
 
+def columns_left_out(table_id: TableId, rules: Mapping[str, tuple[str, ...]]) -> set[str]:
+    """The columns ``[pipeline] exclude_columns`` leaves out of ``table_id``: those of every
+    entry whose table pattern matches it (names as the server spells them, in any case)."""
+    found: set[str] = set()
+    for text, columns in rules.items():
+        try:
+            pattern = parse_table_pattern(text)
+        except ConfigError:
+            continue  # the config's own checks name it
+        if pattern.matches(table_id.database, table_id.table):
+            found.update(c.lower() for c in columns)
+    return found
+
+
+def with_columns_left_out(schema: TableSchema, rules: Mapping[str, tuple[str, ...]]) -> TableSchema:
+    """``schema`` without the columns ``[pipeline] exclude_columns`` leaves out, which are then
+    never selected, dropped from the binlog's images as they are decoded, and absent from the
+    mirror, its change feed and ``verify``. A column that tells rows apart (the key, the
+    chunk key) cannot be left out: ``ConfigError``. Names the table lacks are skipped (a
+    pattern may cover tables without them)."""
+    wanted = columns_left_out(schema.table_id, rules)
+    if not wanted:
+        return schema
+    names = [c.name for c in schema.columns]
+    dropped = [n for n in names if n.lower() in wanted]
+    if not dropped:
+        return schema
+    needed = set(schema.primary_key) | {schema.chunk_key}
+    if keys := [n for n in dropped if n in needed]:
+        raise ConfigError(
+            f"pipeline.exclude_columns leaves out {keys[0]} of {schema.table_id}, which tells "
+            "its rows apart (its key or chunk key)",
+            f"remove {keys[0]} from exclude_columns for {schema.table_id}",
+        )
+    return replace(
+        schema,
+        columns=tuple(c for c in schema.columns if c.name not in dropped),
+        source_names=tuple(names),
+    )
+
+
 def expand_pattern(
     conn: Connection, pattern: TablePattern, account: str = "the source user"
 ) -> list[TableId]:

@@ -221,7 +221,7 @@ class BinlogSplitReader:
             )
             for t, m in watermarks.items()
         }
-        expected = {t: self.schemas[t].column_names for t in watermarks}
+        expected = {t: self.schemas[t].binlog_names for t in watermarks}
         file_indexes: dict[str, int] = {}
         log.info("binlog split [%s, %s): %d tables", split.start, split.end, len(watermarks))
         seq = 0

@@ -417,7 +417,7 @@ def describe_evolution(old: TableSchema, new: TableSchema) -> str:
 def reshaped_unseen(old: TableSchema, new: TableSchema) -> Reread | str:
     """How to follow a change the binlog the job reads does not show (made while it was
     down, when the server can describe only the new shape): read again, or why to park."""
-    ruled = _rule_changed(old, new)
+    ruled = _rule_changed(old, new) or _exclusion_changed(old, new)
     if ruled:
         return Reread(ruled, new)
     result = evolution(old, new, "", ())
@@ -437,6 +437,22 @@ def _rule_changed(old: TableSchema, new: TableSchema) -> str:
         if was.invalid_dates != now.invalid_dates:
             changed.append(f"{now.name} {was.invalid_dates} -> {now.invalid_dates}")
     return f"pipeline.invalid_dates changed for column {', '.join(changed)}" if changed else ""
+
+
+def _exclusion_changed(old: TableSchema, new: TableSchema) -> str:
+    """Why the table is read again when ``[pipeline] exclude_columns`` now leaves out a column
+    it mirrored (whose values the mirror's rows still hold) or mirrors one it left out (whose
+    values no mirrored row holds yet). "" when it leaves out the same columns as before."""
+    both = set(old.binlog_names) & set(new.binlog_names)
+    was, now = set(old.left_out) & both, set(new.left_out) & both
+    if was == now:
+        return ""
+    parts = []
+    if now - was:
+        parts.append(f"now leaves out {', '.join(sorted(now - was))}")
+    if was - now:
+        parts.append(f"now mirrors {', '.join(sorted(was - now))}")
+    return f"pipeline.exclude_columns changed: it {' and '.join(parts)}"
 
 
 def follow_rows_change(old: TableSchema, new: TableSchema, change: SchemaChange) -> Reread | str:

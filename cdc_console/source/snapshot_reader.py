@@ -348,7 +348,7 @@ class SnapshotSplitReader:
             low,
             high,
             [table],
-            {table: self.schema.column_names},
+            {table: self.schema.binlog_names},
             on_change,
         ):
             if self._in_chunk(split, change.before) or self._in_chunk(split, change.after):
@@ -376,6 +376,8 @@ class SnapshotSplitReader:
                 (table.database, table.table),
             )
             now = [(_name(n), _name(t), _name(y) == "YES") for n, t, y in cur.fetchall()]
+        left_out = set(self.schema.left_out)
+        now = [column for column in now if column[0] not in left_out]
         was = [(c.name, c.column_type, c.nullable) for c in self.schema.columns]
         if now == was:
             return ""
@@ -415,7 +417,7 @@ class SnapshotSplitReader:
         that watermark, meets the DDL there and parks the table until its re-dump."""
         count = 0
         table = self.schema.table_id
-        expected = {table: self.schema.column_names}
+        expected = {table: self.schema.binlog_names}
         changed: list[BinlogOffset] = []
 
         def on_change(_table: TableId, change: SchemaChange) -> None:

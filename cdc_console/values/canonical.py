@@ -618,6 +618,9 @@ class RowNormalizer:
         self.schema = schema
         self._names: tuple[str, ...] = tuple(c.name for c in schema.columns)
         self._name_set = frozenset(self._names)
+        #: columns the binlog's images carry that are never mirrored: dropped here, so their
+        #: values never leave the reader
+        self._left_out = frozenset(schema.left_out)
         plans = [(c.name, _plan(c)) for c in schema.columns]
         self._snapshot_convs: tuple[tuple[str, Converter], ...] = tuple(
             (name, plan.snapshot) for name, plan in plans if plan.snapshot is not None
@@ -686,7 +689,9 @@ class RowNormalizer:
     ) -> CanonicalRow:
         """``binlog_row`` of a partial image (``mysql.partial_images``): only the columns it
         holds, in schema order; a column the table does not have is an error."""
-        unknown = [name for name in values if name not in self._name_set]
+        unknown = [
+            name for name in values if name not in self._name_set and name not in self._left_out
+        ]
         if unknown:
             raise ValueError(f"{self.schema.table_id}: binlog row has no column {unknown[0]!r}")
         return self._binlog({n: values[n] for n in self._names if n in values}, none_sources)
