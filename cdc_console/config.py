@@ -21,6 +21,7 @@ from typing import TypeVar, overload
 
 from cdc_console.core import thresholds
 from cdc_console.core.invalid_dates import DATE_FAMILIES, InvalidDateRules, InvalidDates
+from cdc_console.core.masks import MaskKind
 from cdc_console.core.schema import TableId, parse_qualified, spell_database
 from cdc_console.core.untyped import TomlTable
 from cdc_console.errors import ConfigError, register_secret
@@ -304,6 +305,10 @@ class PipelineConfig:
     invalid_dates: InvalidDateRules = field(default_factory=InvalidDateRules)
     #: ``[pipeline] exclude_columns``: per table or pattern, columns never read nor mirrored
     exclude_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: ``[pipeline] mask_columns``: per table or pattern, column -> mask (``core.masks``)
+    mask_columns: dict[str, dict[str, MaskKind]] = field(default_factory=dict)
+    #: ``[pipeline] mask_key_env``: the environment variable holding the ``sha256`` masks' key
+    mask_key_env: str = "CDC_MASK_KEY"
     console: ConsoleConfig = field(default_factory=ConsoleConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
@@ -378,6 +383,8 @@ _KNOWN = {
         "invalid_dates",
         "invalid_dates_for",
         "exclude_columns",
+        "mask_columns",
+        "mask_key_env",
     },
     "console": {
         "refresh_seconds",
@@ -925,6 +932,8 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
         max_window_bytes=_pipeline_size(pipe, "max_window_bytes", 4 << 10, "16MiB"),
         invalid_dates=_invalid_dates(pipe),
         exclude_columns=_exclude_columns(pipe),
+        mask_columns=_mask_columns(pipe),
+        mask_key_env=_typed(pipe, "pipeline", "mask_key_env", str, "CDC_MASK_KEY"),
         console=_console(_section(doc, "console"), base),
         lake=_lake(_section(doc, "lake")),
         verify=verify,
@@ -993,6 +1002,36 @@ def _exclude_columns(pipe: TomlTable) -> dict[str, tuple[str, ...]]:
             )
             continue
         found[table_name] = tuple(value)
+    return found
+
+
+def _mask_columns(pipe: TomlTable) -> dict[str, dict[str, MaskKind]]:
+    """``mask_columns = { "shop.customers" = { email = "sha256", phone = "redact" } }``."""
+    choices = ", ".join(f'"{k}"' for k in MaskKind)
+    found: dict[str, dict[str, MaskKind]] = {}
+    for table_name, value in _typed(pipe, "pipeline", "mask_columns", dict, {}).items():
+        _or_problem(partial(parse_table_pattern, table_name), None)
+        where = f'pipeline.mask_columns."{table_name}"'
+        if not isinstance(value, dict):
+            _problem(
+                ConfigError(
+                    f"{where} must map column names to a mask, not {value!r}",
+                    f'write mask_columns = {{ "{table_name}" = {{ email = "sha256" }} }}',
+                )
+            )
+            continue
+        masks: dict[str, MaskKind] = {}
+        for column, kind in value.items():
+            if kind not in set(MaskKind):
+                _problem(
+                    ConfigError(
+                        f"{where}.{column} must be one of {choices}, not {kind!r}",
+                        f'write {column} = "sha256" (a keyed hash) or "redact"',
+                    )
+                )
+                continue
+            masks[str(column)] = MaskKind(kind)
+        found[table_name] = masks
     return found
 
 

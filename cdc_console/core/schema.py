@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from cdc_console.core.invalid_dates import InvalidDates
+from cdc_console.core.masks import ColumnMask
 from cdc_console.core.mysqltypes import TypeFamily, family_of
 from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import JSONObject, JSONValue
@@ -142,6 +143,8 @@ class ColumnInfo:
     #: what a zero or invalid value of a DATE, DATETIME or TIMESTAMP column becomes
     #: (``core.invalid_dates``); configured, not read from the server
     invalid_dates: InvalidDates = InvalidDates.NULL
+    #: what its values become in the mirror (``core.masks``); configured, None: themselves
+    mask: ColumnMask | None = None
 
     @property
     def unsigned(self) -> bool:
@@ -301,13 +304,21 @@ def _column_to_dict(c: ColumnInfo) -> JSONObject:
     }
     if c.invalid_dates is not InvalidDates.NULL:
         data["invalid_dates"] = str(c.invalid_dates)
+    if c.mask is not None:
+        data["mask"] = c.mask.to_dict()
     return data
 
 
 def _column_from_dict(c: Mapping[str, Loaded]) -> ColumnInfo:
     rule = InvalidDates(str(c.get("invalid_dates", InvalidDates.NULL)))
+    mask = c.get("mask")
     return ColumnInfo(
-        **{**c, "enum_values": tuple(c.get("enum_values", ())), "invalid_dates": rule}
+        **{
+            **c,
+            "enum_values": tuple(c.get("enum_values", ())),
+            "invalid_dates": rule,
+            "mask": ColumnMask.from_dict(mask) if mask else None,
+        }
     )
 
 

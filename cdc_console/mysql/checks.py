@@ -41,6 +41,7 @@ from cdc_console.mysql.probe import (
     probe_server,
     with_columns_left_out,
     with_invalid_dates,
+    with_masks,
 )
 from cdc_console.mysql.schema import load_table_schema
 from cdc_console.mysql.source_load import ACCESS_DENIED, REPLICA_LAG, read_load, replica_lag
@@ -572,6 +573,7 @@ def _table_checks(
                     load_table_schema(conn, table_id, configured), config.invalid_dates
                 )
                 schema = with_columns_left_out(schema, config.exclude_columns)
+                schema = with_masks(schema, config.mask_columns, config.mask_key_env)
             except ConfigError as exc:
                 results.append(_fail(f"table {table_id}", exc.message, exc.hint, area="config"))
                 continue
@@ -721,6 +723,7 @@ def check_table(conn: Connection, config: PipelineConfig, table_id: TableId) -> 
             load_table_schema(conn, table_id, configured), config.invalid_dates
         )
         schema = with_columns_left_out(schema, config.exclude_columns)
+        schema = with_masks(schema, config.mask_columns, config.mask_key_env)
     except ConfigError as exc:
         raise SourceError(exc.message, exc.hint) from None
     except LookupError:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 
 from cdc_console.config import TablePattern, parse_table_pattern
 from cdc_console.core.invalid_dates import InvalidDateRules, InvalidDates
+from cdc_console.core.masks import MaskKeyMissing, MaskKind, column_mask
+from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, quote_ident
 from cdc_console.core.untyped import Connection
 from cdc_console.core.values import JSONObject
@@ -231,6 +233,62 @@ def with_columns_left_out(schema: TableSchema, rules: Mapping[str, tuple[str, ..
         columns=tuple(c for c in schema.columns if c.name not in dropped),
         source_names=tuple(names),
     )
+
+
+#: the families a mask takes: their canonical value is their text on every path
+MASKABLE = frozenset({TypeFamily.CHAR, TypeFamily.STRING})
+
+
+def with_masks(
+    schema: TableSchema, rules: Mapping[str, Mapping[str, MaskKind]], key_env: str
+) -> TableSchema:
+    """``schema`` with each column ``[pipeline] mask_columns`` masks marked with its mask
+    (``core.masks``): its values are masked as they are read, on both paths, before they leave
+    the reader. Only a character column that does not tell rows apart can be masked, and a
+    ``sha256`` mask needs its key in ``key_env``: ``ConfigError`` otherwise. An exact
+    ``db.table`` entry wins over a pattern; names the table lacks are skipped."""
+    wanted: dict[str, MaskKind] = {}
+    exact = rules.get(str(schema.table_id))
+    for text, columns in rules.items():
+        try:
+            pattern = parse_table_pattern(text)
+        except ConfigError:
+            continue  # the config's own checks name it
+        if columns is not exact and pattern.matches(
+            schema.table_id.database, schema.table_id.table
+        ):
+            wanted.update({c.lower(): k for c, k in columns.items()})
+    wanted.update({c.lower(): k for c, k in (exact or {}).items()})
+    if not wanted:
+        return schema
+    needed = set(schema.key_columns) | {schema.chunk_key}
+    masked: list[ColumnInfo] = []
+    for column in schema.columns:
+        kind = wanted.get(column.name.lower())
+        if kind is None:
+            masked.append(column)
+            continue
+        where = f"pipeline.mask_columns masks {column.name} of {schema.table_id}"
+        if column.name in needed:
+            raise ConfigError(
+                f"{where}, which tells its rows apart (its key or chunk key)",
+                f"remove {column.name} from mask_columns for {schema.table_id}",
+            )
+        if column.family not in MASKABLE:
+            raise ConfigError(
+                f"{where}, a {column.column_type} column: only character columns are masked",
+                f"leave {column.name} out instead (exclude_columns), or remove its mask",
+            )
+        try:
+            mask = column_mask(kind, key_env)
+        except MaskKeyMissing:
+            raise ConfigError(
+                f"{where} with a keyed hash, and ${key_env} (its key) is not set",
+                f"export {key_env}=<a long random secret>, the same wherever this pipeline "
+                "runs (equal values then hash alike), or set [pipeline] mask_key_env",
+            ) from None
+        masked.append(replace(column, mask=mask))
+    return replace(schema, columns=tuple(masked))
 
 
 def expand_pattern(

@@ -430,13 +430,28 @@ def _rule_changed(old: TableSchema, new: TableSchema) -> str:
     anything else changed too."""
     if len(old.columns) != len(new.columns):
         return ""
-    changed = []
+    dates, masks = [], []
     for was, now in zip(old.columns, new.columns, strict=True):
-        if replace(was, invalid_dates=now.invalid_dates) != now:
+        if replace(was, invalid_dates=now.invalid_dates, mask=now.mask) != now:
             return ""
         if was.invalid_dates != now.invalid_dates:
-            changed.append(f"{now.name} {was.invalid_dates} -> {now.invalid_dates}")
-    return f"pipeline.invalid_dates changed for column {', '.join(changed)}" if changed else ""
+            dates.append(f"{now.name} {was.invalid_dates} -> {now.invalid_dates}")
+        if was.mask != now.mask:
+            masks.append(f"{now.name} {_mask_text(was)} -> {_mask_text(now)}")
+    parts = []
+    if dates:
+        parts.append(f"pipeline.invalid_dates changed for column {', '.join(dates)}")
+    if masks:
+        parts.append(f"pipeline.mask_columns changed for column {', '.join(masks)}")
+    return "; ".join(parts)
+
+
+def _mask_text(column: ColumnInfo) -> str:
+    """A column's mask as a rule change names it; a new key reads as one."""
+    mask = column.mask
+    if mask is None:
+        return "unmasked"
+    return mask.describe() + (f" {mask.key_check[:4]}…" if mask.key_check else "")
 
 
 def _exclusion_changed(old: TableSchema, new: TableSchema) -> str:

@@ -95,6 +95,7 @@ from decimal import ROUND_HALF_EVEN, Context, Decimal
 from functools import lru_cache
 
 from cdc_console.core.invalid_dates import InvalidDates, sentinel_text
+from cdc_console.core.masks import masker
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily, UnsupportedColumnType
 from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
 from cdc_console.core.untyped import DriverValue
@@ -457,6 +458,20 @@ def _invalid_date(column: ColumnInfo) -> CanonicalValue:
 
 @lru_cache(maxsize=4096)
 def _plan(column: ColumnInfo) -> _Plan:
+    plan = _value_plan(column)
+    if column.mask is None:
+        return plan
+    mask = masker(column.mask)
+
+    def masked(base: Converter | None) -> Converter:
+        if base is None:
+            return mask
+        return lambda value: mask(base(value))
+
+    return _Plan(masked(plan.snapshot), masked(plan.binlog))
+
+
+def _value_plan(column: ColumnInfo) -> _Plan:
     conv: Converter | None
     match family := _family(column):
         case TypeFamily.INTEGER:

@@ -1,12 +1,16 @@
-"""A column left out of the mirror (``[pipeline] exclude_columns``), against a real MariaDB and
-real Spark: the mirror equals its source without it, under writes that change only it, write
-it with partial row images, insert and delete; ``verify`` is clean; and its values appear in
-no byte the pipeline wrote: the lake's files (decompressed), the change feed, the state
-database, the Spark checkpoints and the job's log.
+"""Columns left out of the mirror or masked (``[pipeline] exclude_columns``, ``mask_columns``),
+against a real MariaDB and real Spark: the mirror equals its source without the left-out column
+and with the masked ones masked, under writes that change only them, write them with partial
+row images, insert and delete; ``verify`` is clean; a masked column joins across two tables;
+and neither the original values nor the mask's key appear in any byte the pipeline wrote: the
+lake's files (decompressed), the change feed, the state database, the Spark checkpoints and
+the job's log.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.masks import REDACTED
 from tests.conftest import SourceDb
 from tests.integration.harness import (
     JobProcess,
@@ -27,11 +32,21 @@ from tests.integration.test_table_control import all_in, caught_up_now, cli
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
-#: every value of the left-out column holds it, and nothing else the test writes does
-SECRET = "SSNSECRET"
+#: every value of the left-out and of the masked columns holds one, and nothing else does
+SECRETS = ("SSNSECRET", "MAILSECRET")
+KEY_ENV = "CDC_MASK_KEY"
+#: the masks' key: it must appear nowhere either
+KEY = "KEYSECRET-0a7f3c"
 
 
-def source_without(db: SourceDb, table: str, column: str) -> list[dict[str, Any]]:
+def masked(text: str) -> str:
+    return hmac.new(KEY.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
+def source_as_mirrored(
+    db: SourceDb, table: str, left_out: str = "", hashed: str = "", redacted: str = ""
+) -> list[dict[str, Any]]:
+    """The source's rows as the mirror should hold them."""
     conn = db.connect()
     try:
         with conn.cursor() as cur:
@@ -40,50 +55,65 @@ def source_without(db: SourceDb, table: str, column: str) -> list[dict[str, Any]
             rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     finally:
         conn.close()
-    assert rows and all(SECRET in str(r[column]) for r in rows)
-    return [{k: v for k, v in r.items() if k != column} for r in rows]
+    assert rows
+    for row in rows:
+        row.pop(left_out, None)
+        if hashed and row[hashed] is not None:
+            row[hashed] = masked(row[hashed])
+        if redacted and row[redacted] is not None:
+            row[redacted] = REDACTED
+    return rows
 
 
 def written_with_secret(folder: Path) -> list[str]:
-    """The files under ``folder`` whose bytes hold ``SECRET``; a Parquet file's values are
-    read decompressed."""
+    """The files under ``folder`` whose bytes hold a secret or the key; a Parquet file's
+    values are read decompressed."""
     found = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        if SECRET.encode() in path.read_bytes():
-            found.append(str(path))
-        elif path.suffix == ".parquet" and SECRET in str(pq.read_table(path).to_pylist()):
-            found.append(f"{path} (decompressed)")
+        data = path.read_bytes()
+        text = str(pq.read_table(path).to_pylist()) if path.suffix == ".parquet" else ""
+        for secret in (*SECRETS, KEY):
+            if secret.encode() in data or secret in text:
+                found.append(f"{path}: {secret}")
     return found
 
 
-def test_a_left_out_column_is_never_read_mirrored_or_written(
-    source_db: SourceDb, tmp_path: Path
+def test_left_out_and_masked_columns_are_never_mirrored_or_written(
+    source_db: SourceDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = source_db
+    monkeypatch.setenv(KEY_ENV, KEY)  # the job's and the CLI's environment
+    secret, mail = SECRETS
     db.execute(
         "CREATE TABLE customers (id BIGINT PRIMARY KEY, email VARCHAR(80) NOT NULL, "
         "ssn VARCHAR(40) NOT NULL, note TEXT)",
-        "INSERT INTO customers SELECT seq, CONCAT('c', seq, '@example.com'), "
-        f"CONCAT('{SECRET}-', seq), CONCAT('note ', seq) FROM seq_1_to_3000",
+        f"INSERT INTO customers SELECT seq, CONCAT('{mail}', seq, '@example.com'), "
+        f"CONCAT('{secret}-', seq), IF(seq % 3, CONCAT('note ', seq), NULL) "
+        "FROM seq_1_to_3000",
+        "CREATE TABLE orders (id BIGINT PRIMARY KEY, customer_email VARCHAR(80))",
+        f"INSERT INTO orders SELECT seq, CONCAT('{mail}', seq % 700, '@example.com') "
+        "FROM seq_1_to_1000",
     )
-    config_path = write_config(
-        db,
-        tmp_path,
-        chunk_size=500,
-        extra=f'[pipeline]\nexclude_columns = {{ "{db.name}.cust*" = ["SSN"] }}\n',
+    rules = (
+        f'exclude_columns = {{ "{db.name}.cust*" = ["SSN"] }}\n'
+        f'mask_columns = {{ "{db.name}.customers" = {{ email = "sha256", note = "redact" }}, '
+        f'"{db.name}.orders" = {{ customer_email = "sha256" }} }}\n'
     )
+    config_path = write_config(db, tmp_path, chunk_size=500, extra=f"[pipeline]\n{rules}")
     config = load(config_path)
     job = JobProcess(config_path)
     with running(job):
-        wait_for(lambda: all_in(config, Lifecycle.STREAMING, ["customers"]), 180, "streams", job)
+        both = ["customers", "orders"]
+        wait_for(lambda: all_in(config, Lifecycle.STREAMING, both), 180, "streams", job)
         db.execute(
             # changes only the left-out column: a row event the mirror has nothing to take from
-            f"UPDATE customers SET ssn = CONCAT('{SECRET}-u-', id) WHERE id <= 50",
-            "UPDATE customers SET email = CONCAT('new', id, '@example.com') "
+            f"UPDATE customers SET ssn = CONCAT('{secret}-u-', id) WHERE id <= 50",
+            f"UPDATE customers SET email = CONCAT('{mail}new', id, '@example.com') "
             "WHERE id BETWEEN 51 AND 100",
-            f"INSERT INTO customers SELECT 5000 + seq, 'n@example.com', "
-            f"CONCAT('{SECRET}-i-', seq), NULL FROM seq_1_to_200",
+            f"INSERT INTO customers SELECT 5000 + seq, CONCAT('{mail}i', seq), "
+            f"CONCAT('{secret}-i-', seq), 'x' FROM seq_1_to_200",
             "DELETE FROM customers WHERE id BETWEEN 101 AND 150",
+            f"INSERT INTO orders VALUES (5001, '{mail}i1'), (5002, NULL)",
         )
         conn = db.connect()
         try:
@@ -92,15 +122,24 @@ def test_a_left_out_column_is_never_read_mirrored_or_written(
                 # the after image holds what the statement set, the left-out column included
                 cur.execute("SET SESSION binlog_row_image = 'MINIMAL'")
                 cur.execute(
-                    f"UPDATE customers SET ssn = CONCAT('{SECRET}-m-', id), note = 'minimal' "
+                    f"UPDATE customers SET ssn = CONCAT('{secret}-m-', id), note = 'minimal' "
                     "WHERE id BETWEEN 151 AND 170"
                 )
-                cur.execute(f"UPDATE customers SET ssn = '{SECRET}-only' WHERE id = 171")
+                cur.execute(f"UPDATE customers SET ssn = '{secret}-only' WHERE id = 171")
+                cur.execute(f"UPDATE orders SET customer_email = '{mail}m' WHERE id <= 5")
         finally:
             conn.close()
-        wait_for(lambda: caught_up_now(db, config, ["customers"]), 120, "caught up", job)
-        mirror = mirror_rows(config, db.name, "customers", "id")
-        assert mirror == source_without(db, "customers", "ssn")
-        assert all(set(r) == {"id", "email", "note"} for r in mirror)
-        cli(config_path, "verify", "--table", f"{db.name}.customers")  # exit 0: clean
+        wait_for(lambda: caught_up_now(db, config, both), 120, "caught up", job)
+        customers = mirror_rows(config, db.name, "customers", "id")
+        orders = mirror_rows(config, db.name, "orders", "id")
+        assert customers == source_as_mirrored(db, "customers", "ssn", "email", "note")
+        assert orders == source_as_mirrored(db, "orders", hashed="customer_email")
+        # equal addresses hash alike: the masked columns still join
+        emails = {r["email"] for r in customers}
+        joined = [o for o in orders if o["customer_email"] in emails]
+        ((pairs,),) = db.rows(
+            "SELECT COUNT(*) FROM orders o JOIN customers c ON o.customer_email = c.email"
+        )
+        assert len(joined) == pairs > 100
+        cli(config_path, "verify")  # exit 0: every table clean, masks compared as masked
     assert written_with_secret(tmp_path) == []
