@@ -28,7 +28,7 @@ from tests.integration.harness import (
     wait_for,
     write_config,
 )
-from tests.integration.test_table_control import all_in, caught_up_now, cli
+from tests.integration.test_table_control import all_in, caught_up_now, cli, tables_state
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
@@ -39,12 +39,21 @@ KEY_ENV = "CDC_MASK_KEY"
 KEY = "KEYSECRET-0a7f3c"
 
 
-def masked(text: str) -> str:
-    return hmac.new(KEY.encode(), text.encode(), hashlib.sha256).hexdigest()
+#: the key after it is rotated
+ROTATED = f"{KEY}-rotated"
+
+
+def masked(text: str, key: str = KEY) -> str:
+    return hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
 
 
 def source_as_mirrored(
-    db: SourceDb, table: str, left_out: str = "", hashed: str = "", redacted: str = ""
+    db: SourceDb,
+    table: str,
+    left_out: tuple[str, ...] = (),
+    hashed: str = "",
+    redacted: str = "",
+    key: str = KEY,
 ) -> list[dict[str, Any]]:
     """The source's rows as the mirror should hold them."""
     conn = db.connect()
@@ -57,9 +66,10 @@ def source_as_mirrored(
         conn.close()
     assert rows
     for row in rows:
-        row.pop(left_out, None)
+        for column in left_out:
+            row.pop(column)
         if hashed and row[hashed] is not None:
-            row[hashed] = masked(row[hashed])
+            row[hashed] = masked(row[hashed], key)
         if redacted and row[redacted] is not None:
             row[redacted] = REDACTED
     return rows
@@ -72,7 +82,7 @@ def written_with_secret(folder: Path) -> list[str]:
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         data = path.read_bytes()
         text = str(pq.read_table(path).to_pylist()) if path.suffix == ".parquet" else ""
-        for secret in (*SECRETS, KEY):
+        for secret in (*SECRETS, KEY, ROTATED):
             if secret.encode() in data or secret in text:
                 found.append(f"{path}: {secret}")
     return found
@@ -132,7 +142,7 @@ def test_left_out_and_masked_columns_are_never_mirrored_or_written(
         wait_for(lambda: caught_up_now(db, config, both), 120, "caught up", job)
         customers = mirror_rows(config, db.name, "customers", "id")
         orders = mirror_rows(config, db.name, "orders", "id")
-        assert customers == source_as_mirrored(db, "customers", "ssn", "email", "note")
+        assert customers == source_as_mirrored(db, "customers", ("ssn",), "email", "note")
         assert orders == source_as_mirrored(db, "orders", hashed="customer_email")
         # equal addresses hash alike: the masked columns still join
         emails = {r["email"] for r in customers}
@@ -142,4 +152,23 @@ def test_left_out_and_masked_columns_are_never_mirrored_or_written(
         )
         assert len(joined) == pairs > 100
         cli(config_path, "verify")  # exit 0: every table clean, masks compared as masked
+    assert written_with_secret(tmp_path) == []
+
+    # a changed rule reads the tables again: note left out too, and the key rotated
+    config_path.write_text(config_path.read_text().replace('["SSN"]', '["SSN", "note"]'))
+    monkeypatch.setenv(KEY_ENV, ROTATED)
+    job = JobProcess(config_path)
+    with running(job):
+
+        def read_again() -> bool:
+            tables = tables_state(config)
+            return all(tables[t].generation == 1 for t in both) and caught_up_now(db, config, both)
+
+        wait_for(read_again, 180, "both tables read again", job)
+        customers = mirror_rows(config, db.name, "customers", "id")
+        assert customers == source_as_mirrored(
+            db, "customers", ("ssn", "note"), "email", key=ROTATED
+        )
+        orders = mirror_rows(config, db.name, "orders", "id")
+        assert orders == source_as_mirrored(db, "orders", hashed="customer_email", key=ROTATED)
     assert written_with_secret(tmp_path) == []
