@@ -161,6 +161,9 @@ class SinkConfig:
     kind: str = "delta"
     path: Path = Path("lake")
     changelog: bool = True
+    #: ``[sink] mirrors``: a table's mirror at ``<path>/<place>/<name>`` instead of its own
+    #: ``<db>/<table>`` (``sinks.lake_layout``), by the table's ``db.table``
+    mirrors: dict[TableId, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -355,7 +358,7 @@ _KNOWN = {
         "chunks_per_batch",
         "batch_seconds_while_streaming",
     },
-    "sink": {"kind", "path", "changelog"},
+    "sink": {"kind", "path", "changelog", "mirrors"},
     "lake": {
         "target_file_size",
         "optimize_every",
@@ -878,6 +881,7 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
         kind=kind,
         path=_resolve(base, _typed(snk, "sink", "path", str, "lake")),
         changelog=_typed(snk, "sink", "changelog", bool, True),
+        mirrors=_mirrors(snk),
     )
 
     st = _section(doc, "state")
@@ -985,6 +989,58 @@ def _invalid_dates(pipe: TomlTable) -> InvalidDateRules:
         else:
             by_table[table_name] = {"*": _invalid_date_rule(value, where)}
     return InvalidDateRules(by_family, by_table)
+
+
+#: the change feed's folder under the lake's root (``sinks.lake_layout.CHANGELOG_DIR``)
+_CHANGELOG_FOLDER = "_changelog"
+
+
+def _mirrors(snk: TomlTable) -> dict[TableId, str]:
+    """``mirrors = { "shop.users" = "analytics/users" }``: a place and a name, each a folder."""
+    found: dict[TableId, str] = {}
+    taken: dict[str, str] = {}
+    for table_name, value in _typed(snk, "sink", "mirrors", dict, {}).items():
+        where = f'sink.mirrors."{table_name}"'
+        example = f'write mirrors = {{ "{table_name}" = "analytics/users" }}'
+        try:
+            table_id = TableId.parse(table_name)
+        except ValueError:
+            _problem(ConfigError(f"{where}: {table_name!r} is not a db.table name", example))
+            continue
+        if "*" in table_name:
+            _problem(
+                ConfigError(
+                    f"{where} names a pattern: a mirror holds one table",
+                    "name each table (db.table) on a line of its own",
+                )
+            )
+            continue
+        parts = value.split("/") if isinstance(value, str) else []
+        if len(parts) != 2 or not all(p.strip() for p in parts) or parts[0] == _CHANGELOG_FOLDER:
+            _problem(
+                ConfigError(
+                    f'{where} must be a place and a name, as "analytics/users", not {value!r}'
+                    + (
+                        f" ({_CHANGELOG_FOLDER} holds the change feed)"
+                        if parts[:1] == [_CHANGELOG_FOLDER]
+                        else ""
+                    ),
+                    example,
+                )
+            )
+            continue
+        if value in taken:
+            _problem(
+                ConfigError(
+                    f"{where} is {value!r}, the mirror of {taken[value]} too: a mirror holds "
+                    "one table",
+                    "give each table a mirror of its own",
+                )
+            )
+            continue
+        taken[value] = table_name
+        found[table_id] = value
+    return found
 
 
 def _exclude_columns(pipe: TomlTable) -> dict[str, tuple[str, ...]]:

@@ -77,7 +77,9 @@ def handle(args: argparse.Namespace) -> int:
         )
     if args.action == "convert":
         return _convert(config, args)
-    tables = _chosen(config, args.table, lake_tables(config.sink.path), "Delta table")
+    tables = _chosen(
+        config, args.table, lake_tables(config.sink.path, config.sink.mirrors), "Delta table"
+    )
     if args.action == "status":
         return _status(config, tables, args.json)
     if args.dry_run:
@@ -180,7 +182,7 @@ def _convert(config: PipelineConfig, args: argparse.Namespace) -> int:
     if not args.dry_run:
         for path in finish_interrupted(config.sink.path):
             print(f"{path}: an interrupted conversion finished")
-    found = [t for t in lake_tables(config.sink.path) if t.kind == "mirror"]
+    found = [t for t in lake_tables(config.sink.path, config.sink.mirrors) if t.kind == "mirror"]
     mirrors = _chosen(config, args.table, found, "mirror")
     keys: dict[str, tuple[str, ...]] = {}
     if config.state_path.exists():

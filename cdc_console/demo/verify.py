@@ -164,7 +164,7 @@ def compare_table(
 
 def read_mirror(config: PipelineConfig, schema: TableSchema) -> list[CanonicalRow]:
     """The mirror of ``schema``'s table as canonical rows (raises if the mirror does not exist)."""
-    path = mirror_path(config.sink.path, schema.table_id)
+    path = mirror_path(config.sink.path, schema.table_id, config.sink.mirrors)
     # [lake] datetime = "timestamp" stores DATETIME as UTC: back to the pipeline's types first
     data = from_lake(read_delta(DeltaTable(str(path))), arrow_schema(schema))
     return table_to_rows(schema, data)

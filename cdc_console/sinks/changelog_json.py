@@ -29,7 +29,7 @@ from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.sinks.base import Key, ReplaceRange, SinkStats, TableBatchSink
 from cdc_console.sinks.counted import CountedPlan, MirrorCounts, plan_counted_batch
-from cdc_console.sinks.lake_layout import mirror_path
+from cdc_console.sinks.lake_layout import MirrorNames, mirror_path
 from cdc_console.sinks.netting import TableBatchPlan, plan_table_batch, split_keys
 
 _BATCH_FILE = re.compile(r"^batch-(\d+)\.jsonl$")
@@ -107,11 +107,13 @@ def replay_counts(lines: Iterable[str], key_columns: Sequence[str]) -> MirrorCou
 class ChangelogJsonSink(TableBatchSink):
     """Writes each batch's changes as changelog-json files under ``root`` (module docstring)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, names: MirrorNames | None = None) -> None:
         self.root = Path(root)
+        #: tables placed by name (``[sink] mirrors``)
+        self.names = dict(names or {})
 
     def table_dir(self, table_id: TableId) -> Path:
-        return mirror_path(self.root, table_id)
+        return mirror_path(self.root, table_id, self.names)
 
     def batch_path(self, table_id: TableId, batch_id: int) -> Path:
         return self.table_dir(table_id) / f"batch-{batch_id:012d}.jsonl"

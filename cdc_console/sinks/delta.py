@@ -99,6 +99,7 @@ from cdc_console.sinks.delta_tables import (
 from cdc_console.sinks.lake_layout import (
     CHANGELOG_DIR,
     CHANGELOG_FIELDS,
+    MirrorNames,
     changelog_path,
     changelog_schema,
     from_lake,
@@ -161,19 +162,22 @@ class DeltaSink(TableBatchSink):
         changelog: bool = True,
         app_id: str = "cdc-console",
         lake: LakeConfig | None = None,
+        names: MirrorNames | None = None,
     ) -> None:
         self.root = Path(root)
         self.changelog = changelog
         self.app_id = app_id
         self.lake = lake or LakeConfig()
+        #: mirrors placed by name (``[sink] mirrors``)
+        self.names = dict(names or {})
 
     # --- paths and reads ------------------------------------------------------------------
 
     def mirror_path(self, table_id: TableId) -> Path:
-        return mirror_path(self.root, table_id)
+        return mirror_path(self.root, table_id, self.names)
 
     def changelog_path(self, table_id: TableId) -> Path:
-        return changelog_path(self.root, table_id)
+        return changelog_path(self.root, table_id, self.names)
 
     def read_mirror(self, table_id: TableId) -> pa.Table:
         """The mirror's current rows (for tests and tools). Raises ``FileNotFoundError``."""

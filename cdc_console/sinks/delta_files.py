@@ -82,11 +82,13 @@ def write_chunk(
     _, _, number = chunk.split_id.rpartition(":")
     stem = f"{FILE_PREFIX}b{batch_id:09d}-s{number or 0}"
     size = target.lake.target_file_size
-    mirror = write_files(mirror_path(target.root, schema.table_id), rows, size, stem)
+    mirror = write_files(mirror_path(target.root, schema.table_id, target.names), rows, size, stem)
     changelog: tuple[DataFile, ...] = ()
     if target.changelog:
         log_rows = snapshot_changelog(changelog_schema(lake), batch_id, chunk, rows)
-        changelog = write_files(changelog_path(target.root, schema.table_id), log_rows, size, stem)
+        changelog = write_files(
+            changelog_path(target.root, schema.table_id, target.names), log_rows, size, stem
+        )
     return WrittenChunk(
         chunk.split_id,
         chunk.position,

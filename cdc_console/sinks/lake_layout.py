@@ -8,6 +8,7 @@ is ``delta_tables``'.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -66,12 +67,36 @@ def name_of_folder(folder: str) -> str:
     return data.decode()
 
 
-def mirror_path(root: Path, table_id: TableId) -> Path:
-    return root / folder_name(table_id.database) / folder_name(table_id.table)
+#: mirrors placed by name (``[sink] mirrors``): a table's ``place/name`` instead of ``db/t``
+MirrorNames = Mapping[TableId, str]
 
 
-def changelog_path(root: Path, table_id: TableId) -> Path:
-    return root / CHANGELOG_DIR / folder_name(table_id.database) / folder_name(table_id.table)
+def _place(table_id: TableId, names: MirrorNames | None) -> tuple[str, str]:
+    named = names.get(table_id) if names else None
+    if named:
+        place, name = named.split("/", 1)
+        return place, name
+    return table_id.database, table_id.table
+
+
+def mirror_path(root: Path, table_id: TableId, names: MirrorNames | None = None) -> Path:
+    place, name = _place(table_id, names)
+    return root / folder_name(place) / folder_name(name)
+
+
+def changelog_path(root: Path, table_id: TableId, names: MirrorNames | None = None) -> Path:
+    place, name = _place(table_id, names)
+    return root / CHANGELOG_DIR / folder_name(place) / folder_name(name)
+
+
+def table_of_folders(place: str, name: str, names: MirrorNames | None = None) -> TableId:
+    """The table whose mirror (or change feed) is at ``place/name``, folder names as written:
+    the one named to it, else the table of that database and name."""
+    found = TableId(name_of_folder(place), name_of_folder(name))
+    for table_id, named in (names or {}).items():
+        if named == f"{found.database}/{found.table}":
+            return table_id
+    return found
 
 
 #: appended to the typed row columns in the changelog table, in this order

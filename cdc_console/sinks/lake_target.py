@@ -7,10 +7,11 @@ runner: importing the writer there would load pyarrow's compute and Parquet modu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdc_console.config import LakeConfig
+from cdc_console.core.schema import TableId
 
 
 @dataclass(frozen=True)
@@ -20,3 +21,5 @@ class LakeTarget:
     root: Path
     changelog: bool
     lake: LakeConfig
+    #: mirrors placed by name (``[sink] mirrors``)
+    names: dict[TableId, str] = field(default_factory=dict)

@@ -38,11 +38,10 @@ from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties
 
 from cdc_console.config import LakeConfig
-from cdc_console.core.schema import TableId
 from cdc_console.sinks.delta_dv import rewrite_deleted
 from cdc_console.sinks.delta_files import FILE_PREFIX, IN_FLIGHT_SECONDS, file_batch
 from cdc_console.sinks.delta_log import active_files, referenced_vectors
-from cdc_console.sinks.lake_layout import CHANGELOG_DIR, name_of_folder
+from cdc_console.sinks.lake_layout import CHANGELOG_DIR, MirrorNames, table_of_folders
 from cdc_console.sinks.mirror_read import has_deletion_vectors, table_root
 from cdc_console.units import size
 
@@ -107,8 +106,9 @@ class MaintenanceResult:
         return f"{self.table.label}: {verb} {what} in {self.seconds:.1f} s"
 
 
-def lake_tables(root: Path) -> list[LakeTable]:
-    """The lake's Delta tables: ``<root>/<db>/<t>`` mirrors, ``<root>/_changelog/<db>/<t>``."""
+def lake_tables(root: Path, names: MirrorNames | None = None) -> list[LakeTable]:
+    """The lake's Delta tables: ``<root>/<db>/<t>`` mirrors, ``<root>/_changelog/<db>/<t>``,
+    each by the table it holds (a mirror placed by name, ``[sink] mirrors``, too)."""
     found: list[LakeTable] = []
     if not root.is_dir():
         return found
@@ -120,7 +120,7 @@ def lake_tables(root: Path) -> list[LakeTable]:
         for folder in databases or [database]:
             for table in sorted(p for p in folder.iterdir() if p.is_dir()):
                 if (table / "_delta_log").is_dir():
-                    name = TableId(name_of_folder(folder.name), name_of_folder(table.name))
+                    name = table_of_folders(folder.name, table.name, names)
                     found.append(LakeTable(str(name), kind, table))
     return found
 

@@ -87,7 +87,7 @@ def make_sink(config: PipelineConfig) -> TableBatchSink:
     if config.sink.kind == "changelog-json":
         from cdc_console.sinks.changelog_json import ChangelogJsonSink
 
-        return ChangelogJsonSink(config.sink.path)
+        return ChangelogJsonSink(config.sink.path, config.sink.mirrors)
     from cdc_console.sinks.delta import DeltaSink, pipeline_app_id
 
     return DeltaSink(
@@ -95,6 +95,7 @@ def make_sink(config: PipelineConfig) -> TableBatchSink:
         changelog=config.sink.changelog,
         app_id=pipeline_app_id(config.name),
         lake=config.lake,
+        names=config.sink.mirrors,
     )
 
 

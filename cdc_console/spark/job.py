@@ -41,6 +41,7 @@ from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.retention import missing_binlog
+from cdc_console.sinks.mirror_places import check_mirror_places
 from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
 from cdc_console.source.evolution import Reread, reshaped_unseen
 from cdc_console.source.failover import connect_following
@@ -301,6 +302,10 @@ class PipelineJob:
         try:
             from cdc_console.spark.applier import BatchApplier
 
+            sink = self.config.sink
+            check_mirror_places(
+                store, sink.path, sink.mirrors, [t.table_id for t in store.tables()]
+            )
             applier = BatchApplier(self.config, store)
             recovered = applier.recover()
             if recovered:

@@ -91,7 +91,7 @@ class LakeUpkeep:
                 return self._serve(self._requests[0])
             now = self.clock()
             if now - self._scanned >= RESCAN_EVERY:
-                self._tables = lake_tables(self.config.sink.path)
+                self._tables = lake_tables(self.config.sink.path, self.config.sink.mirrors)
                 self._scanned = now
             for table in self._tables:
                 if now - self._measured.get((table.name, table.kind), 0.0) >= MEASURE_EVERY:
@@ -149,7 +149,7 @@ class LakeUpkeep:
         for command in self.store.pending_commands([OPTIMIZE, VACUUM]):
             if command.id in taken:
                 continue
-            tables = lake_tables(self.config.sink.path)
+            tables = lake_tables(self.config.sink.path, self.config.sink.mirrors)
             if command.target is not None:
                 tables = [t for t in tables if t.name == command.target]
             if not tables:

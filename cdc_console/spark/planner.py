@@ -307,7 +307,7 @@ class Planner:
         sink, lake = self.config.sink, self.config.lake
         if sink.kind != "delta" or lake.snapshot_writes != "executors":
             return None
-        return LakeTarget(sink.path, sink.changelog, lake)
+        return LakeTarget(sink.path, sink.changelog, lake, sink.mirrors)
 
     def _appendable_tables(self, schemas: dict[TableId, TableSchema]) -> frozenset[TableId]:
         """Tables whose plain (non-``replace``) chunks may travel as typed rows that the sink

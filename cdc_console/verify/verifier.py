@@ -328,7 +328,7 @@ class Verifier:
         ranges = [s.range for s in splits]
         mirror = MirrorReader(
             self.store,
-            str(mirror_path(self.config.sink.path, table_id)),
+            str(mirror_path(self.config.sink.path, table_id, self.config.sink.mirrors)),
             self.config.name,
             self.config.source,
         ).read(schema, ranges)

@@ -1,10 +1,10 @@
-"""Columns left out of the mirror or masked (``[pipeline] exclude_columns``, ``mask_columns``),
-against a real MariaDB and real Spark: the mirror equals its source without the left-out column
-and with the masked ones masked, under writes that change only them, write them with partial
-row images, insert and delete; ``verify`` is clean; a masked column joins across two tables;
-and neither the original values nor the mask's key appear in any byte the pipeline wrote: the
-lake's files (decompressed), the change feed, the state database, the Spark checkpoints and
-the job's log.
+"""Shaping the mirror, against a real MariaDB and real Spark: columns left out or masked
+(``[pipeline] exclude_columns``, ``mask_columns``) and a mirror placed by name (``[sink]
+mirrors``). The mirrors equal their sources without the left-out column and with the masked
+ones masked, under writes that change only them, write them with partial row images, insert
+and delete; ``verify`` is clean; a masked column joins across two tables; and neither the
+original values nor the mask's key appear in any byte the pipeline wrote: the lake's files
+(decompressed), the change feed, the state database, the Spark checkpoints and the job's log.
 """
 
 from __future__ import annotations
@@ -109,7 +109,9 @@ def test_left_out_and_masked_columns_are_never_mirrored_or_written(
         f'mask_columns = {{ "{db.name}.customers" = {{ email = "sha256", note = "redact" }}, '
         f'"{db.name}.orders" = {{ customer_email = "sha256" }} }}\n'
     )
-    config_path = write_config(db, tmp_path, chunk_size=500, extra=f"[pipeline]\n{rules}")
+    # orders' mirror is placed by name (and so is its change feed)
+    placed = f'[sink.mirrors]\n"{db.name}.orders" = "analytics/orders"\n'
+    config_path = write_config(db, tmp_path, chunk_size=500, extra=f"[pipeline]\n{rules}{placed}")
     config = load(config_path)
     job = JobProcess(config_path)
     with running(job):
@@ -141,7 +143,9 @@ def test_left_out_and_masked_columns_are_never_mirrored_or_written(
             conn.close()
         wait_for(lambda: caught_up_now(db, config, both), 120, "caught up", job)
         customers = mirror_rows(config, db.name, "customers", "id")
-        orders = mirror_rows(config, db.name, "orders", "id")
+        orders = mirror_rows(config, "analytics", "orders", "id")
+        assert not (config.sink.path / db.name / "orders").exists()
+        assert (config.sink.path / "_changelog" / "analytics" / "orders" / "_delta_log").is_dir()
         assert customers == source_as_mirrored(db, "customers", ("ssn",), "email", "note")
         assert orders == source_as_mirrored(db, "orders", hashed="customer_email")
         # equal addresses hash alike: the masked columns still join
@@ -169,6 +173,6 @@ def test_left_out_and_masked_columns_are_never_mirrored_or_written(
         assert customers == source_as_mirrored(
             db, "customers", ("ssn", "note"), "email", key=ROTATED
         )
-        orders = mirror_rows(config, db.name, "orders", "id")
+        orders = mirror_rows(config, "analytics", "orders", "id")
         assert orders == source_as_mirrored(db, "orders", hashed="customer_email", key=ROTATED)
     assert written_with_secret(tmp_path) == []

@@ -1,0 +1,53 @@
+"""Where each table's mirror is, kept in the state, so a mirror is never silently left behind.
+
+``[sink] mirrors`` places a table's mirror (and its change feed) by name. Changed for a table
+already captured, the job would look for the mirror at its new place, find none, and start an
+empty one there with only the changes from then on, while the rows stay in the old folder. So
+the place each table was mirrored at is recorded when the job starts, and a start that would
+move it refuses, naming the folders to move (a move with the job stopped is all it takes: the
+Delta log holds relative paths).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from cdc_console.core.schema import TableId
+from cdc_console.errors import ConfigError
+from cdc_console.sinks.lake_layout import MirrorNames, changelog_path, mirror_path
+from cdc_console.state.store import StateStore
+
+#: state meta key: ``{"db.t": "place/name"}``, relative to the lake's root
+PLACES_KEY = "mirror_places"
+
+
+def check_mirror_places(
+    store: StateStore, root: Path, names: MirrorNames, tables: Iterable[TableId]
+) -> None:
+    """Refuse a start that would look for a table's mirror anywhere but where it is; then
+    record where each one is. A table recorded nowhere yet (a state from before the record)
+    is taken to be at its own ``db/t``, if a mirror is there."""
+    recorded: dict[str, str] = json.loads(store.get_meta(PLACES_KEY) or "{}")
+    places: dict[str, str] = {}
+    for table_id in tables:
+        now = mirror_path(root, table_id, names)
+        default = mirror_path(root, table_id)
+        was_text = recorded.get(str(table_id))
+        was = root / was_text if was_text is not None else default
+        if was != now and (was / "_delta_log").is_dir():
+            old_feed = changelog_path(root, table_id, _placed(table_id, was, root))
+            raise ConfigError(
+                f"the mirror of {table_id} is at {was}, but [sink] mirrors now places it at {now}",
+                f"with the job stopped, move {was} to {now} (and its change feed {old_feed} "
+                f"to {changelog_path(root, table_id, names)}), or set the mirror's place back",
+            )
+        places[str(table_id)] = now.relative_to(root).as_posix()
+    if places != recorded:
+        store.set_meta(PLACES_KEY, json.dumps(places, sort_keys=True))
+
+
+def _placed(table_id: TableId, path: Path, root: Path) -> dict[TableId, str]:
+    """The names that put ``table_id``'s mirror at ``path``."""
+    return {table_id: path.relative_to(root).as_posix()}
