@@ -178,6 +178,13 @@ def register(subparsers: Subparsers) -> None:
         "from the same state: e.g. 1,2 for the two side by side",
     )
     binlog.add_argument(
+        "--workload",
+        choices=("mixed", "single", "multi"),
+        default="mixed",
+        help="how the changes are written: half multi-row, half single-row statements (mixed), "
+        "single-row statements only (an OLTP application), or multi-row ones only (a batch job)",
+    )
+    binlog.add_argument(
         "--seed-rows",
         type=_count,
         default=100_000,
