@@ -23,7 +23,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from cdc_console.config import PipelineConfig
@@ -42,6 +42,7 @@ from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.plan import BatchTiming, ChunkBatchTiming
 from cdc_console.core.schema import TableId
+from cdc_console.core.values import JSONObject
 from cdc_console.state.store import (
     AppliedBatch,
     LagSample,
@@ -482,6 +483,8 @@ class LagStages:
 
     seconds: dict[LagStage, float]
     covered: float
+    #: the commit stage's seconds table by table (``"db.t"``), where the sink timed them
+    commit_by_table: dict[str, float] = field(default_factory=dict)
 
     def top(self) -> tuple[LagStage, float] | None:
         if self.covered <= 0:
@@ -495,12 +498,17 @@ class LagStages:
         if top is None:
             return "no batch in the last minute"
         stage, seconds = top
-        return f"{stage} took {span(seconds)} of the last {span(self.covered)}"
+        found = f"{stage} took {span(seconds)} of the last {span(self.covered)}"
+        if stage is LagStage.COMMIT and self.commit_by_table:
+            table, spent = max(self.commit_by_table.items(), key=lambda item: item[1])
+            found += f" ({table} {span(spent)})"
+        return found
 
-    def to_dict(self) -> dict[str, float]:
+    def to_dict(self) -> JSONObject:
         return {
             "covered_seconds": round(self.covered, 3),
             **{f"{s.key}_seconds": round(v, 3) for s, v in self.seconds.items()},
+            "commit_by_table": {t: round(v, 3) for t, v in self.commit_by_table.items()},
         }
 
 
@@ -517,6 +525,7 @@ def lag_stages(
     planned while the one before was still applied overlap it; each moment counts once.
     """
     seconds = dict.fromkeys(LagStage, 0.0)
+    by_table: dict[str, float] = {}
     begin = now - window
     for before, batch in itertools.pairwise(batches):
         if before.applied_at is None:
@@ -539,7 +548,13 @@ def lag_stages(
         seconds[LagStage.READ] += staged - planned
         seconds[LagStage.MAINTENANCE] += held
         seconds[LagStage.COMMIT] += committing - held
-    return LagStages(seconds, sum(seconds.values()))
+        timed = sum(batch.table_seconds.values())
+        if timed > 0:
+            # the tables' own times, scaled to the commit this window saw of the batch
+            share = (committing - held) / timed
+            for table, spent in batch.table_seconds.items():
+                by_table[table] = by_table.get(table, 0.0) + spent * min(1.0, share)
+    return LagStages(seconds, sum(seconds.values()), by_table)
 
 
 def change_stages(written_at: float, batch: AppliedBatch) -> LagStages:

@@ -84,8 +84,12 @@ class BinlogOptions(SnapshotRunOptions):
     workload: str = "mixed"
 
 
-#: ``--workload``: which statements write the changes
-WORKLOADS = ("mixed", "single", "multi")
+#: ``--workload``: which statements write the changes, as the results name them
+WORKLOAD_TEXT = {
+    "mixed": "half multi-row",
+    "single": "single-row",
+    "multi": f"multi-row, {MULTI_ROWS} rows each",
+}
 
 
 @dataclass
@@ -304,7 +308,7 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
         "\n"
         + format_table(
             f"binlog benchmark: {writer.written:,} row changes ({writer.statements:,} statements, "
-            f"half multi-row) on {BENCH_TABLE}, {options.master}",
+            f"{WORKLOAD_TEXT[options.workload]}) on {BENCH_TABLE}, {options.master}",
             result.measurements,
             RAW,
         ),

@@ -104,6 +104,18 @@ class PipelineCollector(Collector):
             stages.add_metric([name, stage.key], spent if isinstance(spent, int | float) else 0.0)
         yield stages
 
+        commits = gauge(
+            "table_commit_seconds",
+            "Seconds of the last minute the sink's commit spent on each table",
+            ("table",),
+        )
+        committed = status.stages.get("commit_by_table") if status.stages else None
+        if isinstance(committed, dict):
+            for committed_table, spent in committed.items():
+                if isinstance(spent, int | float):
+                    commits.add_metric([name, committed_table], spent)
+        yield commits
+
         states = gauge("tables", "Captured tables by lifecycle state", ("state",))
         counts = {state: 0 for state in Lifecycle}
         for table in status.tables:

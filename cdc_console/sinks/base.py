@@ -8,6 +8,7 @@ own ``_apply_table``, which must be idempotent per ``batch_id``.
 from __future__ import annotations
 
 import logging
+import time
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -139,6 +140,8 @@ class TableBatchSink(ABC):
 
     #: the current batch's ``commit_info`` while ``apply_batch`` runs
     _commit_info: dict[str, str] = {}  # noqa: RUF012 - replaced per batch, never mutated
+    #: how long each table's share of the last ``apply_batch`` took to write and commit
+    commit_seconds: dict[TableId, float] = {}  # noqa: RUF012 - replaced per batch
     #: A failure of one table's share of a batch that no retry cures (a value its mirror type
     #: cannot hold, a mirror schema that refuses the source's): that table is refused, the
     #: others applied. Each table is its own failure domain; the job parks the refused one.
@@ -196,6 +199,7 @@ class TableBatchSink(ABC):
             ranges[replace.table_id].append(replace)
         appends = appends or {}
         self._commit_info = dict(commit_info or {})
+        self.commit_seconds = {}
         stats: dict[TableId, SinkStats] = {}
         for table_id in sorted(set(by_table) | set(ranges) | set(appends) | set(reshaped)):
             schema = schemas.get(table_id)
@@ -206,6 +210,7 @@ class TableBatchSink(ABC):
                     f"batch {batch_id} has both typed snapshot chunks and change records "
                     f"for {table_id}; the planner never mixes them"
                 )
+            clock = time.monotonic()
             try:
                 if table_id in appends:
                     stats[table_id] = self._append_table(batch_id, schema, appends[table_id])
@@ -213,6 +218,7 @@ class TableBatchSink(ABC):
                     stats[table_id] = self._apply_table(
                         batch_id, schema, by_table.get(table_id, ()), ranges.get(table_id, [])
                     )
+                self.commit_seconds[table_id] = time.monotonic() - clock
             except BaseException as exc:
                 if not isolate or not self.is_table_fault(exc):
                     raise

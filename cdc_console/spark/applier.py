@@ -259,6 +259,10 @@ class BatchApplier:
             else {}
         )
         crash_point("after-sink", has_data)
+        if has_data and self.sink.commit_seconds:
+            self.store.note_table_seconds(
+                batch_no, {str(t): s for t, s in self.sink.commit_seconds.items()}
+            )
         refused = {str(t): str(s[REFUSED]) for t, s in stats.items() if s.get(REFUSED)}
         commit_batch(
             self.store,

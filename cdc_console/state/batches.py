@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from cdc_console.core.lifecycle import (
     BatchStatus,
@@ -144,13 +144,21 @@ class BatchesRepo(SplitsRepo):
                 "UPDATE batches SET held_seconds = ? WHERE batch_no = ?", (seconds, batch_no)
             )
 
+    def note_table_seconds(self, batch_no: int, seconds: Mapping[str, float]) -> None:
+        """How long the sink's commit of the batch took, table by table."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE batches SET table_seconds = ? WHERE batch_no = ?",
+                (json.dumps({t: round(s, 3) for t, s in seconds.items()}), batch_no),
+            )
+
     def applied_batches(self, since: float) -> list[AppliedBatch]:
         """The batches applied after ``since``, the one applied just before them and the one in
         flight (``applied_at`` None), oldest first: when each was planned, staged and applied,
         for the lag split by stage (``figures.lag_stages``)."""
         rows = self.db.execute(
-            "SELECT batch_no, created_at, plan_seconds, staged_at, held_seconds, applied_at "
-            "FROM batches WHERE batch_no >= COALESCE((SELECT MAX(batch_no) FROM batches "
+            "SELECT batch_no, created_at, plan_seconds, staged_at, held_seconds, applied_at, "
+            "table_seconds FROM batches WHERE batch_no >= COALESCE((SELECT MAX(batch_no) FROM batches "
             "WHERE status = ? AND applied_at <= ?), 0) ORDER BY batch_no",
             (BatchStatus.APPLIED, since),
         ).fetchall()
@@ -162,6 +170,7 @@ class BatchesRepo(SplitsRepo):
                 float(r[3]) if r[3] is not None else None,
                 float(r[4] or 0.0),
                 float(r[5]) if r[5] is not None else None,
+                {str(t): float(s) for t, s in json.loads(r[6]).items()} if r[6] else {},
             )
             for r in rows
         ]

@@ -205,4 +205,9 @@ MIGRATIONS: list[str] = [
     ALTER TABLE batches ADD COLUMN plan_seconds REAL;
     ALTER TABLE batches ADD COLUMN held_seconds REAL;
     """,
+    # 11: the sink's commit of a batch, table by table (JSON ``{"db.t": seconds}``), for the
+    # commit stage per table
+    """
+    ALTER TABLE batches ADD COLUMN table_seconds TEXT;
+    """,
 ]

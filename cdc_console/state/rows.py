@@ -7,7 +7,7 @@ touches SQLite (the repositories beside it read and write the rows).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle, SplitStatus, Verdict
 from cdc_console.core.offset import BinlogOffset
@@ -122,6 +122,8 @@ class AppliedBatch:
     staged_at: float | None
     held_seconds: float
     applied_at: float | None
+    #: how long the sink's commit took for each table it wrote (``"db.t"``: seconds)
+    table_seconds: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

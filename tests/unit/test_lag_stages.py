@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,28 @@ def test_a_changes_stages_run_from_its_write_to_its_batchs_commit() -> None:
     assert during.seconds[LagStage.TRIGGER] == 0.0
     assert during.seconds[LagStage.SERVER] == pytest.approx(0.15)
     assert during.covered == pytest.approx(1.4)
+
+
+def test_the_commit_is_split_by_table_and_the_largest_named() -> None:
+    batches = [
+        batch(1, 90.0, 91.0, 100.0),
+        # commits 8 s: the sink timed orders at 6 s and users at 2 s
+        replace(
+            batch(2, 101.0, 102.0, 110.0), table_seconds={"shop.orders": 6.0, "shop.users": 2.0}
+        ),
+    ]
+    found = lag_stages(batches, now=110.0)
+    assert found.seconds[LagStage.COMMIT] == pytest.approx(8.0)
+    assert found.commit_by_table == pytest.approx({"shop.orders": 6.0, "shop.users": 2.0})
+    assert found.describe() == "the sink's commit took 8.0 s of the last 10 s (shop.orders 6.0 s)"
+    assert found.to_dict()["commit_by_table"] == {"shop.orders": 6.0, "shop.users": 2.0}
+    # a window that sees only half the commit counts half of each table's
+    half = lag_stages(batches, now=110.0, window=4.0)
+    assert half.commit_by_table == pytest.approx({"shop.orders": 3.0, "shop.users": 1.0})
+
+
+def test_the_state_keeps_each_tables_commit_time(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "state.sqlite")
+    store.create_batch(1, {"batch_no": 1}, [], plan_seconds=0.1)
+    store.note_table_seconds(1, {"shop.orders": 1.23456})
+    assert store.applied_batches(since=0.0)[0].table_seconds == {"shop.orders": 1.235}
