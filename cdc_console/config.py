@@ -222,6 +222,9 @@ class SparkConfig:
     #: map a class-data-sharing archive of Spark's classes into the driver JVM (built once per
     #: machine and Spark/JDK; see ``spark/class_archive.py``): a session starts in half the time
     class_archive: bool = True
+    #: plan a batch as soon as the binlog moves, instead of at the next trigger; an idle
+    #: pipeline still looks no more often than ``trigger_seconds`` (``spark.planner``)
+    wake_on_data: bool = False
 
 
 @dataclass(frozen=True)
@@ -374,7 +377,15 @@ _KNOWN = {
     "state": {"path"},
     "verify": {"every", "rows_per_second", "hide_values"},
     "metrics": {"listen"},
-    "spark": {"master", "trigger_seconds", "checkpoint", "ui_port", "conf", "class_archive"},
+    "spark": {
+        "master",
+        "trigger_seconds",
+        "checkpoint",
+        "ui_port",
+        "conf",
+        "class_archive",
+        "wake_on_data",
+    },
     "pipeline": {
         "heartbeat_seconds",
         "source_outage_seconds",
@@ -900,6 +911,7 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
         ui_port=_port_or_none(_typed(sp, "spark", "ui_port", int, None), "spark.ui_port"),
         conf={str(k): str(v) for k, v in conf.items()},
         class_archive=_typed(sp, "spark", "class_archive", bool, True),
+        wake_on_data=_typed(sp, "spark", "wake_on_data", bool, False),
     )
     name = _typed(doc, "", "name", str, None) or (path.stem if path else "pipeline")
     verify = _verify(_section(doc, "verify"))

@@ -598,6 +598,7 @@ def write_pipeline_config(
     tables: list[str] | None = None,
     trigger_seconds: float = 0.5,
     spark_conf: Mapping[str, str] | None = None,
+    wake_on_data: bool = False,
 ) -> Path:
     """A pipeline TOML for the bench table, with its state, lake and checkpoint in ``folder``;
     ``extra`` adds sections (``{"lake": {...}}``). The defaults are the job's own (a snapshot,
@@ -625,6 +626,7 @@ def write_pipeline_config(
                 "master": master,
                 "trigger_seconds": trigger_seconds,
                 "checkpoint": "checkpoints",
+                **({"wake_on_data": True} if wake_on_data else {}),
                 **({"conf": dict(spark_conf)} if spark_conf else {}),
             },
             **(extra or {}),

@@ -66,6 +66,10 @@ class LatencyOptions(RunOptions):
     rates: str = "1000,4000"
     seconds: float = 30.0
     trigger_seconds: float = 0.2
+    #: ``[spark] wake_on_data``: plan as soon as the binlog moves
+    wake_on_data: bool = False
+    #: seconds the pipeline's CPU is measured with no writes, before the first rate
+    idle_seconds: float = 10.0
     timeout: float = 600.0
 
 
@@ -170,6 +174,7 @@ def run_latency_bench(options: LatencyOptions) -> LatencyFigures:
             tables=[f"{BENCH_DB}.{TABLE}"],
             extra={"pipeline": {"heartbeat_seconds": 1}},
             trigger_seconds=options.trigger_seconds,
+            wake_on_data=options.wake_on_data,
         )
         job = start_streaming_job(config, env, folder / "stream.log")
         cpu = CpuShares(job.pid, env.sandbox.process.pid if env.sandbox.process else None)
@@ -177,6 +182,13 @@ def run_latency_bench(options: LatencyOptions) -> LatencyFigures:
             state = folder / "state" / "pipeline.sqlite"
             wait_running(state, options.timeout)
             _wait_streaming(state, options.timeout)
+            idle = _idle_cores(cpu, options.idle_seconds)
+            notes.append(
+                f"idle pipeline (no writes for {options.idle_seconds:g} s): "
+                + ", ".join(f"{part} {cores:.3f}" for part, cores in idle.items())
+                + " cores"
+            )
+            print(notes[-1], flush=True)
             watcher = _MirrorWatcher(folder / "lake" / BENCH_DB / TABLE)
             watcher.start()
             try:
@@ -192,7 +204,8 @@ def run_latency_bench(options: LatencyOptions) -> LatencyFigures:
     notes.append(load_line("after"))
     print(
         f"\nlatency benchmark: single-row INSERTs into {TABLE}, {options.seconds:g} s per rate, "
-        f"{options.master}, trigger_seconds = {options.trigger_seconds:g}; "
+        f"{options.master}, trigger_seconds = {options.trigger_seconds:g}"
+        f"{', wake_on_data' if options.wake_on_data else ''}; "
         "commit -> Delta version visible",
         flush=True,
     )
@@ -271,6 +284,18 @@ def _one_rate(
             deadline = time.monotonic() + quiet
     latencies = watcher.latencies_between(first, last)
     return RateResult.of(rate, sent, sent / elapsed, latencies, cores)
+
+
+def _idle_cores(cpu: CpuShares, seconds: float) -> dict[str, float]:
+    """Cores each part kept busy over ``seconds`` with no writes (the pipeline's parts and the
+    server)."""
+    before = cpu.read()
+    time.sleep(seconds)
+    return {
+        part: max(0.0, (spent - before.get(part, 0.0)) / seconds)
+        for part, spent in cpu.read().items()
+        if part != BENCH
+    }
 
 
 class CpuShares:

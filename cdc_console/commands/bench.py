@@ -311,6 +311,11 @@ def register(subparsers: Subparsers) -> None:
         help="the job's [spark] trigger_seconds (default 0.2; the job's own default is 1: a "
         "change waits half a trigger on average before its batch is planned)",
     )
+    latency.add_argument(
+        "--wake-on-data",
+        action="store_true",
+        help="the job's [spark] wake_on_data: plan a batch as soon as the binlog moves",
+    )
     latency.add_argument("--master", default="local[2]", help="Spark master")
     _run_folder(latency, "seconds for the job to stream")
     latency.set_defaults(handler=handle_latency)

@@ -70,7 +70,7 @@ class CdcStreamReader(DataSourceStreamReader):
         return {"batch": self._get_planner().store.last_applied_batch()}
 
     def latestOffset(self, start: SparkOffset, limit: ReadLimit | None = None) -> SparkOffset:
-        plan = self._get_planner().next_plan()
+        plan = self._get_planner().wait_for_plan()
         if plan is None:
             return {"batch": int(start["batch"])}
         return {"batch": plan.batch_no}

@@ -443,7 +443,12 @@ class PipelineJob:
                 why,
             )
         spark.dataSource.register(CdcDataSource)
-        trigger = f"{self.config.spark.trigger_seconds} seconds"
+        # woken by the binlog, the planner itself waits up to a trigger when there is nothing
+        trigger = (
+            "0 seconds"
+            if self.config.spark.wake_on_data
+            else f"{self.config.spark.trigger_seconds} seconds"
+        )
         warm_up: threading.Thread | None = None
 
         def start_query() -> StreamingQuery:

@@ -7,6 +7,7 @@ driver's own Python process, so it opens its own state store and source connecti
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -51,6 +52,9 @@ from cdc_console.spark.partitions import (
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
+
+#: how often an idle planner looks at the binlog's head with ``[spark] wake_on_data``
+WAKE_POLL_SECONDS = 0.05
 
 
 #: transaction starts inside ``(start, end)`` near the given byte positions of ``start``'s file
@@ -296,6 +300,42 @@ class Planner:
         except RetryAbandoned:
             log.info("planner: stopping while the source is unreachable; no new batch")
             return None
+
+    def wait_for_plan(self) -> BatchPlan | None:
+        """``next_plan``; with ``[spark] wake_on_data``, while there is nothing to plan, wait for
+        the binlog to move (looking every ``WAKE_POLL_SECONDS``) for up to a trigger.
+
+        Spark then triggers back to back, so a change is planned within a poll of its commit
+        rather than at the next trigger (half a trigger later, on average), and an idle
+        pipeline asks the server for its head twenty times a second (a query that reads no
+        table). A queued command waits for the trigger's end, as before.
+        """
+        plan = self.next_plan()
+        spark = self.config.spark
+        if plan is not None or not spark.wake_on_data:
+            return plan
+        deadline = time.monotonic() + spark.trigger_seconds
+        try:
+            # the head, and the last batch applied: a batch still being applied may be what
+            # held this plan back (``source.plan_past``)
+            seen = (self._quick_head(), self.store.last_applied_batch())
+            while time.monotonic() < deadline and not self.store.draining():
+                time.sleep(min(WAKE_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+                now = (self._quick_head(), self.store.last_applied_batch())
+                if now != seen:
+                    plan = self.next_plan()
+                    if plan is not None:
+                        return plan
+                    seen = now
+        except pymysql.err.Error as exc:
+            # the next trigger's plan meets the fault and waits it out, visibly
+            log.debug("planner: head watch stopped: %s", exc)
+            self._conn = None
+        return None
+
+    def _quick_head(self) -> BinlogOffset:
+        """The binlog's head without its GTID set: what a poll for movement needs."""
+        return current_position(self._connection())
 
     def _drop_connection(self, _error: BaseException) -> None:
         close_quietly(self._conn)
