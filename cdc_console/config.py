@@ -1090,7 +1090,7 @@ def _mask_columns(pipe: TomlTable) -> dict[str, dict[str, MaskKind]]:
             continue
         masks: dict[str, MaskKind] = {}
         for column, kind in value.items():
-            if kind not in set(MaskKind):
+            if not isinstance(kind, str) or kind not in set(MaskKind):
                 _problem(
                     ConfigError(
                         f"{where}.{column} must be one of {choices}, not {kind!r}",

@@ -40,7 +40,6 @@ from cdc_console.core.estimate import (
 from cdc_console.core.head_history import HeadHistory
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
-from cdc_console.core.plan import BatchTiming, ChunkBatchTiming
 from cdc_console.core.schema import TableId
 from cdc_console.core.values import JSONObject
 from cdc_console.state.store import (
@@ -375,13 +374,6 @@ def _budgeted(store: StateStore, pacing: ReadPacing, reading: TableId | None) ->
     )
 
 
-def _paced_by(budget: BatchBudget, batches: list[ChunkBatchTiming]) -> list[ChunkBatchTiming]:
-    """The batches a budget like today's paced: a batch with more chunks than it would give
-    them ran under a larger budget, or none."""
-    fits = budget.chunks([BatchTiming(b.chunks, b.seconds) for b in batches], streaming=True)
-    return [b for b in batches if b.chunks <= fits]
-
-
 def _budgeted_forecast(
     store: StateStore,
     pacing: ReadPacing,
@@ -393,10 +385,12 @@ def _budgeted_forecast(
     """At the pace of the newest budgeted batches whose chunks were of the same kind (a
     re-dump's replace a mirror's rows, which costs more than filling a new one); a re-dump
     measured only against filling batches, or nothing measured, is a floor."""
-    budgeted = _paced_by(
-        pacing.budget,
-        [b for b in store.chunk_batch_timings(4 * PACED_BATCHES) if b.beside_streaming],
-    )
+    # the batches a budget like today's paced
+    budgeted = [
+        b
+        for b in store.chunk_batch_timings(4 * PACED_BATCHES)
+        if b.budget_seconds == pacing.budget.seconds
+    ]
     alike = [b for b in budgeted if b.replacing == replacing][:PACED_BATCHES]
     measured = alike or ([] if replacing else budgeted[:PACED_BATCHES])
     if measured:

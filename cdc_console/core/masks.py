@@ -44,6 +44,10 @@ class MaskKeyMissing(LookupError):
     """The environment variable that holds a ``sha256`` mask's key is unset or empty."""
 
 
+class MaskKeyMismatch(ValueError):
+    """The key here is not the one the column was masked with (another machine's, say)."""
+
+
 @dataclass(frozen=True)
 class ColumnMask:
     kind: MaskKind
@@ -81,8 +85,11 @@ def column_mask(kind: MaskKind, key_env: str) -> ColumnMask:
     """The mask of a column as configured now (reads the key to check it)."""
     if kind is MaskKind.REDACT:
         return ColumnMask(kind)
-    check = hmac.new(mask_key(key_env), _KEY_CHECK_TEXT, hashlib.sha256).hexdigest()[:16]
-    return ColumnMask(kind, key_env, check)
+    return ColumnMask(kind, key_env, _key_check(mask_key(key_env)))
+
+
+def _key_check(key: bytes) -> str:
+    return hmac.new(key, _KEY_CHECK_TEXT, hashlib.sha256).hexdigest()[:16]
 
 
 def masker(mask: ColumnMask) -> Callable[[object], str]:
@@ -90,6 +97,11 @@ def masker(mask: ColumnMask) -> Callable[[object], str]:
     if mask.kind is MaskKind.REDACT:
         return lambda _value: REDACTED
     key = mask_key(mask.key_env)
+    if mask.key_check and _key_check(key) != mask.key_check:
+        raise MaskKeyMismatch(
+            f"${mask.key_env} here is not the key the column was masked with: set the same key "
+            "wherever the pipeline runs (on a cluster, spark.executorEnv too)"
+        )
 
     def hashed(value: object) -> str:
         text = value if isinstance(value, str) else str(value)

@@ -53,6 +53,9 @@ class BatchPlan:
     #: tables whose schema change was applied in place while this batch was planned: their
     #: mirror takes the new columns in this batch, rows or not
     reshaped: tuple[TableId, ...] = ()
+    #: the chunk budget its chunks were planned under while other tables streamed
+    #: (``[snapshot] batch_seconds_while_streaming``); None: no budget applied
+    budget_seconds: float | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -90,6 +93,7 @@ class BatchPlan:
             "binlog_server_id": self.binlog_server_id,
             "head": self.head.to_dict() if self.head else None,
             "reshaped": [str(t) for t in self.reshaped],
+            **({"budget_seconds": self.budget_seconds} if self.budget_seconds else {}),
         }
 
     @classmethod
@@ -101,6 +105,7 @@ class BatchPlan:
             binlog_server_id=int(data.get("binlog_server_id", 0)),
             head=BinlogOffset.from_dict(data["head"]) if data.get("head") else None,
             reshaped=tuple(TableId.parse(str(t)) for t in data.get("reshaped") or ()),
+            budget_seconds=float(data["budget_seconds"]) if data.get("budget_seconds") else None,
         )
 
 
@@ -119,7 +124,7 @@ class ChunkBatchTiming:
     chunks: int
     #: its chunks replace rows a mirror holds (a re-dump's), rather than fill an empty one
     replacing: bool
-    #: a table streamed freely in its binlog window: the chunk budget applied to it
-    beside_streaming: bool
+    #: the chunk budget it was planned under while other tables streamed (None: none)
+    budget_seconds: float | None
     #: planning plus planned-to-applied seconds
     seconds: float

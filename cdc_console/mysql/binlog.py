@@ -33,7 +33,7 @@ from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader, DecodedRo
 from cdc_console.mysql.binlog_events import OpaqueEvent
 from cdc_console.mysql.connection import close_quietly, connect, translate_error
 from cdc_console.mysql.connection import query as run_query
-from cdc_console.mysql.logged_statements import dml_targets
+from cdc_console.mysql.logged_statements import dml_targets, without_literals
 from cdc_console.mysql.retry import TRANSIENT_CODES
 from cdc_console.mysql.stored_writers import (
     FUNCTIONS_SQL,
@@ -528,7 +528,7 @@ def _statement_changes(
     else:  # a DML whose targets do not read: any captured table it could name
         named = sorted(t for t in wanted if not schema or t.database == schema)
     reached = captured_in(writers.reached(targets, query, schema), wanted)
-    text = " ".join(query.split())
+    text = " ".join(without_literals(query).split())
     said = f"{text[:200]}{'...' if len(text) > 200 else ''}"
     why = (
         "the writing session's binlog_format is STATEMENT or MIXED; the server's should be ROW, "

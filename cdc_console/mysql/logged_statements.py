@@ -176,3 +176,21 @@ def called_names(text: str) -> list[str]:
     for match in _CALL.finditer(strip_comments(text)):
         names.append(".".join(unquote(part) for part in re.findall(IDENT, match.group(1))))
     return names
+
+
+#: what a statement's values are written as: quoted strings (either quote, with backslash
+#: escapes and doubled quotes), hex and bit literals, numbers; backquoted names are kept
+_LITERAL = re.compile(
+    r"(`(?:[^`]|``)*`)"
+    r"|[xXbB]?'(?:[^'\\]|\\.|'')*'"
+    r'|"(?:[^"\\]|\\.|"")*"'
+    r"|\b0[xX][0-9a-fA-F]+\b|\b0[bB][01]+\b"
+    r"|(?<![\w$.])\d+(?:\.\d*)?(?:[eE][-+]?\d+)?"
+)
+
+
+def without_literals(query: str) -> str:
+    """``query`` with each value written in it as ``?``: what a message may quote of a DML
+    statement, whose values may be anything a table holds (a column left out of the mirror or
+    masked, a password)."""
+    return _LITERAL.sub(lambda m: m.group(1) or "?", query)

@@ -14,7 +14,7 @@ session ``time_zone`` to UTC; the server's own zone is what DATETIME values were
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from cdc_console.config import TablePattern, parse_table_pattern
@@ -214,6 +214,7 @@ def with_columns_left_out(schema: TableSchema, rules: Mapping[str, tuple[str, ..
     mirror, its change feed and ``verify``. A column that tells rows apart (the key, the
     chunk key) cannot be left out: ``ConfigError``. Names the table lacks are skipped (a
     pattern may cover tables without them)."""
+    _named_columns_exist(schema, rules.get(str(schema.table_id), ()), "exclude_columns")
     wanted = columns_left_out(schema.table_id, rules)
     if not wanted:
         return schema
@@ -235,6 +236,19 @@ def with_columns_left_out(schema: TableSchema, rules: Mapping[str, tuple[str, ..
     )
 
 
+def _named_columns_exist(schema: TableSchema, named: Iterable[str], key: str) -> None:
+    """A column an exact ``db.table`` entry names must be one of the table's: a misspelt
+    name would leave the column it meant mirrored as it is (a pattern may cover tables
+    without it)."""
+    have = schema.binlog_names  # a column left out is the table's too (masked, it stays out)
+    missing = [c for c in named if c.lower() not in {n.lower() for n in have}]
+    if missing:
+        raise ConfigError(
+            f"pipeline.{key} names {missing[0]} of {schema.table_id}, which has no such column",
+            f"correct the name (its columns: {', '.join(have)})",
+        )
+
+
 #: the families a mask takes: their canonical value is their text on every path
 MASKABLE = frozenset({TypeFamily.CHAR, TypeFamily.STRING})
 
@@ -249,6 +263,7 @@ def with_masks(
     ``db.table`` entry wins over a pattern; names the table lacks are skipped."""
     wanted: dict[str, MaskKind] = {}
     exact = rules.get(str(schema.table_id))
+    _named_columns_exist(schema, tuple(exact or ()), "mask_columns")
     for text, columns in rules.items():
         try:
             pattern = parse_table_pattern(text)
@@ -261,7 +276,9 @@ def with_masks(
     wanted.update({c.lower(): k for c, k in (exact or {}).items()})
     if not wanted:
         return schema
-    needed = set(schema.key_columns) | {schema.chunk_key}
+    # a keyless (counted) table's rows are told apart by their whole content: masked, they
+    # still are (equal values mask alike), so only its chunk key must stay as it is
+    needed = set(schema.primary_key) | {schema.chunk_key}
     masked: list[ColumnInfo] = []
     for column in schema.columns:
         kind = wanted.get(column.name.lower())

@@ -329,7 +329,7 @@ class DeltaSink(TableBatchSink):
         if not log_due and _already(mirror, self.app_id, batch_id):
             stats["mirror_skipped"] = True
             return stats
-        target = LakeTarget(self.root, self.changelog, self.lake)
+        target = LakeTarget(self.root, self.changelog, self.lake, self.names)
         written = [
             chunk
             if isinstance(chunk, WrittenChunk)

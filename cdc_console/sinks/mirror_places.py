@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cdc_console.core.schema import TableId
 from cdc_console.errors import ConfigError
-from cdc_console.sinks.lake_layout import MirrorNames, changelog_path, mirror_path
+from cdc_console.sinks.lake_layout import CHANGELOG_DIR, MirrorNames, changelog_path, mirror_path
 from cdc_console.state.store import StateStore
 
 #: state meta key: ``{"db.t": "place/name"}``, relative to the lake's root
@@ -31,13 +31,20 @@ def check_mirror_places(
     is taken to be at its own ``db/t``, if a mirror is there."""
     recorded: dict[str, str] = json.loads(store.get_meta(PLACES_KEY) or "{}")
     places: dict[str, str] = {}
+    holders: dict[Path, TableId] = {}
     for table_id in tables:
         now = mirror_path(root, table_id, names)
+        other = holders.setdefault(now, table_id)
+        if other != table_id:
+            raise ConfigError(
+                f"{other} and {table_id} would both be mirrored at {now}: a mirror holds one table",
+                "give one of them another place in [sink] mirrors",
+            )
         default = mirror_path(root, table_id)
         was_text = recorded.get(str(table_id))
         was = root / was_text if was_text is not None else default
         if was != now and (was / "_delta_log").is_dir():
-            old_feed = changelog_path(root, table_id, _placed(table_id, was, root))
+            old_feed = root / CHANGELOG_DIR / was.relative_to(root)
             raise ConfigError(
                 f"the mirror of {table_id} is at {was}, but [sink] mirrors now places it at {now}",
                 f"with the job stopped, move {was} to {now} (and its change feed {old_feed} "
@@ -46,8 +53,3 @@ def check_mirror_places(
         places[str(table_id)] = now.relative_to(root).as_posix()
     if places != recorded:
         store.set_meta(PLACES_KEY, json.dumps(places, sort_keys=True))
-
-
-def _placed(table_id: TableId, path: Path, root: Path) -> dict[TableId, str]:
-    """The names that put ``table_id``'s mirror at ``path``."""
-    return {table_id: path.relative_to(root).as_posix()}

@@ -218,9 +218,12 @@ class HybridSplitAssigner:
         ]
         redumping = {t.table_id for t in tables if t.state == Lifecycle.REDUMP}
         limit = self.splits_per_batch
+        budgeted: float | None = None
         if self.budget is not None and snapshotting:
             streaming = any(t.state == Lifecycle.STREAMING for t in tables)
             limit = self.budget.chunks(self.store.batch_timings(TIMINGS_READ), streaming)
+            if streaming and self.budget.seconds > 0:
+                budgeted = self.budget.seconds
         splits = self._next_splits(snapshotting, limit)
         planned = tuple(
             PlannedSplit(
@@ -232,7 +235,15 @@ class HybridSplitAssigner:
         if past is None:  # the window's tables were just read up to its end: nothing is purged
             tables = self._park_purged(tables)
         binlog = self._binlog_window(tables, head)
-        plan = BatchPlan(batch_no, planned, binlog, self.server_ids[0], head, tuple(reshaped))
+        plan = BatchPlan(
+            batch_no,
+            planned,
+            binlog,
+            self.server_ids[0],
+            head,
+            tuple(reshaped),
+            budgeted if planned else None,
+        )
         if plan.is_empty:
             return None
         self.store.create_batch(batch_no, plan.to_dict(), splits, time.monotonic() - clock)

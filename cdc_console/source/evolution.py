@@ -417,7 +417,7 @@ def describe_evolution(old: TableSchema, new: TableSchema) -> str:
 def reshaped_unseen(old: TableSchema, new: TableSchema) -> Reread | str:
     """How to follow a change the binlog the job reads does not show (made while it was
     down, when the server can describe only the new shape): read again, or why to park."""
-    ruled = _rule_changed(old, new) or _exclusion_changed(old, new)
+    ruled = rule_changed(old, new)
     if ruled:
         return Reread(ruled, new)
     result = evolution(old, new, "", ())
@@ -454,11 +454,33 @@ def _mask_text(column: ColumnInfo) -> str:
     return mask.describe() + (f" {mask.key_check[:4]}…" if mask.key_check else "")
 
 
+def rule_changed(old: TableSchema, new: TableSchema) -> str:
+    """Why the table is read again when only the config's rules for it changed (invalid dates,
+    masks, left-out columns): the rows already mirrored follow the old ones. "" when the
+    table's own shape changed too (then ``evolution`` decides) or nothing did."""
+    return _rule_changed(old, new) or _exclusion_changed(old, new)
+
+
 def _exclusion_changed(old: TableSchema, new: TableSchema) -> str:
     """Why the table is read again when ``[pipeline] exclude_columns`` now leaves out a column
     it mirrored (whose values the mirror's rows still hold) or mirrors one it left out (whose
-    values no mirrored row holds yet). "" when it leaves out the same columns as before."""
-    both = set(old.binlog_names) & set(new.binlog_names)
+    values no mirrored row holds yet). "" when it leaves out the same columns as before, or
+    when the source's columns, keys or the columns mirrored both times changed too."""
+    if (
+        old.binlog_names != new.binlog_names
+        or old.primary_key != new.primary_key
+        or old.chunk_key != new.chunk_key
+    ):
+        return ""
+    before = {c.name: c for c in old.columns}
+    for column in new.columns:
+        mirrored = before.get(column.name)
+        if (
+            mirrored is not None
+            and replace(mirrored, invalid_dates=column.invalid_dates, mask=column.mask) != column
+        ):
+            return ""
+    both = set(new.binlog_names)
     was, now = set(old.left_out) & both, set(new.left_out) & both
     if was == now:
         return ""

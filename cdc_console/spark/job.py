@@ -43,7 +43,7 @@ from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.retention import missing_binlog
 from cdc_console.sinks.mirror_places import check_mirror_places
 from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
-from cdc_console.source.evolution import Reread, reshaped_unseen
+from cdc_console.source.evolution import Reread, reshaped_unseen, rule_changed
 from cdc_console.source.failover import connect_following
 from cdc_console.source.parking import PARKABLE, is_purged, park, park_gone, park_table
 from cdc_console.source.redump import reread_or_park
@@ -147,6 +147,14 @@ class PipelineJob:
             if previous is not None and previous.get("retired"):
                 current["retired"] = previous["retired"]  # dropped columns the mirror keeps
             if previous is not None and previous["columns"] != current["columns"]:
+                rebuild_under_way = (
+                    previous_state is not None and previous_state.state == Lifecycle.REDUMP
+                )
+                if rebuild_under_way and rule_changed(schema_from_dict(previous), schema):
+                    # chunks read before the restart follow the old rule: read them again
+                    assert previous_state is not None
+                    self._follow_reshaped(store, previous_state, previous, schema)
+                    continue
                 if rebuilding(store, schema.table_id):
                     store.log_event(
                         "table",

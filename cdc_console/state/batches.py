@@ -79,16 +79,11 @@ class BatchesRepo(SplitsRepo):
         found: list[ChunkBatchTiming] = []
         for plan_text, seconds in rows:
             plan = BatchPlan.from_dict(json.loads(plan_text))
-            reading = {p.split.table_id for p in plan.snapshot}
-            streaming = plan.binlog is not None and any(
-                not t.finished_splits and not t.pending_ranges and t.table_id not in reading
-                for t in plan.binlog.tables
-            )
             found.append(
                 ChunkBatchTiming(
                     len(plan.snapshot),
                     any(p.replace for p in plan.snapshot),
-                    streaming,
+                    plan.budget_seconds,
                     float(seconds),
                 )
             )

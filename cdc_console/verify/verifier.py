@@ -424,7 +424,7 @@ class Verifier:
                     else:
                         fold.upsert(key, row)
 
-        expected = {table_id: schema.column_names}
+        expected = {table_id: schema.binlog_names}
         # partial row images: a patch, or a delete by its key (``mysql.partial_images``)
         image_of = normalizer.binlog_columns
         for change in read_window(

@@ -217,7 +217,7 @@ def test_statement_dml_whose_trigger_or_function_writes_a_captured_table_holds_i
     start = _position(db)
     db.execute("SET SESSION binlog_format = 'STATEMENT'", "INSERT INTO fn_src VALUES (bump(2))")
     _, held = _read(db, start)
-    assert "bump(2)" in held[TableId(db.name, "t")].what
+    assert "bump(?)" in held[TableId(db.name, "t")].what  # the statement, without its values
 
 
 def test_compressed_events_decode_as_their_plain_twins(two_tables: SourceDb) -> None:
@@ -254,7 +254,7 @@ def test_compressed_events_decode_as_their_plain_twins(two_tables: SourceDb) -> 
     assert len(rows_of(plain)) == 5
     # the compressed statement is read too: it names t, which is held at it
     assert held[TableId(db.name, "t")].cause is ChangeCause.STATEMENT
-    assert "REPEAT('z', 64)" in held[TableId(db.name, "t")].what
+    assert "UPDATE t SET b = REPEAT(?, ?)" in held[TableId(db.name, "t")].what
 
 
 def test_an_undecodable_row_holds_its_table_only(

@@ -379,6 +379,9 @@ def test_while_a_table_streams_a_batch_carries_about_a_seconds_worth_of_chunks(
     def next_batch(seconds: float, streams: bool = True) -> list[str]:
         plan = assigner.next_plan()
         assert plan is not None and (plan.binlog is not None) == streams
+        # the plan says which budget paced its chunks (the forecast goes by it)
+        assert plan.budget_seconds == (1.0 if streams else None)
+        assert BatchPlan.from_dict(plan.to_dict()) == plan
         hw = {p.split.split_id: 60 + i for i, p in enumerate(plan.snapshot)}
         finish(store, plan, hw, WindowResult({}, 0, {}) if streams else None)
         took(store, plan.batch_no, seconds)

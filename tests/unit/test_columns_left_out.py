@@ -85,3 +85,26 @@ def test_a_changed_rule_reads_the_table_again() -> None:
     back = reshaped_unseen(left_out, mirrored)
     assert isinstance(back, Reread)
     assert back.reason == "pipeline.exclude_columns changed: it now mirrors SSN"
+
+
+def test_a_misspelt_column_of_a_named_table_is_refused_not_mirrored() -> None:
+    with pytest.raises(ConfigError) as info:
+        with_columns_left_out(WHOLE, {"shop.customers": ("snn",)})
+    assert "names snn of shop.customers, which has no such column" in str(info.value)
+    # a pattern may cover tables without the column
+    assert with_columns_left_out(WHOLE, {"shop.*": ("snn",)}) is WHOLE
+
+
+def test_a_rule_change_beside_a_retyped_column_is_not_a_plain_reread() -> None:
+    mirrored = with_columns_left_out(WHOLE, {})
+    retyped = TableSchema(
+        CUSTOMERS,
+        (COLUMNS[0], ColumnInfo("email", "int", "int(11)"), *COLUMNS[2:]),
+        ("id",),
+        "id",
+    )
+    outcome = reshaped_unseen(
+        mirrored, with_columns_left_out(retyped, {"shop.customers": ("ssn",)})
+    )
+    # the retyped column decides, as it would alone (parked: its type family changed)
+    assert isinstance(outcome, str) and "email" in outcome

@@ -179,10 +179,11 @@ def applied_batch(
     chunks: int = 0,
     *,
     replace: bool = False,
-    beside: TableId | None = LIVE,
+    budget: float | None = 1.0,
 ) -> None:
-    """An applied batch of ``chunks`` chunks of orders (re-dump chunks when ``replace``) with
-    ``beside`` streaming freely in its binlog window, ``seconds`` from planned to applied."""
+    """An applied batch of ``chunks`` chunks of orders (re-dump chunks when ``replace``),
+    planned under the chunk budget ``budget`` (None: none), ``seconds`` from planned to
+    applied, with live streaming in its binlog window."""
     at = BinlogOffset("binlog.000001", 4)
     plan = BatchPlan(
         no,
@@ -192,9 +193,10 @@ def applied_batch(
             )
             for i in range(chunks)
         ),
-        BinlogSplit(at, at, (TableStreamFilter(beside, at),)) if beside else None,
+        BinlogSplit(at, at, (TableStreamFilter(LIVE, at),)),
         5400,
         at,
+        budget_seconds=budget if chunks else None,
     )
     store.create_batch(no, plan.to_dict(), [], plan_seconds=0.0)
     with store.transaction() as conn:
@@ -213,16 +215,14 @@ def streaming_beside(tmp_path: Path) -> StateStore:
     return store
 
 
-def test_the_state_tells_chunk_batches_by_kind_and_by_a_table_streaming_beside(
-    tmp_path: Path,
-) -> None:
+def test_the_state_tells_chunk_batches_by_kind_and_budget(tmp_path: Path) -> None:
     store = StateStore(tmp_path / "state.sqlite")
-    applied_batch(store, 1, 3.0, chunks=64, beside=None)  # a first snapshot's
+    applied_batch(store, 1, 3.0, chunks=64, budget=None)  # a first snapshot's
     applied_batch(store, 2, 0.3)  # streaming only
     applied_batch(store, 3, 0.9, chunks=1, replace=True)  # a re-dump's, under the budget
     assert [replace(b, seconds=round(b.seconds, 6)) for b in store.chunk_batch_timings(10)] == [
-        ChunkBatchTiming(1, replacing=True, beside_streaming=True, seconds=0.9),
-        ChunkBatchTiming(64, replacing=False, beside_streaming=False, seconds=3.0),
+        ChunkBatchTiming(1, replacing=True, budget_seconds=1.0, seconds=0.9),
+        ChunkBatchTiming(64, replacing=False, budget_seconds=None, seconds=3.0),
     ]
 
 
@@ -264,7 +264,9 @@ def test_a_redump_goes_at_the_pace_of_the_budgeted_redump_batches_measured_last(
 def test_batches_of_a_larger_budget_do_not_pace_a_budgeted_read(tmp_path: Path) -> None:
     store = streaming_beside(tmp_path)
     # a re-dump with no cap: all ten chunks in one 4 s batch, beside the streaming table
-    applied_batch(store, 1, 4.0, chunks=10, replace=True)
+    applied_batch(store, 1, 4.0, chunks=10, replace=True, budget=None)
+    # and one under a budget of 3 s
+    applied_batch(store, 2, 3.5, chunks=3, replace=True, budget=3.0)
     forecast = redump_forecast(store, ORDERS, PACING)
     assert forecast is not None and forecast.at_least
 

@@ -164,3 +164,15 @@ def test_a_held_change_keeps_its_cause_through_the_state_and_old_ones_read_as_dd
     assert SchemaChange.from_dict(ddl.to_dict()).cause is ChangeCause.DDL
     assert ChangeCause.STATEMENT.heals and ChangeCause.PARTIAL_IMAGE.heals
     assert not ChangeCause.UNDECODABLE.heals and not ChangeCause.OPAQUE.heals
+
+
+def test_a_statement_is_quoted_without_its_values() -> None:
+    from cdc_console.mysql.logged_statements import without_literals
+
+    query = (
+        "UPDATE `shop`.`c1` SET ssn = 'SSN''12\\'3', n = 12.5e3, h = X'0aff', b = 0x1F, "
+        'c = "q" WHERE id IN (1, 2) AND t3 = -4'
+    )
+    assert without_literals(query) == (
+        "UPDATE `shop`.`c1` SET ssn = ?, n = ?, h = ?, b = ?, c = ? WHERE id IN (?, ?) AND t3 = -?"
+    )

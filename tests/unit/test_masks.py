@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cdc_console.config import load_config
-from cdc_console.core.masks import REDACTED, MaskKind
+from cdc_console.core.masks import REDACTED, MaskKeyMismatch, MaskKind
 from cdc_console.core.schema import (
     ColumnInfo,
     TableId,
@@ -126,3 +126,26 @@ def test_the_config_names_a_wrong_mask(tmp_path: Path) -> None:
     loaded = load_config(path)
     assert loaded.mask_columns == {"shop.c*": {"email": MaskKind.SHA256}}
     assert loaded.mask_key_env == "K"
+
+
+def test_a_key_other_than_the_columns_is_refused_where_values_are_masked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a column of its own: a process builds each column's converters once
+    contact = TableSchema(
+        CUSTOMERS, (COLUMNS[0], ColumnInfo("contact", "text", "text")), ("id",), "id"
+    )
+    schema = with_masks(contact, {"shop.customers": {"contact": MaskKind.SHA256}}, KEY_ENV)
+    monkeypatch.setenv(KEY_ENV, "not the key the schema was masked with")
+    with pytest.raises(MaskKeyMismatch) as info:
+        RowNormalizer(schema).snapshot_row((1, "a@b"))
+    assert f"${KEY_ENV} here is not the key the column was masked with" in str(info.value)
+
+
+def test_a_keyless_tables_columns_can_be_masked_and_a_misspelt_one_is_refused() -> None:
+    counted = TableSchema(CUSTOMERS, COLUMNS, (), "id", counted=True)
+    masked = with_masks(counted, {"shop.customers": {"email": MaskKind.SHA256}}, KEY_ENV)
+    assert masked.columns[1].mask is not None
+    with pytest.raises(ConfigError) as info:
+        with_masks(WHOLE, {"shop.customers": {"e_mail": MaskKind.REDACT}}, KEY_ENV)
+    assert "names e_mail of shop.customers, which has no such column" in str(info.value)

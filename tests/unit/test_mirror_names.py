@@ -86,3 +86,11 @@ def test_a_start_that_would_leave_a_mirror_behind_is_refused(tmp_path: Path) -> 
     with pytest.raises(ConfigError):
         check_mirror_places(store, root, {}, [USERS])
     check_mirror_places(store, root, NAMES, [USERS])
+
+
+def test_two_tables_placed_at_one_mirror_are_refused(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "state.sqlite")
+    # shop.orders is mirrored at its own shop/orders; users is placed there by name
+    with pytest.raises(ConfigError) as info:
+        check_mirror_places(store, tmp_path, {USERS: "shop/orders"}, [ORDERS, USERS])
+    assert "shop.orders and shop.users would both be mirrored at" in str(info.value)
