@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from cdc_console.config import TablePattern, parse_table_pattern
 from cdc_console.core.invalid_dates import InvalidDateRules, InvalidDates
@@ -49,6 +50,8 @@ PROBED_VARIABLES = (
     "time_zone",
     "system_time_zone",
 )
+
+V = TypeVar("V")
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
@@ -152,36 +155,40 @@ def has_glob(pattern: TablePattern) -> bool:
     return pattern.is_pattern
 
 
-def chunk_key_for(table_id: TableId, overrides: Mapping[str, str]) -> str | None:
-    """The configured chunk key for a table: an exact ``db.table`` entry wins over a pattern."""
-    exact = overrides.get(str(table_id))
-    if exact is not None:
-        return exact
-    for text, column in overrides.items():
+def rules_for(table_id: TableId, rules: Mapping[str, V]) -> list[V]:
+    """The values of the per-table ``rules`` (keyed by ``db.table`` or a pattern) that apply
+    to ``table_id``: the matching patterns' in the config's order, then the exact entry's, so
+    that applied in turn the exact entry wins."""
+    exact = str(table_id)
+    found = []
+    for text, value in rules.items():
+        if text == exact:
+            continue
         try:
             pattern = parse_table_pattern(text)
         except ConfigError:
             continue  # the config's own checks name it
         if pattern.matches(table_id.database, table_id.table):
-            return column
-    return None
+            found.append(value)
+    if exact in rules:
+        found.append(rules[exact])
+    return found
+
+
+def chunk_key_for(table_id: TableId, overrides: Mapping[str, str]) -> str | None:
+    """The configured chunk key for a table: an exact ``db.table`` entry wins over a pattern."""
+    exact = overrides.get(str(table_id))
+    if exact is not None:
+        return exact
+    return next(iter(rules_for(table_id, overrides)), None)
 
 
 def with_invalid_dates(schema: TableSchema, rules: InvalidDateRules) -> TableSchema:
     """``schema`` with each date column's rule (``core.invalid_dates``): an exact ``db.table``
     entry of ``invalid_dates_for`` wins over a pattern, as for ``chunk_key``."""
     table: dict[str, InvalidDates] = {}
-    exact = rules.by_table.get(str(schema.table_id))
-    for text, columns in rules.by_table.items():
-        try:
-            pattern = parse_table_pattern(text)
-        except ConfigError:
-            continue  # the config's own checks name it
-        if columns is not exact and pattern.matches(
-            schema.table_id.database, schema.table_id.table
-        ):
-            table.update(columns)
-    table.update(exact or {})
+    for columns in rules_for(schema.table_id, rules.by_table):
+        table.update(columns)
 
     def ruled(column: ColumnInfo) -> ColumnInfo:
         rule = rules.rule(column.family, column.name, table)
@@ -197,15 +204,7 @@ def with_invalid_dates(schema: TableSchema, rules: InvalidDateRules) -> TableSch
 def columns_left_out(table_id: TableId, rules: Mapping[str, tuple[str, ...]]) -> set[str]:
     """The columns ``[pipeline] exclude_columns`` leaves out of ``table_id``: those of every
     entry whose table pattern matches it (names as the server spells them, in any case)."""
-    found: set[str] = set()
-    for text, columns in rules.items():
-        try:
-            pattern = parse_table_pattern(text)
-        except ConfigError:
-            continue  # the config's own checks name it
-        if pattern.matches(table_id.database, table_id.table):
-            found.update(c.lower() for c in columns)
-    return found
+    return {c.lower() for columns in rules_for(table_id, rules) for c in columns}
 
 
 def with_columns_left_out(schema: TableSchema, rules: Mapping[str, tuple[str, ...]]) -> TableSchema:
@@ -261,19 +260,10 @@ def with_masks(
     the reader. Only a character column that does not tell rows apart can be masked, and a
     ``sha256`` mask needs its key in ``key_env``: ``ConfigError`` otherwise. An exact
     ``db.table`` entry wins over a pattern; names the table lacks are skipped."""
+    _named_columns_exist(schema, tuple(rules.get(str(schema.table_id), ())), "mask_columns")
     wanted: dict[str, MaskKind] = {}
-    exact = rules.get(str(schema.table_id))
-    _named_columns_exist(schema, tuple(exact or ()), "mask_columns")
-    for text, columns in rules.items():
-        try:
-            pattern = parse_table_pattern(text)
-        except ConfigError:
-            continue  # the config's own checks name it
-        if columns is not exact and pattern.matches(
-            schema.table_id.database, schema.table_id.table
-        ):
-            wanted.update({c.lower(): k for c, k in columns.items()})
-    wanted.update({c.lower(): k for c, k in (exact or {}).items()})
+    for columns in rules_for(schema.table_id, rules):
+        wanted.update({c.lower(): k for c, k in columns.items()})
     if not wanted:
         return schema
     # a keyless (counted) table's rows are told apart by their whole content: masked, they
