@@ -17,6 +17,7 @@ from cdc_console.core.estimate import FinishEstimate
 from cdc_console.core.lifecycle import Lifecycle, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
+from cdc_console.core.schema import TableId, schema_from_dict
 from cdc_console.core.values import JSONObject, JSONValue
 from cdc_console.errors import redact
 from cdc_console.figures import (
@@ -211,6 +212,9 @@ class TableStatus:
     lag_seconds: float | None = None
     #: while it reads chunks: the time left (``core.estimate.FinishEstimate.to_dict``)
     finish: JSONObject | None = None
+    #: how its mirror differs from the source table (``mirror_shape``): columns left out,
+    #: masked columns, the mirror's place when named; None when it is a plain copy
+    shape: JSONObject | None = None
 
 
 @dataclass
@@ -298,6 +302,41 @@ class HeadProbe:
     expire_setting: str | None = None
 
 
+def mirror_shape(
+    config: PipelineConfig, table_id: TableId, stored: JSONObject | None
+) -> JSONObject | None:
+    """What an operator checks of a table's privacy and placement rules: the columns its
+    mirror leaves out, those it masks (and how), and where the mirror is when placed by name."""
+    shape: JSONObject = {}
+    if stored is not None:
+        schema = schema_from_dict(stored)
+        if schema.left_out:
+            shape["left_out"] = list(schema.left_out)
+        masked = {c.name: c.mask.describe() for c in schema.columns if c.mask is not None}
+        if masked:
+            shape["masked"] = dict(masked)
+    named = config.sink.mirrors.get(table_id)
+    if named:
+        shape["mirror"] = named
+    return shape or None
+
+
+def shape_note(shape: JSONObject | None) -> str:
+    """``leaves out ssn; masks email sha256 (key $CDC_MASK_KEY); mirror analytics/users``."""
+    if not shape:
+        return ""
+    parts = []
+    left_out = shape.get("left_out")
+    if isinstance(left_out, list):
+        parts.append(f"leaves out {', '.join(str(c) for c in left_out)}")
+    masked = shape.get("masked")
+    if isinstance(masked, dict):
+        parts.append("masks " + ", ".join(f"{c} {how}" for c, how in masked.items()))
+    if shape.get("mirror"):
+        parts.append(f"mirror {shape['mirror']}")
+    return "; ".join(parts)
+
+
 def probe_head(config: PipelineConfig) -> HeadProbe:
     from cdc_console.mysql.connection import connect
     from cdc_console.mysql.expiry import binlog_expiry
@@ -346,6 +385,7 @@ def collect_status(
 
     all_tables = store.tables()
     estimates = read_estimates(store, all_tables, now)
+    schemas = store.schemas()
 
     def finish_of(table: TableState) -> JSONObject | None:
         found = estimates.tables.get(table.table_id)
@@ -377,6 +417,7 @@ def collect_status(
             verified=verification_note(verified.get(str(t.table_id), []), now),
             lag_seconds=lag_of(t),
             finish=finish_of(t),
+            shape=mirror_shape(config, t.table_id, schemas.get(t.table_id)),
         )
         for t in all_tables
     ]
@@ -494,7 +535,7 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
     lines += ["", header]
     for t in status.tables:
         chunks = f"{t.chunks_done}/{t.chunks_total if t.chunks_total is not None else '?'}"
-        note = "; ".join(n for n in (t.note, t.verified) if n)
+        note = "; ".join(n for n in (t.note, t.verified, shape_note(t.shape)) if n)
         lag = span(t.lag_seconds) if t.lag_seconds is not None else "-"
         lines.append(
             f"  {t.table:<32} {t.state:<14} {chunks:>11} {t.rows_snapshotted:>11} "

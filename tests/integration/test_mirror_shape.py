@@ -156,6 +156,9 @@ def test_left_out_and_masked_columns_are_never_mirrored_or_written(
         )
         assert len(joined) == pairs > 100
         cli(config_path, "verify")  # exit 0: every table clean, masks compared as masked
+        status = cli(config_path, "status")
+        assert f"leaves out ssn; masks email sha256 (key ${KEY_ENV}), note redact" in status
+        assert "masks customer_email sha256" in status and "mirror analytics/orders" in status
     assert written_with_secret(tmp_path) == []
 
     # a changed rule reads the tables again: note left out too, and the key rotated

@@ -606,3 +606,31 @@ async def test_a_table_held_at_changes_not_logged_as_rows_says_so_in_its_note(
         await until(
             pilot, lambda: "not logged as rows: 1 statement" in screen_text(app), "the note"
         )
+
+
+async def test_a_mirror_that_leaves_out_or_masks_columns_says_so_in_its_note(
+    shop: PipelineMonitor,
+) -> None:
+    from cdc_console.core.masks import ColumnMask, MaskKind
+    from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
+
+    schema = TableSchema(
+        TableId("shop", "products"),
+        (
+            ColumnInfo("id", "int", "int(11)", nullable=False),
+            ColumnInfo("sku", "varchar", "varchar(20)", mask=ColumnMask(MaskKind.REDACT)),
+        ),
+        ("id",),
+        "id",
+        source_names=("id", "cost", "sku"),
+    )
+    store = StateStore(shop.config.state_path)
+    store.set_schema(schema.table_id, schema_to_dict(schema))
+    store.close()
+    app = ConsoleApp([shop])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(
+            pilot,
+            lambda: "leaves out cost; masks sku" in screen_text(app),
+            "the table's shape in its note",
+        )

@@ -94,3 +94,25 @@ def test_two_tables_placed_at_one_mirror_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         check_mirror_places(store, tmp_path, {USERS: "shop/orders"}, [ORDERS, USERS])
     assert "shop.orders and shop.users would both be mirrored at" in str(info.value)
+
+
+def test_status_says_how_a_mirror_differs_from_its_table(tmp_path: Path) -> None:
+    from cdc_console.core.schema import ColumnInfo, TableSchema, schema_to_dict
+    from cdc_console.status import mirror_shape, shape_note
+
+    path = tmp_path / "pipeline.toml"
+    path.write_text(
+        '[source]\ntables = ["shop.*"]\n[sink.mirrors]\n"shop.users" = "analytics/users"\n'
+    )
+    config = load_config(path)
+    schema = TableSchema(
+        USERS,
+        (ColumnInfo("id", "int", "int(11)"), ColumnInfo("email", "varchar", "varchar(80)")),
+        ("id",),
+        "id",
+        source_names=("id", "ssn", "email"),
+    )
+    shape = mirror_shape(config, USERS, schema_to_dict(schema))
+    assert shape == {"left_out": ["ssn"], "mirror": "analytics/users"}
+    assert shape_note(shape) == "leaves out ssn; mirror analytics/users"
+    assert mirror_shape(config, ORDERS, None) is None

@@ -53,6 +53,8 @@ from cdc_console.status import (
     finish_note,
     held_changes_by_table,
     held_note,
+    mirror_shape,
+    shape_note,
     skip_reason,
     split_verification,
     table_note,
@@ -144,6 +146,7 @@ class PipelineMonitor:
         self._needs_cache: Recent[list[tuple[str, BinlogOffset]]] = Recent()
         self._estimates_cache: Recent[ReadEstimates] = Recent()
         self._forecast_cache: Recent[FinishEstimate | None] = Recent()
+        self._shapes_cache: Recent[dict[TableId, str]] = Recent()
         self.splits = SplitReader()
 
     # -- reading --------------------------------------------------------------------------------
@@ -214,6 +217,13 @@ class PipelineMonitor:
             verified.setdefault(str(row.table_id), []).append(row)
         held = held_changes_by_table(store)
         estimates = self._estimates(store, tables, now)
+        shapes, _ = self._shapes_cache.get(
+            now,
+            "",
+            lambda: {
+                t: shape_note(mirror_shape(self.config, t, d)) for t, d in store.schemas().items()
+            },
+        )
         table_views = tuple(
             self._table(
                 t,
@@ -223,6 +233,7 @@ class PipelineMonitor:
                 verified.get(str(t.table_id), []),
                 held.get(str(t.table_id), []),
                 estimates,
+                shapes.get(t.table_id, ""),
             )
             for t in tables
         )
@@ -359,6 +370,7 @@ class PipelineMonitor:
         verified: list[VerificationRow],
         held: list[HeldChanges],
         estimates: ReadEstimates,
+        shape: str,
     ) -> TableView:
         name = str(table.table_id)
         mirror = mirrors.get(name)
@@ -388,6 +400,7 @@ class PipelineMonitor:
                     finish_note(estimates.tables.get(table.table_id))
                     if table.state in READING
                     else "",
+                    shape,
                 )
                 if n
             ),
