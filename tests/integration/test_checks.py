@@ -652,3 +652,24 @@ def test_names_in_another_case_are_resolved_or_named(shop: SourceDb, tmp_path: P
         info.value.message
     )
     assert info.value.hint == f'write "{table}" in source.tables'
+
+
+def test_check_names_a_mask_or_exclusion_it_cannot_apply_and_the_missing_key(
+    shop: SourceDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = shop.name
+    monkeypatch.delenv("CDC_MASK_KEY", raising=False)
+    path = write_config(tmp_path / "conf", shop.sandbox.port, [f"{db}.*"])
+    path.write_text(
+        path.read_text()
+        + "[pipeline]\n"
+        + f'exclude_columns = {{ "{db}.orders" = ["id"] }}\n'
+        + f'mask_columns = {{ "{db}.events" = {{ note = "sha256" }}, '
+        + f'"{db}.order_lines" = {{ skew = "redact" }} }}\n'
+    )
+    failed = failures(run_checks(load_config(path))[2])
+    assert set(failed) == {f"table {db}.orders", f"table {db}.events", f"table {db}.order_lines"}
+    assert "leaves out id of" in failed[f"table {db}.orders"].detail
+    assert "$CDC_MASK_KEY (its key) is not set" in failed[f"table {db}.events"].detail
+    assert "export CDC_MASK_KEY=" in (failed[f"table {db}.events"].fix or "")
+    assert "names skew of" in failed[f"table {db}.order_lines"].detail
