@@ -20,6 +20,7 @@ from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.offset import BinlogOffset
 from cdc_console.figures import change_stages
 from cdc_console.mysql.checks import run_checks
 from cdc_console.mysql.connection import connect
@@ -27,6 +28,7 @@ from cdc_console.mysql.position import current_position
 from cdc_console.mysql.source_load import read_load, replica_lag
 from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.source.throttle import LoadThrottle
+from cdc_console.state.rows import AppliedBatch
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import (
@@ -268,22 +270,34 @@ def change_lags(
             )
             committed = next(h for h in mirror.history() if h["version"] == version)
             lag = committed["timestamp"] / 1000 - written_at
-            store = StateStore(config.state_path)
-            try:
-                reached = min(
-                    b.batch_no
-                    for b in store.applied_batches(since=written_at - 30)
-                    if (row := store.batch(b.batch_no)) is not None
-                    and row.plan.binlog is not None
-                    and row.plan.binlog.end >= position
-                )
-                applied = next(
-                    b for b in store.applied_batches(since=written_at - 30) if b.batch_no == reached
-                )
-            finally:
-                store.close()
+            applied = applied_batch_of(config, position, since=written_at - 30)
             found.append((lag, change_stages(written_at, applied).covered))
             time.sleep(0.3)  # the next write lands at another moment of the trigger's cycle
     finally:
         conn.close()
     return found
+
+
+def applied_batch_of(config: PipelineConfig, position: BinlogOffset, since: float) -> AppliedBatch:
+    """The batch whose binlog window reached ``position``, once the state has it applied (the
+    mirror's commit comes a moment before the state's)."""
+    found: list[AppliedBatch] = []
+
+    def marked() -> bool:
+        store = StateStore(config.state_path)
+        try:
+            batches = store.applied_batches(since=since)
+            reached = min(
+                b.batch_no
+                for b in batches
+                if (row := store.batch(b.batch_no)) is not None
+                and row.plan.binlog is not None
+                and row.plan.binlog.end >= position
+            )
+        finally:
+            store.close()
+        found[:] = [b for b in batches if b.batch_no == reached and b.applied_at is not None]
+        return bool(found)
+
+    wait_for(marked, 30, f"the batch that reached {position} marked applied")
+    return found[0]
