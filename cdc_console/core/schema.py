@@ -180,6 +180,10 @@ class TableSchema:
     #: every column of the source table in its order, when some are left out of the mirror
     #: (``[pipeline] exclude_columns``); empty when none is
     source_names: tuple[str, ...] = ()
+    #: why the config's rules for the table cannot hold (a masked column no longer a
+    #: character column, a missing mask key): the table is parked and nothing of it is read.
+    #: Never stored: the rules are applied afresh at each start
+    refused: str = field(default="", compare=False)
 
     @property
     def column_names(self) -> list[str]:

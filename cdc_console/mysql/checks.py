@@ -21,7 +21,7 @@ import logging
 import re
 import struct
 from collections.abc import Callable, Collection
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 import pymysql
@@ -572,11 +572,27 @@ def _table_checks(
                 schema = with_invalid_dates(
                     load_table_schema(conn, table_id, configured), config.invalid_dates
                 )
-                schema = with_columns_left_out(schema, config.exclude_columns)
-                schema = with_masks(schema, config.mask_columns, config.mask_key_env)
-            except ConfigError as exc:
-                results.append(_fail(f"table {table_id}", exc.message, exc.hint, area="config"))
-                continue
+                try:
+                    schema = with_columns_left_out(schema, config.exclude_columns)
+                    schema = with_masks(schema, config.mask_columns, config.mask_key_env)
+                except ConfigError as exc:
+                    # one table's rule that cannot hold (a masked column retyped while the job
+                    # was down, a key missing) parks that table, never the others, and never
+                    # lets its values out unshaped: the job reads nothing of it
+                    results.append(
+                        _fail(
+                            f"table {table_id}",
+                            f"{exc.message}; the job parks this table (NEEDS_REDUMP) and "
+                            "captures the others",
+                            exc.hint,
+                            area="config",
+                            severity="warning",
+                        )
+                    )
+                    refused = replace(schema, refused=f"{exc.message} (fix: {exc.hint})")
+                    loaded.append(refused)
+                    tables.append(refused)  # registered, to be parked: not gone
+                    continue
             except LookupError:
                 results.append(
                     _fail(

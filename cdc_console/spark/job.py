@@ -142,6 +142,9 @@ class PipelineJob:
                     schema.table_id,
                 )
                 continue
+            if schema.refused:
+                park_refused(store, schema, previous_state)
+                continue
             previous = known.get(schema.table_id)
             current = schema_to_dict(schema)
             if previous is not None and previous.get("retired"):
@@ -639,6 +642,23 @@ def retire_stale_stops(store: StateStore, started: float) -> None:
 #: states whose table is followed (read again, or parked) when its shape changed while the job
 #: was down: every state that holds rows or reads them, a snapshot under way included
 FOLLOWED_WHEN_RESHAPED = (*PARKABLE, Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP)
+
+
+def park_refused(store: StateStore, schema: TableSchema, table: TableState | None) -> None:
+    """Park a table whose rules (left-out or masked columns) cannot hold, before anything of
+    it is read; its stored schema stays as it was (a re-dump reads it afresh once the rule is
+    mended). The other tables start."""
+    if table is None:
+        store.ensure_table(schema.table_id, schema.chunk_key, Lifecycle.SNAPSHOTTING)
+        table = store.table(schema.table_id)
+    if table is None or table.state not in FOLLOWED_WHEN_RESHAPED:
+        return  # parked, removed or done already: nothing of it is read
+    park(
+        store,
+        schema.table_id,
+        f"{schema.table_id} parked (NEEDS_REDUMP): {schema.refused}; nothing of it is read "
+        f"until then, the other tables go on. Then: cdc-console redump --table {schema.table_id}",
+    )
 
 
 def park_uncaptured(store: StateStore, schema: TableSchema) -> None:
