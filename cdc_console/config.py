@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar, overload
 
 from cdc_console.core import thresholds
+from cdc_console.core.batch_budget import BatchBudget
 from cdc_console.core.invalid_dates import DATE_FAMILIES, InvalidDateRules, InvalidDates
 from cdc_console.core.masks import MaskKind
 from cdc_console.core.schema import TableId, parse_qualified, spell_database
@@ -154,6 +155,14 @@ class SnapshotConfig:
             return self.chunks_per_batch
         by_rows = BATCH_TARGET_ROWS // max(1, self.chunk_size)
         return max(2 * self.parallelism, min(MAX_AUTO_CHUNKS_PER_BATCH, by_rows))
+
+    @property
+    def batch_budget(self) -> BatchBudget:
+        """How many chunks a batch may carry while other tables stream: at least one, at most
+        ``splits_per_batch`` (the job plans by it, and forecasts go by it)."""
+        return BatchBudget(
+            self.batch_seconds_while_streaming, floor=1, ceiling=self.splits_per_batch
+        )
 
 
 @dataclass(frozen=True)
@@ -1003,8 +1012,8 @@ def _invalid_dates(pipe: TomlTable) -> InvalidDateRules:
     return InvalidDateRules(by_family, by_table)
 
 
-#: the change feed's folder under the lake's root (``sinks.lake_layout.CHANGELOG_DIR``)
-_CHANGELOG_FOLDER = "_changelog"
+#: the change feed's folder under the lake's root (a source database of this name is refused)
+CHANGELOG_DIR = "_changelog"
 
 
 def _mirrors(snk: TomlTable) -> dict[TableId, str]:
@@ -1028,13 +1037,13 @@ def _mirrors(snk: TomlTable) -> dict[TableId, str]:
             )
             continue
         parts = value.split("/") if isinstance(value, str) else []
-        if len(parts) != 2 or not all(p.strip() for p in parts) or parts[0] == _CHANGELOG_FOLDER:
+        if len(parts) != 2 or not all(p.strip() for p in parts) or parts[0] == CHANGELOG_DIR:
             _problem(
                 ConfigError(
                     f'{where} must be a place and a name, as "analytics/users", not {value!r}'
                     + (
-                        f" ({_CHANGELOG_FOLDER} holds the change feed)"
-                        if parts[:1] == [_CHANGELOG_FOLDER]
+                        f" ({CHANGELOG_DIR} holds the change feed)"
+                        if parts[:1] == [CHANGELOG_DIR]
                         else ""
                     ),
                     example,

@@ -317,12 +317,7 @@ class ReadPacing:
 
     @classmethod
     def of(cls, config: PipelineConfig) -> ReadPacing:
-        snap = config.snapshot
-        ceiling = snap.splits_per_batch
-        return cls(
-            BatchBudget(snap.batch_seconds_while_streaming, floor=1, ceiling=ceiling),
-            config.spark.trigger_seconds,
-        )
+        return cls(config.snapshot.batch_budget, config.spark.trigger_seconds)
 
 
 def redump_forecast(

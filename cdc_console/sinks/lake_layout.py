@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from cdc_console.config import (
+    CHANGELOG_DIR as CHANGELOG_DIR,  # the folder is the config's to refuse
+)
 from cdc_console.config import LakeConfig
 from cdc_console.core.schema import COUNT_COLUMN, TableId
 
@@ -25,10 +28,6 @@ _DEFAULT_INDEXED_COLUMNS = 32  # Delta's default delta.dataSkippingNumIndexedCol
 ROW_GROUP_ROWS = 2048
 _WALL_CLOCK = pa.timestamp("us")
 _WALL_CLOCK_AS_UTC = pa.timestamp("us", tz="UTC")
-
-
-#: the changelog tables' folder under the lake's root (a source database of this name is refused)
-CHANGELOG_DIR = "_changelog"
 
 
 #: characters a lake folder name never holds as themselves: a path's own separators, the

@@ -14,7 +14,6 @@ from dataclasses import replace
 import pymysql
 
 from cdc_console.config import PipelineConfig, SourceConfig, load_config
-from cdc_console.core.batch_budget import BatchBudget
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
@@ -123,11 +122,7 @@ class Planner:
             binlog_files=self._binlog_files,
             settle_schema=self._settle_schema,
             schema_followed=self._record_schema_change if config.sink.kind == "delta" else None,
-            budget=BatchBudget(
-                config.snapshot.batch_seconds_while_streaming,
-                floor=1,
-                ceiling=config.snapshot.splits_per_batch,
-            ),
+            budget=config.snapshot.batch_budget,
             window_end=self._window_end,
             split_tail=self._split_tail,
             throttle=LoadThrottle(

@@ -25,6 +25,7 @@ from tests.integration.harness import (
     load,
     mirror_rows,
     running,
+    source_rows,
     wait_for,
     write_config,
 )
@@ -56,14 +57,7 @@ def source_as_mirrored(
     key: str = KEY,
 ) -> list[dict[str, Any]]:
     """The source's rows as the mirror should hold them."""
-    conn = db.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM `{table}` ORDER BY id")
-            names = [d[0] for d in cur.description]
-            rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    finally:
-        conn.close()
+    rows = source_rows(db, table, "id")
     assert rows
     for row in rows:
         for column in left_out:
