@@ -306,7 +306,8 @@ def mirror_shape(
     config: PipelineConfig, table_id: TableId, stored: JSONObject | None
 ) -> JSONObject | None:
     """What an operator checks of a table's privacy and placement rules: the columns its
-    mirror leaves out, those it masks (and how), and where the mirror is when placed by name."""
+    mirror leaves out, those it masks (and how), the columns it adds (the text of invalid
+    dates), and where the mirror is when placed by name."""
     shape: JSONObject = {}
     if stored is not None:
         schema = schema_from_dict(stored)
@@ -315,6 +316,8 @@ def mirror_shape(
         masked = {c.name: c.mask.describe() for c in schema.columns if c.mask is not None}
         if masked:
             shape["masked"] = dict(masked)
+        if schema.companions:
+            shape["companions"] = [c.name for c in schema.companions]
     named = config.sink.mirrors.get(table_id)
     if named:
         shape["mirror"] = named
@@ -332,6 +335,9 @@ def shape_note(shape: JSONObject | None) -> str:
     masked = shape.get("masked")
     if isinstance(masked, dict):
         parts.append("masks " + ", ".join(f"{c} {how}" for c, how in masked.items()))
+    companions = shape.get("companions")
+    if isinstance(companions, list):
+        parts.append(f"invalid dates' text in {', '.join(str(c) for c in companions)}")
     if shape.get("mirror"):
         parts.append(f"mirror {shape['mirror']}")
     return "; ".join(parts)

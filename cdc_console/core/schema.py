@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
-from cdc_console.core.invalid_dates import InvalidDates
+from cdc_console.core.invalid_dates import InvalidDates, companion_name
 from cdc_console.core.masks import ColumnMask
 from cdc_console.core.mysqltypes import TypeFamily, family_of
 from cdc_console.core.untyped import Loaded
@@ -189,6 +190,28 @@ class TableSchema:
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]
 
+    @cached_property
+    def companions(self) -> tuple[ColumnInfo, ...]:
+        """The mirror's companion columns of the date columns ruled ``text``
+        (``core.invalid_dates``): never read from the source, filled from their date column
+        as rows are normalised. Derived from the rules, so never stored."""
+        return companions_of(self.columns)
+
+    @property
+    def row_columns(self) -> tuple[ColumnInfo, ...]:
+        """The columns a canonical row of the table holds: its source columns, then their
+        companions. ``columns`` is what the source has; this is what the mirror is given."""
+        return (*self.columns, *self.companions)
+
+    @property
+    def row_names(self) -> list[str]:
+        return [c.name for c in self.row_columns]
+
+    @property
+    def retired_row_columns(self) -> tuple[ColumnInfo, ...]:
+        """The mirror's columns the source dropped (``retired``), with their companions."""
+        return (*self.retired, *companions_of(self.retired))
+
     @property
     def left_out(self) -> tuple[str, ...]:
         """The source's columns never read nor mirrored (``[pipeline] exclude_columns``)."""
@@ -202,7 +225,7 @@ class TableSchema:
         return list(self.source_names) if self.source_names else self.column_names
 
     def column(self, name: str) -> ColumnInfo:
-        for col in self.columns:
+        for col in self.row_columns:
             if col.name == name:
                 return col
         raise KeyError(f"{self.table_id} has no column {name!r}")
@@ -214,7 +237,7 @@ class TableSchema:
         if self.primary_key:
             return self.primary_key
         if self.counted:
-            return tuple(self.column_names)
+            return tuple(self.row_names)
         return (self.chunk_key,)
 
     @property
@@ -230,6 +253,22 @@ class TableSchema:
                 f"{COUNT_COLUMN}, which is also the name of one of its own columns"
             )
         return ""
+
+
+def companion_column(column: ColumnInfo) -> ColumnInfo:
+    """The string column of the mirror that holds ``column``'s invalid dates as the source
+    wrote them (``core.invalid_dates``)."""
+    return ColumnInfo(
+        companion_name(column.name),
+        "varchar",
+        "varchar(32)",
+        character_set="utf8mb4",
+        collation="utf8mb4_bin",
+    )
+
+
+def companions_of(columns: Iterable[ColumnInfo]) -> tuple[ColumnInfo, ...]:
+    return tuple(companion_column(c) for c in columns if c.invalid_dates is InvalidDates.TEXT)
 
 
 def enum_values_of(column_type: str) -> tuple[str, ...]:

@@ -53,7 +53,7 @@ typedef struct {
     Column *columns;
     PyObject *decimal;        /* decimal.Decimal */
     PyObject *from_timestamp; /* datetime.datetime.utcfromtimestamp */
-    PyObject *null_source, *cols_bitmap_source, *datetime2_source, *date_source;
+    PyObject *null_source, *cols_bitmap_source;
 } ImageDecoder;
 
 static void
@@ -73,8 +73,6 @@ decoder_clear(ImageDecoder *self)
     Py_CLEAR(self->from_timestamp);
     Py_CLEAR(self->null_source);
     Py_CLEAR(self->cols_bitmap_source);
-    Py_CLEAR(self->datetime2_source);
-    Py_CLEAR(self->date_source);
 }
 
 static void
@@ -165,11 +163,10 @@ static int
 ImageDecoder_init(ImageDecoder *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"columns", "decimal", "from_timestamp", "null_source",
-                             "cols_bitmap_source", "datetime2_source", "date_source", NULL};
-    PyObject *columns, *decimal, *from_timestamp, *null_source, *cols_bitmap, *dt2, *date;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOUUUU", kwlist, &PyList_Type, &columns,
-                                     &decimal, &from_timestamp, &null_source, &cols_bitmap,
-                                     &dt2, &date)) {
+                             "cols_bitmap_source", NULL};
+    PyObject *columns, *decimal, *from_timestamp, *null_source, *cols_bitmap;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOUU", kwlist, &PyList_Type, &columns,
+                                     &decimal, &from_timestamp, &null_source, &cols_bitmap)) {
         return -1;
     }
     decoder_clear(self);
@@ -189,8 +186,6 @@ ImageDecoder_init(ImageDecoder *self, PyObject *args, PyObject *kwds)
     self->from_timestamp = Py_NewRef(from_timestamp);
     self->null_source = Py_NewRef(null_source);
     self->cols_bitmap_source = Py_NewRef(cols_bitmap);
-    self->datetime2_source = Py_NewRef(dt2);
-    self->date_source = Py_NewRef(date);
     return 0;
 }
 
@@ -251,6 +246,26 @@ days_in_month(int year, int month)
         return 29;
     }
     return days[month];
+}
+
+/* The server's text of a date or datetime no calendar holds ('2024-04-31', '0000-00-00
+   00:00:00.000'), as pymysql hands it back from a snapshot: the image's parts as they are,
+   with the column's fractional digits (fsp < 0: a DATE). */
+static PyObject *
+invalid_date_text(int year, int month, int day, int hour, int minute, int second, long micro,
+                  int fsp)
+{
+    char text[64];
+    int n = snprintf(text, sizeof text, "%04d-%02d-%02d", year, month, day);
+    if (fsp >= 0) {
+        n += snprintf(text + n, sizeof text - (size_t)n, " %02d:%02d:%02d", hour, minute, second);
+    }
+    if (fsp > 0) {
+        char fraction[32];
+        snprintf(fraction, sizeof fraction, "%06ld", micro);
+        n += snprintf(text + n, sizeof text - (size_t)n, ".%.*s", fsp > 6 ? 6 : fsp, fraction);
+    }
+    return PyUnicode_FromStringAndSize(text, n);
 }
 
 static int
@@ -421,11 +436,8 @@ read_value(ImageDecoder *self, const Column *col, PyObject *data_obj, const uint
         }
         if (year < 1 || year > 9999 || month < 1 || month > 12 || day < 1
             || day > days_in_month(year, month) || hour > 23 || minute > 59 || second > 59) {
-            if (set_source(sources, col->source_key, self->datetime2_source) < 0) {
-                return NULL;
-            }
             *pos = p;
-            Py_RETURN_NONE;
+            return invalid_date_text(year, month, day, hour, minute, second, micro, col->a);
         }
         if (micro > 999999) {
             PyErr_SetString(PyExc_ValueError, "microsecond must be in 0..999999");
@@ -443,14 +455,11 @@ read_value(ImageDecoder *self, const Column *col, PyObject *data_obj, const uint
         uint64_t v = uint_le(data + p, 3);
         *pos = p + 3;
         int year = (int)((v >> 9) & 0x7FFF), month = (int)((v >> 5) & 0xF), day = (int)(v & 0x1F);
-        /* zero parts, and a day past its month (ALLOW_INVALID_DATES: '2024-04-31'), read as
-           no date, as the snapshot reads them (values/canonical.py) */
+        /* zero parts, and a day past its month (ALLOW_INVALID_DATES: '2024-04-31'): its text,
+           as the snapshot reads them (values/canonical.py) */
         if (v == 0 || year == 0 || month == 0 || day == 0 || month > 12
             || day > days_in_month(year, month)) {
-            if (set_source(sources, col->source_key, self->date_source) < 0) {
-                return NULL;
-            }
-            Py_RETURN_NONE;
+            return invalid_date_text(year, month, day, 0, 0, 0, 0, -1);
         }
         return PyDate_FromDate(year, month, day);
     }

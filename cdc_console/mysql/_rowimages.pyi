@@ -10,8 +10,6 @@ class ImageDecoder:
         from_timestamp: Callable[[int], object],
         null_source: str,
         cols_bitmap_source: str,
-        datetime2_source: str,
-        date_source: str,
     ) -> None: ...
     def image(
         self,

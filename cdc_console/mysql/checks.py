@@ -36,6 +36,7 @@ from cdc_console.mysql.key_weights import orderable
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.probe import (
     ServerInfo,
+    check_companions,
     chunk_key_for,
     expand_pattern,
     probe_server,
@@ -575,6 +576,7 @@ def _table_checks(
                 try:
                     schema = with_columns_left_out(schema, config.exclude_columns)
                     schema = with_masks(schema, config.mask_columns, config.mask_key_env)
+                    schema = check_companions(schema)
                 except ConfigError as exc:
                     # one table's rule that cannot hold (a masked column retyped while the job
                     # was down, a key missing) parks that table, never the others, and never
@@ -740,6 +742,7 @@ def check_table(conn: Connection, config: PipelineConfig, table_id: TableId) -> 
         )
         schema = with_columns_left_out(schema, config.exclude_columns)
         schema = with_masks(schema, config.mask_columns, config.mask_key_env)
+        schema = check_companions(schema)
     except ConfigError as exc:
         raise SourceError(exc.message, exc.hint) from None
     except LookupError:

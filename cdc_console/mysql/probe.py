@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from cdc_console.config import TablePattern, parse_table_pattern
-from cdc_console.core.invalid_dates import InvalidDateRules, InvalidDates
+from cdc_console.core.invalid_dates import COMPANION_SUFFIX, InvalidDateRules, InvalidDates
 from cdc_console.core.masks import MaskKeyMissing, MaskKind, column_mask
 from cdc_console.core.mysqltypes import TypeFamily
-from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, quote_ident
+from cdc_console.core.schema import COUNT_COLUMN, ColumnInfo, TableId, TableSchema, quote_ident
 from cdc_console.core.untyped import Connection
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import ConfigError
@@ -199,6 +199,22 @@ def with_invalid_dates(schema: TableSchema, rules: InvalidDateRules) -> TableSch
         columns=tuple(map(ruled, schema.columns)),
         retired=tuple(map(ruled, schema.retired)),
     )
+
+
+def check_companions(schema: TableSchema) -> TableSchema:
+    """``schema`` when each companion its ``text``-ruled date columns give the mirror
+    (``core.invalid_dates``) has a name of its own; else ``ConfigError`` naming the clash (the
+    mirror would hold two columns of one name)."""
+    taken = {n.lower() for n in (*schema.binlog_names, COUNT_COLUMN)}
+    for companion in schema.companions:
+        if companion.name.lower() in taken:
+            date = companion.name[: -len(COMPANION_SUFFIX)]
+            raise ConfigError(
+                f'pipeline.invalid_dates rules {date} of {schema.table_id} "text", whose '
+                f"companion column {companion.name} would take the name of one of its columns",
+                f'rule {date} "null" or "sentinel" for {schema.table_id} (invalid_dates_for)',
+            )
+    return schema
 
 
 def columns_left_out(table_id: TableId, rules: Mapping[str, tuple[str, ...]]) -> set[str]:

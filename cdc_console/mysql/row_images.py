@@ -243,8 +243,17 @@ def _decimal(column: BinlogLibObject) -> Reader:
     return read
 
 
-def _datetime2(column: BinlogLibObject, source_key: str | None) -> Reader:
+def _invalid_datetime_text(parts: tuple[int, ...], micro: int, fsp: int) -> str:
+    """The server's text of a DATETIME no calendar holds, as pymysql hands it back from a
+    snapshot: the image's parts as they are, with the column's fractional digits."""
+    year, month, day, hour, minute, second = parts
+    text = f"{year:04d}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}"
+    return text + ("." + f"{micro:06d}"[:fsp] if fsp > 0 else "")
+
+
+def _datetime2(column: BinlogLibObject) -> Reader:
     fsp = _fsp_reader(column.fsp)
+    digits = column.fsp
     make = datetime.datetime
 
     def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
@@ -253,19 +262,20 @@ def _datetime2(column: BinlogLibObject, source_key: str | None) -> Reader:
         value = int.from_bytes(data[pos : pos + 5], "big")
         pos += 5
         year_month = (value >> 22) & 0x1FFFF
+        parts = (
+            int(year_month / 13),
+            year_month % 13,
+            (value >> 17) & 0x1F,
+            (value >> 12) & 0x1F,
+            (value >> 6) & 0x3F,
+            value & 0x3F,
+        )
         try:
-            t = make(
-                year=int(year_month / 13),
-                month=year_month % 13,
-                day=(value >> 17) & 0x1F,
-                hour=(value >> 12) & 0x1F,
-                minute=(value >> 6) & 0x3F,
-                second=value & 0x3F,
-            )
+            t = make(*parts)
         except ValueError:
-            _, pos = fsp(data, pos)
-            sources[source_key] = NONE_SOURCE.OUT_OF_DATETIME2_RANGE
-            return None, pos
+            # no calendar holds it (a zero or invalid date): its text, as the snapshot reads it
+            micro, pos = fsp(data, pos)
+            return _invalid_datetime_text(parts, micro, digits), pos
         micro, pos = fsp(data, pos)
         if micro > 0:
             t = t.replace(microsecond=micro)
@@ -312,7 +322,7 @@ def _time2(column: BinlogLibObject) -> Reader:
     return read
 
 
-def _date(source_key: str | None) -> Reader:
+def _date() -> Reader:
     make = datetime.date
 
     def read(data: bytes, pos: int, sources: NoneSources) -> tuple[DriverValue, int]:
@@ -320,22 +330,15 @@ def _date(source_key: str | None) -> Reader:
             raise ValueError("short date")
         value = int.from_bytes(data[pos : pos + 3], "little")
         pos += 3
-        if value == 0:
-            sources[source_key] = NONE_SOURCE.OUT_OF_DATE_RANGE
-            return None, pos
         year = (value >> 9) & 0x7FFF
         month = (value >> 5) & 0xF
         day = value & 0x1F
-        if year == 0 or month == 0 or day == 0:
-            sources[source_key] = NONE_SOURCE.OUT_OF_DATE_RANGE
-            return None, pos
         try:
             return make(year=year, month=month, day=day), pos
         except ValueError:
-            # a day past its month (ALLOW_INVALID_DATES: '2024-04-31'): no date, as the
-            # snapshot reads it; the library raises here
-            sources[source_key] = NONE_SOURCE.OUT_OF_DATE_RANGE
-            return None, pos
+            # zero parts, year 0, a day past its month (ALLOW_INVALID_DATES: '2024-04-31'):
+            # its text, as the snapshot reads it (the library raises here)
+            return f"{year:04d}-{month:02d}-{day:02d}", pos
 
     return read
 
@@ -431,11 +434,11 @@ def _column_reader(
     if kind == FIELD_TYPE.BLOB:
         return _string(column.length_size, column, ignore_decode_errors, exact)
     if kind == FIELD_TYPE.DATETIME2:
-        return _datetime2(column, source_key)
+        return _datetime2(column)
     if kind == FIELD_TYPE.TIME2:
         return _time2(column)
     if kind == FIELD_TYPE.DATE:
-        return _date(source_key)
+        return _date()
     if kind == FIELD_TYPE.TIMESTAMP2:
         return _timestamp2(column)
     if kind == FIELD_TYPE.YEAR:
@@ -513,8 +516,6 @@ def _native_decoder(specs: list[NativeSpec]) -> ImageReader | None:
             datetime.datetime.utcfromtimestamp,
             NONE_SOURCE.NULL,
             NONE_SOURCE.COLS_BITMAP,
-            NONE_SOURCE.OUT_OF_DATETIME2_RANGE,
-            NONE_SOURCE.OUT_OF_DATE_RANGE,
         )
     except (TypeError, ValueError):
         return None

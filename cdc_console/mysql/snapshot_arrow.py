@@ -18,6 +18,10 @@ every supported type). Per column:
   than Arrow's 38 digits take the per-value path instead, for that column of that chunk.
 - every other type is decoded as the connection's cursor would have decoded it, then goes
   through the normaliser's own converter and the sink codec, exactly as a canonical row would.
+
+The companion of a ``text``-ruled date column (``core.invalid_dates``) is built from that
+column's values as the cursor decodes them: the text of each date the cursor could not hold
+(all NULL when Arrow parsed the whole column, which it does only when no value is invalid).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_console.core.invalid_dates import InvalidDates
 from cdc_console.core.mysqltypes import TEMPORAL, TypeFamily
 from cdc_console.core.schema import ColumnInfo, TableSchema
 from cdc_console.core.untyped import DriverValue
@@ -55,6 +60,10 @@ class SnapshotArrowBuilder:
         ]
         #: Text columns of the last ``table()`` that Arrow could not parse and went value by value.
         self.per_value_columns: list[str] = []
+        #: per companion column (``TableSchema.companions``), its date column's place
+        self._companions = [
+            i for i, c in enumerate(schema.columns) if c.invalid_dates is InvalidDates.TEXT
+        ]
 
     def table(self, raw: RawResult) -> pa.Table:
         if len(raw.arrays) != len(self._columns):
@@ -66,6 +75,7 @@ class SnapshotArrowBuilder:
             return self.arrow_schema.empty_table()
         arrays = []
         self.per_value_columns = []
+        driven: dict[int, list[DriverValue]] = {}
         for index, (plan, values) in enumerate(zip(self._columns, raw.arrays, strict=True)):
             array = None
             if plan.fast or plan.plain:
@@ -79,8 +89,19 @@ class SnapshotArrowBuilder:
                     self.per_value_columns.append(plan.column.name)
             if array is None:
                 driver = [raw.driver_value(index, v) for v in raw.values(index)]
-                array = plan.codec.to_arrow(plan.canonical(driver))
+                if plan.decode is not None:
+                    driver = [None if v is None else plan.decode(v) for v in driver]
+                driven[index] = driver
+                array = plan.codec.to_arrow(plan.converted(driver))
             arrays.append(array)
+        for index in self._companions:
+            if index not in driven:  # Arrow parsed every value: none was invalid
+                arrays.append(pa.nulls(raw.row_count, pa.string()))
+            else:
+                driver = driven[index]
+                arrays.append(
+                    pa.array([v if type(v) is str else None for v in driver], pa.string())
+                )
         return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
 
 
@@ -108,10 +129,9 @@ class _ColumnPlan:
             or (codec.kind == "string" and family is TypeFamily.STRING)
         )
 
-    def canonical(self, values: list[DriverValue]) -> list[CanonicalValue]:
-        decode, convert = self.decode, self.convert
-        if decode is not None:
-            values = [None if v is None else decode(v) for v in values]
+    def converted(self, values: list[DriverValue]) -> list[CanonicalValue]:
+        """Decoded driver values -> canonical ones."""
+        convert = self.convert
         if convert is not None:
             values = [None if v is None else convert(v) for v in values]
         return values

@@ -66,7 +66,7 @@ def plan_counted_batch(
     """Net a counted table's batch per distinct row (module docstring). ``held[i]`` holds the
     mirror's rows in ``replaces[i]``'s range with their counts, before the batch."""
     ordered = sorted(records, key=lambda r: r.sort_key)
-    rows = parse_rows(ordered, schema.column_names)
+    rows = parse_rows(ordered, schema.row_names)
     key_names = schema.key_columns
     markers = sorted(((*marker_position(r, ordered), -1, -1), i) for i, r in enumerate(replaces))
     plan = CountedPlan()

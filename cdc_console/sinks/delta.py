@@ -647,7 +647,7 @@ def _project(current: pa.Table, typed: pa.Schema, path: Path) -> pa.Table:
 def _check_table(schema: TableSchema) -> None:
     if schema.table_id.database == CHANGELOG_DIR:
         raise SinkError(f"{schema.table_id}: database name {CHANGELOG_DIR!r} is the sink's own")
-    for name in schema.column_names:
+    for name in schema.row_names:
         if name in _RESERVED:
             raise SinkError(f"{schema.table_id}: column {name!r} clashes with a sink column")
     if not schema.key_columns or not all(schema.key_columns):
@@ -692,7 +692,7 @@ def _merge(
                 )
             source_rows.append(dict(zip(key_columns, key, strict=True)))
             ops.append("D")
-    columns = {name: [row.get(name) for row in source_rows] for name in schema.column_names}
+    columns = {name: [row.get(name) for row in source_rows] for name in schema.row_names}
     source = to_lake(columns_to_table(schema, columns), lake).append_column(
         pa.field(_MERGE_OP, pa.string()), pa.array(ops, type=pa.string())
     )
@@ -708,7 +708,7 @@ def _merge(
         commit_properties=commit_properties,
     )
     # A column the source dropped keeps, in rows it held, the value it had (TableSchema.retired)
-    retired = {c.name for c in schema.retired}
+    retired = {c.name for c in schema.retired_row_columns}
     inserted = [name for name in source.column_names if name != _MERGE_OP]
     updated = [name for name in inserted if name not in retired]
     return (
@@ -810,7 +810,7 @@ def _changelog_table(
     changes: Sequence[PlannedChange],
 ) -> pa.Table:
     """Typed changelog rows: the row image plus op, position, seq, event time and batch id."""
-    names = schema.column_names
+    names = schema.row_names
     lake = pa.schema(list(log_schema)[: len(log_schema) - len(CHANGELOG_FIELDS)])
     typed = to_lake(
         columns_to_table(schema, {n: [c.row.get(n) for c in changes] for n in names}), lake

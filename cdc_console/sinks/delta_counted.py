@@ -58,7 +58,7 @@ def merge_counted(
     live = [net for net in nets.values() if net.absolute or net.count]
     if not live:
         return None
-    columns = {name: [net.row.get(name) for net in live] for name in schema.column_names}
+    columns = {name: [net.row.get(name) for net in live] for name in schema.row_names}
     typed = columns_to_table(schema, columns).append_column(
         pa.field(COUNT_COLUMN, pa.int64(), nullable=False),
         pa.array([net.count for net in live], type=pa.int64()),
@@ -71,7 +71,7 @@ def merge_counted(
     result = f"CASE WHEN {absolute} THEN s.{count} ELSE t.{count} + s.{count} END"
     merger = table.merge(
         source,
-        predicate=key_predicate(schema, schema.column_names),
+        predicate=key_predicate(schema, schema.row_names),
         source_alias="s",
         target_alias="t",
         streamed_exec=False,

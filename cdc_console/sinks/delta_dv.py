@@ -121,7 +121,7 @@ def merge_by_deletion_vectors(
     root = table_root(table)
     version = table.version()
     active = active_files(root, version)
-    retired = [c.name for c in schema.retired if c.name in lake.names]
+    retired = [c.name for c in schema.retired_row_columns if c.name in lake.names]
     feed = table.metadata().configuration.get(CHANGE_FEED) == "true"
     known: Mapping[Key, CanonicalRow] = befores if befores and feed and not retired else {}
     live = _find_live(
@@ -143,7 +143,7 @@ def merge_by_deletion_vectors(
     if inserted or updated:
         keys = [*updated, *inserted]
         rows = [nets[k] for k in keys]
-        columns = {n: [r.get(n) if r else None for r in rows] for n in schema.column_names}
+        columns = {n: [r.get(n) if r else None for r in rows] for n in schema.row_names}
         new_rows = to_lake(columns_to_table(schema, columns), lake)
         if retired:
             held = live.old_rows(updated)
@@ -381,7 +381,7 @@ def _change_rows(
         from_changes = [k for k in keys if k in known]
         if from_changes:
             rows = [known[k] for k in from_changes]
-            columns = {n: [r.get(n) for r in rows] for n in schema.column_names}
+            columns = {n: [r.get(n) for r in rows] for n in schema.row_names}
             parts.append((to_lake(columns_to_table(schema, columns), lake), kind))
         held = live.old_rows([k for k in keys if k not in known])
         if held is not None:

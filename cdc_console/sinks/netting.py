@@ -206,7 +206,7 @@ def _apply_partial(
             f"does not hold: the mirror lacks a row of its source. Fix: cdc-console redump "
             f"--table {schema.table_id}"
         )
-    row = {**held, **_patch_of(record, schema.column_names)}
+    row = {**held, **_patch_of(record, schema.row_names)}
     nets[key] = row
     if want_changes:
         plan.changes.append(
@@ -235,7 +235,7 @@ def plan_table_batch(
     which such a change completes (a ``+P`` then nets to the whole row). ``want_befores`` fills
     ``befores`` (not with range replaces, whose deletes come first). Shared by both sinks.
     """
-    names = schema.column_names
+    names = schema.row_names
     ordered = sorted(records, key=_sort_key)
     keys = _parse_keys(ordered)
     firsts = _first_befores(ordered, keys) if want_befores and not replaces else set()
@@ -337,7 +337,7 @@ def fold_columns(
     ops = ordered.column("op").to_pylist()
     upserts = [index for index in last.values() if ops[index] in UPSERT_OPS]
     texts = pc.fill_null(ordered.column("row").take(pa.array(upserts, type=pa.int64())), "")
-    rows = _parse_row_texts(texts.to_pylist(), schema.column_names)
+    rows = _parse_row_texts(texts.to_pylist(), schema.row_names)
     if rows is None:
         return by_records()
     if befores is not None:
@@ -346,7 +346,7 @@ def fold_columns(
             first.setdefault(key, index)
         held = [i for i in first.values() if ops[i] in _BEFORE_OPS]
         images = pc.fill_null(ordered.column("row").take(pa.array(held, type=pa.int64())), "")
-        parsed = _parse_row_texts(images.to_pylist(), schema.column_names)
+        parsed = _parse_row_texts(images.to_pylist(), schema.row_names)
         if parsed is None:
             return by_records()
         befores.update((keys[i], row) for i, row in zip(held, parsed, strict=True))

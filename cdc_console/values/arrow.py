@@ -204,15 +204,16 @@ def arrow_type(column: ColumnInfo) -> pa.DataType:
 
 def arrow_schema(schema: TableSchema) -> pa.Schema:
     """The typed schema of a table's rows as read from the source: source column names, in
-    source column order."""
-    return pa.schema([codec_for(c).field for c in schema.columns])
+    source column order, then the companions of its ``text``-ruled date columns
+    (``TableSchema.row_columns``)."""
+    return pa.schema([codec_for(c).field for c in schema.row_columns])
 
 
 def mirror_schema(schema: TableSchema) -> pa.Schema:
-    """The typed schema of a table's mirror: its source columns, then the columns the source
-    dropped that the mirror keeps (``TableSchema.retired``), then, for a counted table, each
-    row's multiplicity (``COUNT_COLUMN``)."""
-    fields = [codec_for(c).field for c in (*schema.columns, *schema.retired)]
+    """The typed schema of a table's mirror: its rows' columns (``arrow_schema``), then the
+    columns the source dropped that the mirror keeps (``TableSchema.retired_row_columns``),
+    then, for a counted table, each row's multiplicity (``COUNT_COLUMN``)."""
+    fields = [codec_for(c).field for c in (*schema.row_columns, *schema.retired_row_columns)]
     if schema.counted:
         fields.append(pa.field(COUNT_COLUMN, pa.int64(), nullable=False))
     return pa.schema(fields)
@@ -221,15 +222,15 @@ def mirror_schema(schema: TableSchema) -> pa.Schema:
 def columns_to_table(
     schema: TableSchema, columns: Mapping[str, Sequence[CanonicalValue]]
 ) -> pa.Table:
-    """Canonical values per column -> a typed Arrow table (every schema column must be given)."""
-    arrays = [codec_for(c).to_arrow(columns[c.name]) for c in schema.columns]
+    """Canonical values per column -> a typed Arrow table (every row column must be given)."""
+    arrays = [codec_for(c).to_arrow(columns[c.name]) for c in schema.row_columns]
     return pa.Table.from_arrays(arrays, schema=arrow_schema(schema))
 
 
 def rows_to_table(schema: TableSchema, rows: Iterable[Mapping[str, CanonicalValue]]) -> pa.Table:
     """Canonical row dicts -> a typed Arrow table; a column absent from a row is NULL."""
     materialised = list(rows)
-    columns = {c.name: [row.get(c.name) for row in materialised] for c in schema.columns}
+    columns = {c.name: [row.get(c.name) for row in materialised] for c in schema.row_columns}
     return columns_to_table(schema, columns)
 
 
@@ -239,8 +240,9 @@ def table_to_rows(schema: TableSchema, table: pa.Table) -> list[CanonicalRow]:
     Columns of ``table`` that are not in ``schema`` are ignored; schema columns missing from
     ``table`` are an error.
     """
-    names = [c.name for c in schema.columns if c.name in table.column_names]
-    columns = [codec_for(schema.column(n)).array_to_canonical(table.column(n)) for n in names]
+    kept = [c for c in schema.row_columns if c.name in table.column_names]
+    names = [c.name for c in kept]
+    columns = [codec_for(c).array_to_canonical(table.column(c.name)) for c in kept]
     return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 

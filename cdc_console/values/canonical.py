@@ -94,7 +94,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 from functools import lru_cache
 
-from cdc_console.core.invalid_dates import InvalidDates, sentinel_text
+from cdc_console.core.invalid_dates import InvalidDates, companion_name, sentinel_text, zero_text
 from cdc_console.core.masks import masker
 from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily, UnsupportedColumnType
 from cdc_console.core.schema import ColumnInfo, TableSchema, quote_ident
@@ -451,9 +451,43 @@ _INVALID_DATE_SOURCES = frozenset(
 def _invalid_date(column: ColumnInfo) -> CanonicalValue:
     """The canonical value of a zero or invalid date in ``column`` (by its rule)."""
     family = column.family
-    if column.invalid_dates is InvalidDates.NULL or family is None:
-        return None
+    if column.invalid_dates is not InvalidDates.SENTINEL or family is None:
+        return None  # NULL; under ``text`` its companion column holds the source's text
     return sentinel_text(family, _precision(column))
+
+
+class _Companion:
+    """Fills a ``text``-ruled date column's companion (``core.invalid_dates``) from the
+    column's driver value: the source's text where the date is invalid, else None.
+
+    pymysql hands back the server's own text for a date Python cannot hold, and the binlog
+    decoders build the same text from the image's date parts (``mysql.row_images``); the
+    binlog's zero TIMESTAMP is epoch 0, whose text is the zero value's.
+    """
+
+    def __init__(self, column: ColumnInfo) -> None:
+        self.source = column.name
+        self.name = companion_name(column.name)
+        family = _family(column)
+        self.zero = (
+            zero_text(family, _precision(column)) if family is TypeFamily.TIMESTAMP else None
+        )
+
+    def snapshot(self, value: DriverValue) -> str | None:
+        return value if type(value) is str else None
+
+    def binlog(self, value: DriverValue, why: str | None) -> str | None:
+        if type(value) is str:
+            return value
+        if self.zero is not None and value == _EPOCH:
+            return self.zero
+        if value is None and why in _INVALID_DATE_SOURCES:
+            raise ValueError(
+                f"column {self.source!r} holds an invalid date whose text the binlog decoder "
+                "did not give (a pre-5.6 temporal format); its invalid_dates rule 'text' cannot "
+                f'hold: rule it "null" or "sentinel", or rebuild the table (ALTER TABLE ... FORCE)'
+            )
+        return None
 
 
 @lru_cache(maxsize=4096)
@@ -655,8 +689,12 @@ class RowNormalizer:
         self._invalid_dates: tuple[tuple[str, CanonicalValue], ...] = tuple(
             (name, plan.invalid_date) for name, plan in plans if plan.invalid_date is not None
         )
+        # Date columns whose rule keeps an invalid date's text in a companion column.
+        self._companions: tuple[_Companion, ...] = tuple(
+            _Companion(c) for c in schema.columns if c.invalid_dates is InvalidDates.TEXT
+        )
         self._key_names: tuple[str, ...] = tuple(schema.key_columns)
-        missing = [k for k in self._key_names if k not in self._names]
+        missing = [k for k in self._key_names if k not in schema.row_names]
         if missing:
             raise ValueError(f"{schema.table_id}: key columns {missing} are not table columns")
         #: the snapshot SELECT list, in schema column order (see :func:`select_expression`)
@@ -674,6 +712,8 @@ class RowNormalizer:
                 f"{len(self._names)} columns"
             )
         row = dict(zip(self._names, values, strict=False))
+        for companion in self._companions:
+            row[companion.name] = companion.snapshot(row[companion.source])
         for name, conv in self._snapshot_convs:
             value = row[name]
             if value is not None:
@@ -715,6 +755,10 @@ class RowNormalizer:
         self, row: dict[str, DriverValue], none_sources: Mapping[str, str] | None
     ) -> CanonicalRow:
         whole = len(row) == len(self._names)
+        for companion in self._companions:
+            if whole or companion.source in row:
+                why = none_sources.get(companion.source) if none_sources is not None else None
+                row[companion.name] = companion.binlog(row[companion.source], why)
         for name, conv in self._binlog_convs:
             if not whole and name not in row:
                 continue

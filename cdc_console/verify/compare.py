@@ -94,7 +94,7 @@ class Fold:
 def typed(schema: TableSchema, table: pa.Table) -> pa.Table:
     """``table``'s source columns in source order and types (a mirror also holds retired
     columns, and Delta may hand back wider string types)."""
-    return table.select(schema.column_names).cast(arrow_schema(schema))
+    return table.select(schema.row_names).cast(arrow_schema(schema))
 
 
 def keys_table(schema: TableSchema, keys: Iterable[Key]) -> pa.Table:
@@ -153,7 +153,7 @@ def compare(schema: TableSchema, source: pa.Table, mirror: pa.Table) -> list[Dif
         return []
     if schema.counted:
         return _count_differences(schema, source, mirror)
-    others = [name for name in schema.column_names if name not in keys]
+    others = [name for name in schema.row_names if name not in keys]
     left = _marked(source, others, _SOURCE)
     right = _marked(mirror, others, _MIRROR)
     joined = left.join(right, keys=keys, join_type="full outer")
@@ -200,7 +200,7 @@ def _marked(table: pa.Table, others: Sequence[str], side: str) -> pa.Table:
 
 def _side(schema: TableSchema, joined: pa.Table, others: Sequence[str], side: str) -> pa.Table:
     columns = {
-        name: joined.column(name + side if name in others else name) for name in schema.column_names
+        name: joined.column(name + side if name in others else name) for name in schema.row_names
     }
     return pa.table(columns)
 

@@ -108,7 +108,7 @@ def _read_ranges(
     after reading unless the ranges cover the whole table."""
     wanted = arrow_schema(schema)
     stored_schema = table_schema(table)
-    present = [name for name in schema.column_names if name in stored_schema.names]
+    present = [name for name in schema.row_names if name in stored_schema.names]
     if schema.counted:
         present.append(COUNT_COLUMN)
     column = schema.column(schema.chunk_key)
@@ -128,7 +128,7 @@ def _read_ranges(
             expression = expression | field.is_null()
     data = read_delta(table, present, expression)
     data = from_lake(data, wanted)
-    for name in schema.column_names:
+    for name in schema.row_names:
         if name not in present:
             # a column added online that no committed batch has written yet: NULL everywhere
             data = data.append_column(name, pa.nulls(data.num_rows, wanted.field(name).type))

@@ -199,7 +199,7 @@ class Verifier:
             return _Checked(TableResult(table_id, skipped=reason))
         assert stored is not None
         schema = schema_from_dict(stored)
-        hide = hidden_columns(table_id, schema.column_names, self.config.verify.hide_values)
+        hide = hidden_columns(table_id, schema.row_names, self.config.verify.hide_values)
         result = TableResult(table_id, tuple(schema.key_columns), hide=hide)
         finished = [s for s in self.store.splits(table_id) if s.status == SplitStatus.FINISHED]
         # read once per table: chunk sizes group the chunks, watermarks place snapshot-only ones

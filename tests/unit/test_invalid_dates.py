@@ -1,9 +1,10 @@
 """Zero and invalid dates follow one configured rule on every path (``core.invalid_dates``).
 
-Each case gives an invalid value as pymysql returns it (the server's text) and as the binlog
-decoders return it (``None`` marked out of range in ``none_sources``; the zero TIMESTAMP as
-epoch 0), and checks that both paths give the rule's one canonical value, and that a valid
-date is untouched.
+Each case gives an invalid value as pymysql returns it (the server's text) and as a binlog
+decoder returns it (ours: the same text; the library, for pre-5.6 formats: ``None`` marked out
+of range in ``none_sources``; the zero TIMESTAMP as epoch 0), and checks that both paths give
+the rule's one canonical value (and, under ``text``, the source's text in the companion
+column), and that a valid date is untouched.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from cdc_console.core.schema import (
     schema_to_dict,
 )
 from cdc_console.errors import ConfigError
-from cdc_console.mysql.probe import with_invalid_dates
+from cdc_console.mysql.probe import check_companions, with_invalid_dates
 from cdc_console.source.evolution import Reread, reshaped_unseen
 from cdc_console.values.arrow import rows_to_table, table_to_rows
 from cdc_console.values.canonical import RowNormalizer, normalize_value
@@ -173,7 +174,7 @@ def test_rules_come_by_type_table_and_column_and_the_closest_wins(tmp_path: Path
         ),
         (
             'invalid_dates_for = { "shop.t" = { d = 1 } }',
-            'pipeline.invalid_dates_for."shop.t".d must be one of "null", "sentinel", not 1',
+            'pipeline.invalid_dates_for."shop.t".d must be one of "null", "sentinel", "text", not 1',
         ),
     ],
 )
@@ -183,3 +184,99 @@ def test_a_wrong_rule_names_the_key_and_the_choices(
     with pytest.raises(ConfigError) as info:
         load(tmp_path, pipeline)
     assert message in str(info.value), str(info.value)
+
+
+TEXT = InvalidDates.TEXT
+TIMESTAMP3 = ColumnInfo("ts", "timestamp", "timestamp(3)", datetime_precision=3)
+
+# (column, the snapshot's driver value, the binlog decoders' value, the companion's text)
+INVALID_TEXTS = [
+    (DATE, "0000-00-00", "0000-00-00", "0000-00-00"),
+    (DATE, "2024-04-31", "2024-04-31", "2024-04-31"),
+    (DATE, "0000-01-01", "0000-01-01", "0000-01-01"),
+    (DATETIME3, "2024-00-10 10:00:00.500", "2024-00-10 10:00:00.500", "2024-00-10 10:00:00.500"),
+    (TIMESTAMP0, "0000-00-00 00:00:00", dt.datetime(1970, 1, 1), "0000-00-00 00:00:00"),
+    (TIMESTAMP3, "0000-00-00 00:00:00.000", dt.datetime(1970, 1, 1), "0000-00-00 00:00:00.000"),
+]
+
+
+@pytest.mark.parametrize(("column", "snapshot", "binlog", "text"), INVALID_TEXTS)
+def test_text_rule_keeps_the_sources_text_in_a_companion_on_both_paths(
+    column: ColumnInfo, snapshot: str, binlog: object, text: str
+) -> None:
+    ruled = replace(column, invalid_dates=TEXT)
+    table = schema(ruled)
+    companion = f"{column.name}__text"
+    assert [c.name for c in table.companions] == [companion]
+    assert table.row_names == ["id", column.name, companion]
+    normalizer = RowNormalizer(table)
+    expected = {"id": 1, column.name: None, companion: text}
+    assert normalizer.snapshot_row([1, snapshot]) == expected
+    assert normalizer.binlog_row({"id": 1, column.name: binlog}, {}) == expected
+    # the mirror holds the date column as a date (NULL) and the text beside it
+    mirrored = rows_to_table(table, [expected])
+    assert mirrored.schema.names == ["id", column.name, companion]
+    assert table_to_rows(table, mirrored) == [expected]
+
+
+def test_text_rule_leaves_the_companion_null_for_null_and_valid_dates() -> None:
+    table = schema(replace(DATE, invalid_dates=TEXT))
+    normalizer = RowNormalizer(table)
+    assert normalizer.snapshot_row([1, None]) == {"id": 1, "d": None, "d__text": None}
+    assert normalizer.snapshot_row([1, dt.date(2024, 4, 30)]) == {
+        "id": 1,
+        "d": "2024-04-30",
+        "d__text": None,
+    }
+    assert normalizer.binlog_row({"id": 1, "d": None}, {"d": "null"}) == {
+        "id": 1,
+        "d": None,
+        "d__text": None,
+    }
+
+
+def test_a_partial_image_patches_the_companion_only_with_its_date() -> None:
+    table = schema(replace(DATE, invalid_dates=TEXT), DATETIME3)
+    normalizer = RowNormalizer(table)
+    assert normalizer.binlog_columns({"id": 1, "dt": None}) == {"id": 1, "dt": None}
+    assert normalizer.binlog_columns({"id": 1, "d": "2024-02-30"}) == {
+        "id": 1,
+        "d": None,
+        "d__text": "2024-02-30",
+    }
+
+
+def test_text_rule_refuses_a_date_the_decoder_gave_no_text_for() -> None:
+    """A pre-5.6 temporal column goes through the library, which gives None for an invalid
+    date: its text is lost, so the table stops (and parks) rather than mirror a NULL text."""
+    normalizer = RowNormalizer(schema(replace(DATE, invalid_dates=TEXT)))
+    with pytest.raises(ValueError, match="'d' holds an invalid date whose text"):
+        normalizer.binlog_row({"id": 1, "d": None}, {"d": "out of date range"})
+
+
+def test_the_companion_is_derived_not_stored_and_joins_a_counted_tables_identity() -> None:
+    ruled = schema(replace(DATE, invalid_dates=TEXT))
+    data = schema_to_dict(ruled)
+    assert [c["name"] for c in data["columns"]] == ["id", "d"]  # type: ignore[index,union-attr]
+    assert schema_from_dict(data).row_names == ["id", "d", "d__text"]
+    counted = replace(ruled, primary_key=(), counted=True)
+    assert counted.key_columns == ("id", "d", "d__text")
+    # two rows that differ only in which invalid date they hold stay two rows
+    normalizer = RowNormalizer(counted)
+    first = normalizer.snapshot_row([1, "2024-04-31"])
+    second = normalizer.snapshot_row([1, "2024-02-30"])
+    assert normalizer.key_of(first) != normalizer.key_of(second)
+
+
+def test_a_companion_that_would_take_a_columns_name_is_refused() -> None:
+    clash = schema(replace(DATE, invalid_dates=TEXT), ColumnInfo("D__TEXT", "int", "int"))
+    with pytest.raises(ConfigError) as info:
+        check_companions(clash)
+    assert "companion column d__text would take the name of one of its columns" in str(info.value)
+    fine = schema(replace(DATE, invalid_dates=TEXT))
+    assert check_companions(fine) is fine
+
+
+def test_text_is_a_rule_of_the_config(tmp_path: Path) -> None:
+    rules = load(tmp_path, 'invalid_dates_for = { "shop.t" = { d = "text" } }')
+    assert with_invalid_dates(schema(DATE), rules).column("d").invalid_dates is TEXT
