@@ -45,7 +45,8 @@ Why these choices:
   fits, so it keeps its canonical text.
 - MySQL "zero" and invalid dates (``0000-00-00``, ``2021-00-00``, ``2021-02-30`` under
   ``ALLOW_INVALID_DATES``) have no Delta value: their canonical value is already the column's
-  rule (``core.invalid_dates``: NULL or the sentinel), and any such text still met is NULL.
+  rule (``core.invalid_dates``: NULL or the sentinel; under ``text`` a companion string
+  column holds the source's text), and any such text still met is NULL.
 - Every field is nullable: a delete's MERGE source row carries only the key columns, and a later
   ``ALTER TABLE ... NULL`` must not make past schemas reject writes.
 

@@ -55,8 +55,10 @@ decoder for MySQL-only shapes), and what we do about it:
   timestamp arrives as the str ``'0000-00-00 00:00:00'`` from pymysql and as 1970-01-01 00:00:00
   (epoch 0, below TIMESTAMP's range) from the binlog: both follow the column's rule.
 * DATE/DATETIME zero or invalid (``'0000-00-00'``, ``'2024-00-00'``, year 0): pymysql returns
-  the raw str, the binlog ``None`` marked out of range in ``none_sources``; both become what the
-  column's rule (``core.invalid_dates``) says: ``None``, or the sentinel ``0001-01-01``.
+  the raw str and so do our binlog decoders (the library, for pre-5.6 formats: ``None`` marked
+  out of range in ``none_sources``); both become what the column's rule
+  (``core.invalid_dates``) says: ``None``, or the sentinel ``0001-01-01``; under ``text`` the
+  str also fills the column's companion.
 * TIME(p > 0), negative with a non-zero fraction: the 1.0.17 decoder is wrong — it yields
   ``-(I + 1 - F)`` for the true ``-(I + F)`` (``-12:00:00.1`` decodes as ``-12:00:00.9``). The
   mapping is a bijection, so the binlog path inverts it (``_repair_time2``). Positive values and

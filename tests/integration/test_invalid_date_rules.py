@@ -34,7 +34,7 @@ def rules(db: SourceDb, t2: str) -> str:
     return (
         "[pipeline]\n"
         'invalid_dates = { date = "sentinel", datetime = "sentinel" }\n'
-        f'invalid_dates_for = {{ "{db.name}.t2" = {t2} }}\n'
+        f'invalid_dates_for = {{ "{db.name}.t2" = {t2}, "{db.name}.t3" = "text" }}\n'
     )
 
 
@@ -51,13 +51,19 @@ def test_invalid_dates_follow_one_rule_on_every_path(source_db: SourceDb, tmp_pa
         "CREATE TABLE t1 (id INT PRIMARY KEY, d DATE, dt DATETIME(3), "
         "ts TIMESTAMP NULL DEFAULT NULL)",
         "CREATE TABLE t2 (id INT PRIMARY KEY, d DATE, dt DATETIME(3))",
+        "CREATE TABLE t3 (id INT PRIMARY KEY, d DATE, dt DATETIME(3), "
+        "ts TIMESTAMP(3) NULL DEFAULT NULL)",
         INVALID,
+        "INSERT INTO t3 VALUES (1, '2024-04-31', '2024-02-30 10:00:00.250', NULL), "
+        "(2, '2024-04-30', '2024-04-30 10:00:00', NULL)",
+        "CREATE TABLE t4 (id INT PRIMARY KEY, d DATE)",
+        "INSERT INTO t4 VALUES (1, '2024-04-31'), (2, '2024-04-30')",
         "INSERT INTO t1 VALUES (1, '2024-04-31', '0000-00-00 00:00:00', '0000-00-00 00:00:00'), "
         "(2, '2024-04-30', '2024-04-30 10:00:00.250', '2024-04-30 10:00:00'), "
         "(3, NULL, NULL, NULL)",
         "INSERT INTO t2 VALUES (1, '2024-04-31', '2024-02-30 00:00:00'), (2, '2024-04-30', NULL)",
     )
-    names = ["t1", "t2"]
+    names = ["t1", "t2", "t3", "t4"]
     config_path = write_config(db, tmp_path, extra=rules(db, '{ d = "null" }'))
     config = load(config_path)
     job = JobProcess(config_path)
@@ -69,6 +75,9 @@ def test_invalid_dates_follow_one_rule_on_every_path(source_db: SourceDb, tmp_pa
             "UPDATE t1 SET d = '2021-02-30' WHERE id = 2",
             "UPDATE t1 SET d = '2024-05-01', dt = '2024-05-01 00:00:00' WHERE id = 1",
             "INSERT INTO t2 VALUES (3, '0000-00-00', '0000-00-00 00:00:00')",
+            "INSERT INTO t3 VALUES (3, '0000-00-00', '2023-02-29 01:02:03.5', '0000-00-00')",
+            "UPDATE t3 SET d = '2024-05-01' WHERE id = 1",
+            "UPDATE t3 SET dt = '2021-11-31 00:00:00' WHERE id = 2",
         )
         wait_for(lambda: caught_up_now(db, config, names), 90, "caught up", job)
         cli(config_path, "stop", "--wait")
@@ -87,21 +96,63 @@ def test_invalid_dates_follow_one_rule_on_every_path(source_db: SourceDb, tmp_pa
         (2, dt.date(2024, 4, 30), None),
         (3, None, MIDNIGHT),
     ]
+    # t3, ruled "text": each invalid date NULL, its text beside it, on both paths
+    assert mirror_rows(config, db.name, "t3", "id") == [
+        {
+            "id": 1,
+            "d": dt.date(2024, 5, 1),
+            "dt": None,
+            "ts": None,
+            "d__text": None,
+            "dt__text": "2024-02-30 10:00:00.250",
+            "ts__text": None,
+        },
+        {
+            "id": 2,
+            "d": dt.date(2024, 4, 30),
+            "dt": None,
+            "ts": None,
+            "d__text": None,
+            "dt__text": "2021-11-31 00:00:00.000",
+            "ts__text": None,
+        },
+        {
+            "id": 3,
+            "d": None,
+            "dt": None,
+            "ts": None,
+            "d__text": "0000-00-00",
+            "dt__text": "2023-02-29 01:02:03.500",
+            "ts__text": "0000-00-00 00:00:00.000",
+        },
+    ]
     code, report = verify(config_path)
     assert code == 0, report
 
-    # the rule of t2.d changes: t2 alone is read again and follows it
+    assert mirror_rows(config, db.name, "t4", "id") == [
+        {"id": 1, "d": DAY},
+        {"id": 2, "d": dt.date(2024, 4, 30)},
+    ]
+
+    # the rule of t2.d changes, and t4's becomes "text": those two alone are read again and
+    # follow them (t4's mirror gains the companion column)
     generations = {n: tables_state(config)[n].generation for n in names}
-    config_path.write_text(config_path.read_text().replace('{ d = "null" }', '{ d = "sentinel" }'))
+    text = config_path.read_text().replace('{ d = "null" }', '{ d = "sentinel" }')
+    t3 = f'"{db.name}.t3" = "text"'
+    config_path.write_text(text.replace(t3, f'{t3}, "{db.name}.t4" = "text"'))
     job = JobProcess(config_path)
     with running(job):
         wait_for(
-            lambda: tables_state(config)["t2"].generation > generations["t2"], 60, "t2 re-read", job
+            lambda: all(tables_state(config)[n].generation > generations[n] for n in ("t2", "t4")),
+            60,
+            "t2 and t4 re-read",
+            job,
         )
         wait_for(lambda: caught_up_now(db, config, names), 120, "caught up again", job)
         cli(config_path, "stop", "--wait")
         assert job.wait(120) == 0, job.output()
     assert tables_state(config)["t1"].generation == generations["t1"]
+    assert tables_state(config)["t3"].generation == generations["t3"]
     assert any(
         f"{db.name}.t2 changed shape while the pipeline was stopped: followed by reading it "
         "again online (pipeline.invalid_dates changed for column d null -> sentinel)" in e.message
@@ -114,3 +165,7 @@ def test_invalid_dates_follow_one_rule_on_every_path(source_db: SourceDb, tmp_pa
     ]
     code, report = verify(config_path)
     assert code == 0, report
+    assert mirror_rows(config, db.name, "t4", "id") == [
+        {"id": 1, "d": None, "d__text": "2024-04-31"},
+        {"id": 2, "d": dt.date(2024, 4, 30), "d__text": None},
+    ]

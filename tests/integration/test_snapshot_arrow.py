@@ -9,6 +9,7 @@ path (zero and invalid dates, year 0) and a chunk that needs a backfill.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -16,6 +17,8 @@ import pymysql
 import pytest
 
 from cdc_console.core.chunk import ChunkRange
+from cdc_console.core.invalid_dates import InvalidDates
+from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.mysql.connection import connect
@@ -89,6 +92,39 @@ def test_text_mode_chunk_equals_the_canonical_rows(
     assert built.schema == expected.schema
     assert _rows(built) == _rows(expected)
     assert built.num_rows == result.row_count > 0
+
+
+def test_text_mode_fills_the_companions_of_text_ruled_dates_like_the_cursor(
+    source_db: SourceDb,
+) -> None:
+    """Every date column ruled ``text`` (``core.invalid_dates``): both paths put NULL in the
+    date column and the server's text in its companion, for the zero, invalid and year-0
+    dates alike, and NULL in the companion of every valid date."""
+    loaded = _fill(source_db)
+    dated = (TypeFamily.DATE, TypeFamily.DATETIME, TypeFamily.TIMESTAMP)
+    schema = replace(
+        loaded,
+        columns=tuple(
+            replace(c, invalid_dates=InvalidDates.TEXT) if c.family in dated else c
+            for c in loaded.columns
+        ),
+    )
+    assert len(schema.companions) >= 3
+    split = SnapshotSplit(schema.table_id, 0, "id", ChunkRange(None, None))
+    reader = SnapshotSplitReader(source_db.source_config(), schema, 5498, text_mode=True)
+    result = reader.read(split)
+    assert result.raw is not None
+    built = SnapshotArrowBuilder(schema).table(result.raw).sort_by("id")
+    expected = _canonical(source_db, schema, split)
+    assert built.schema == expected.schema
+    assert _rows(built) == _rows(expected)
+    year_zero = next(r for r in _rows(built) if r["id"] == 6)
+    assert (year_zero["d"], year_zero["d__text"]) == (None, "0000-01-01")
+    assert year_zero["dt6__text"] == "0000-03-04 05:06:07.000000"
+    texts = [r[c.name] for r in _rows(built) for c in schema.companions]
+    assert sum(t is not None for t in texts) >= 4
+    valid = [r for r in _rows(built) if r["id"] < 5]
+    assert all(r[c.name] is None for r in valid for c in schema.companions)
 
 
 def test_text_mode_with_a_backfill_returns_canonical_rows(source_db: SourceDb) -> None:

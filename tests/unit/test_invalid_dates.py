@@ -29,6 +29,7 @@ from cdc_console.core.schema import (
 from cdc_console.errors import ConfigError
 from cdc_console.mysql.probe import check_companions, with_invalid_dates
 from cdc_console.source.evolution import Reread, reshaped_unseen
+from cdc_console.status import mirror_shape, shape_note
 from cdc_console.values.arrow import rows_to_table, table_to_rows
 from cdc_console.values.canonical import RowNormalizer, normalize_value
 
@@ -280,3 +281,13 @@ def test_a_companion_that_would_take_a_columns_name_is_refused() -> None:
 def test_text_is_a_rule_of_the_config(tmp_path: Path) -> None:
     rules = load(tmp_path, 'invalid_dates_for = { "shop.t" = { d = "text" } }')
     assert with_invalid_dates(schema(DATE), rules).column("d").invalid_dates is TEXT
+
+
+def test_status_names_the_companions_a_mirror_adds(tmp_path: Path) -> None:
+    path = tmp_path / "pipeline.toml"
+    path.write_text('[source]\ntables = ["shop.*"]\n')
+    config = load_config(path)
+    stored = schema_to_dict(schema(replace(DATE, invalid_dates=TEXT), DATETIME3))
+    shape = mirror_shape(config, TableId("shop", "t"), stored)
+    assert shape == {"companions": ["d__text"]}
+    assert shape_note(shape) == "invalid dates' text in d__text"
