@@ -17,12 +17,28 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TypeVar, overload
+from typing import TypeVar, cast, overload
 
 from cdc_console.core import thresholds
 from cdc_console.core.batch_budget import BatchBudget
 from cdc_console.core.invalid_dates import DATE_FAMILIES, InvalidDateRules, InvalidDates
 from cdc_console.core.masks import MaskKind
+from cdc_console.core.options import (
+    HIDDEN_VALUES,
+    REFUSED,
+    SECTIONS,
+    DatetimeType,
+    Kind,
+    LogFormat,
+    Option,
+    SchemaChanges,
+    SinkKind,
+    SnapshotWrites,
+    SourcePosition,
+    StartupMode,
+    keys,
+    option,
+)
 from cdc_console.core.schema import TableId, parse_qualified, spell_database
 from cdc_console.core.untyped import TomlTable
 from cdc_console.errors import ConfigError, register_secret
@@ -31,10 +47,6 @@ _T = TypeVar("_T")
 _U = TypeVar("_U")
 _V = TypeVar("_V")
 _D = TypeVar("_D")
-
-STARTUP_MODES = ("initial", "latest-offset", "snapshot-only")
-SINK_KINDS = ("delta", "changelog-json")
-DATETIME_TYPES = ("timestamp_ntz", "timestamp")
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,7 @@ class SourceConfig:
     #: ``source.hosts``: servers tried in order (a primary and its replicas); empty: host:port
     hosts: tuple[tuple[str, int], ...] = ()
     #: ``source.position``: follow a failover by GTID ("auto", "gtid") or never ("file")
-    position: str = "auto"
+    position: SourcePosition = SourcePosition.AUTO
     #: ``source.max_load``: chunk reads yield while a figure is above its limit
     #: (``source.throttle``): a global status variable's name or ``replica_lag`` -> the limit
     max_load: tuple[tuple[str, float], ...] = ()
@@ -134,7 +146,7 @@ class SnapshotConfig:
     chunk_size: int = 8096
     parallelism: int = 2
     chunk_key: dict[str, str] = field(default_factory=dict)
-    startup_mode: str = "initial"
+    startup_mode: StartupMode = StartupMode.INITIAL
     distribution_factor_upper: float = 1000.0
     distribution_factor_lower: float = 0.05
     #: chunks per micro-batch; None: enough for ~512k rows (``splits_per_batch``)
@@ -167,7 +179,7 @@ class SnapshotConfig:
 
 @dataclass(frozen=True)
 class SinkConfig:
-    kind: str = "delta"
+    kind: SinkKind = SinkKind.DELTA
     path: Path = Path("lake")
     changelog: bool = True
     #: ``[sink] mirrors``: a table's mirror at ``<path>/<place>/<name>`` instead of its own
@@ -210,15 +222,15 @@ class LakeConfig:
     def merge_on_read(self) -> bool:
         if self.deletion_vectors is not None:
             return self.deletion_vectors
-        return self.datetime != "timestamp"
+        return self.datetime != DatetimeType.TIMESTAMP
 
     #: how DATETIME is stored: "timestamp_ntz" (exact; reader 3 / writer 7) or "timestamp"
     #: (the wall clock as UTC, for readers that only open protocol 1)
-    datetime: str = "timestamp_ntz"
+    datetime: DatetimeType = DatetimeType.TIMESTAMP_NTZ
     #: who writes a first snapshot's data files: "executors" (where each chunk is read; the
     #: driver commits only their add actions) or "driver" (rows travel through Spark to it).
     #: Executors need the lake path too: on a cluster, shared storage.
-    snapshot_writes: str = "executors"
+    snapshot_writes: SnapshotWrites = SnapshotWrites.EXECUTORS
 
 
 @dataclass(frozen=True)
@@ -303,10 +315,10 @@ class PipelineConfig:
     #: ``[pipeline] schema_changes``: "evolve" (apply a change that keeps the mirror exact,
     #: park the table otherwise), "park" the table whose shape changed (the others go on), or
     #: "stop" the whole job, as before
-    schema_changes: str = "evolve"
+    schema_changes: SchemaChanges = SchemaChanges.EVOLVE
     #: ``[pipeline] log_format``: "text" (for people) or "json" (one object per line, for a log
     #: pipeline); ``run --log-format`` overrides it
-    log_format: str = "text"
+    log_format: LogFormat = LogFormat.TEXT
     #: ``[pipeline] binlog_readers``: tasks that read one binlog window in parts, when it holds
     #: at least ``binlog_part_bytes`` per part (a catch-up); each needs a server id of its own
     binlog_readers: int = 2
@@ -330,102 +342,12 @@ class PipelineConfig:
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
 
-LOG_FORMATS = ("text", "json")
-
-_KNOWN = {
-    "": {
-        "name",
-        "source",
-        "snapshot",
-        "sink",
-        "state",
-        "spark",
-        "pipeline",
-        "console",
-        "lake",
-        "verify",
-        "metrics",
-    },
-    "source": {
-        "host",
-        "port",
-        "user",
-        "password_env",
-        "tables",
-        "server_id",
-        "time_zone",
-        "connect_timeout",
-        "password",
-        "hosts",
-        "position",
-        "max_load",
-    },
-    "snapshot": {
-        "chunk_size",
-        "parallelism",
-        "chunk_key",
-        "startup_mode",
-        "distribution_factor_upper",
-        "distribution_factor_lower",
-        "chunks_per_batch",
-        "batch_seconds_while_streaming",
-    },
-    "sink": {"kind", "path", "changelog", "mirrors"},
-    "lake": {
-        "target_file_size",
-        "optimize_every",
-        "vacuum_every",
-        "vacuum_retention_hours",
-        "log_retention_hours",
-        "checkpoint_interval",
-        "change_data_feed",
-        "deletion_vectors",
-        "datetime",
-        "snapshot_writes",
-    },
-    "state": {"path"},
-    "verify": {"every", "rows_per_second", "hide_values"},
-    "metrics": {"listen"},
-    "spark": {
-        "master",
-        "trigger_seconds",
-        "checkpoint",
-        "ui_port",
-        "conf",
-        "class_archive",
-        "wake_on_data",
-    },
-    "pipeline": {
-        "heartbeat_seconds",
-        "source_outage_seconds",
-        "schema_changes",
-        "log_format",
-        "binlog_readers",
-        "binlog_part_bytes",
-        "max_window_bytes",
-        "invalid_dates",
-        "invalid_dates_for",
-        "exclude_columns",
-        "mask_columns",
-        "mask_key_env",
-    },
-    "console": {
-        "refresh_seconds",
-        "lag_warn_seconds",
-        "lag_alert_seconds",
-        "stale_warn_seconds",
-        "stale_alert_seconds",
-        "purge_warn_hours",
-        "purge_alert_hours",
-        "job_log",
-    },
-}
+#: the keys each section takes ("": the top of the file), from the option table
+_KNOWN: dict[str, frozenset[str]] = {name: keys(name) for name in ("", *SECTIONS)}
 
 
 #: problems found so far while ``config_from_dict`` validates a whole document; None: raise
 _PROBLEMS: ContextVar[list[ConfigError] | None] = ContextVar("config_problems", default=None)
-#: keys the parser knows only to refuse them with their own message, never suggested
-_REFUSED = {"password"}
 
 
 def _problem(error: ConfigError) -> None:
@@ -450,7 +372,7 @@ def _or_problem(parse: Callable[[], _T], fallback: _T) -> _T:
 def _unknown_key(where: str, key: str) -> ConfigError:
     """The error for a key nobody reads, with the nearest valid one when there is one."""
     if where:
-        valid = sorted(_KNOWN[where] - _REFUSED)
+        valid = sorted(_KNOWN[where] - REFUSED.get(where, frozenset()))
         what, listed = f"unknown key {where}.{key}", f"valid in [{where}]: {', '.join(valid)}"
     else:
         valid = [f"[{name}]" for name in sorted(_KNOWN[""] - {"name"})]
@@ -483,14 +405,6 @@ def _section(doc: TomlTable, name: str) -> TomlTable:
     return {k: v for k, v in value.items() if k in _KNOWN[name]}
 
 
-def _positive(value: float, where: str, example: str) -> float:
-    """``value`` when above zero; otherwise the problem is noted and ``example`` stands in."""
-    if value > 0:
-        return value
-    _problem(ConfigError(f"{where} must be above 0 (got {value:g})", f"set {where} = {example}"))
-    return float(example)
-
-
 @overload
 def _typed(section: TomlTable, where: str, key: str, kind: type[_T], default: _D) -> _T | _D: ...
 @overload
@@ -510,6 +424,12 @@ def _typed(
 ) -> object:
     """``section[key]`` when it is of ``kind``; otherwise the problem is noted and ``default``
     stands in."""
+    return _read_typed(section, where, key, kind, default)
+
+
+def _read_typed(
+    section: TomlTable, where: str, key: str, kind: type | tuple[type, ...], default: object
+) -> object:
     if key not in section:
         return default
     value = section[key]
@@ -531,6 +451,103 @@ def _typed(
         )
         return default
     return value
+
+
+_TOML_KINDS: dict[Kind, type | tuple[type, ...]] = {
+    Kind.STRING: str,
+    Kind.PATH: str,
+    Kind.INTEGER: int,
+    Kind.PORT: int,
+    Kind.NUMBER: (int, float),
+    Kind.BOOL: bool,
+    Kind.SIZE: (int, str),
+    Kind.DURATION: (int, float, str),
+    Kind.CHOICE: str,
+}
+
+
+def _get(section: TomlTable, section_name: str, key: str, kind: type[_T]) -> _T:
+    """``[section_name] key`` read as its option (``core.options``) declares it: of its kind,
+    in its range, one of its choices; sizes in bytes and durations in seconds. Its default
+    where the key is absent, and, once the problem is noted, where its value is refused.
+    ``kind`` is what the caller holds it as (an option without a default: ``_maybe``)."""
+    return cast(_T, _option_value(section, option(section_name, key)))
+
+
+def _maybe(section: TomlTable, section_name: str, key: str, kind: type[_T]) -> _T | None:
+    """``_get`` of an option whose default is None (unset)."""
+    return cast("_T | None", _option_value(section, option(section_name, key)))
+
+
+def _option_value(section: TomlTable, opt: Option) -> object:
+    fallback = _plain(opt, opt.default)
+    raw = _read_typed(section, opt.section, opt.key, _TOML_KINDS[opt.kind], None)
+    if raw is None:
+        return fallback
+    value = _plain(opt, raw)
+    if opt.kind is Kind.CHOICE:
+        return _choice(opt, str(value), fallback)
+    if opt.kind is Kind.PORT and isinstance(value, int) and not 0 < value < 65536:
+        _problem(
+            ConfigError(f"{opt.where} {value} is out of range", "use a TCP port from 1 to 65535")
+        )
+        return fallback
+    if isinstance(value, int | float) and not _in_range(opt, value):
+        return fallback
+    return value
+
+
+def _plain(opt: Option, value: object) -> object:
+    """A TOML value of ``opt`` as the config holds it (None stays None)."""
+    if opt.kind is Kind.NUMBER and isinstance(value, int | float):
+        return float(value)
+    if opt.kind is Kind.SIZE and isinstance(value, int | str):
+        return parse_size(value, opt.where)
+    if opt.kind is Kind.DURATION and isinstance(value, int | float | str):
+        return parse_duration(value, opt.where)
+    return value
+
+
+def _choice(opt: Option, value: str, fallback: object) -> object:
+    assert opt.choices is not None
+    try:
+        return opt.choices(value)
+    except ValueError:
+        words = ", ".join(opt.choices)
+        _problem(
+            ConfigError(
+                f"{opt.where} {value!r} is not one of {words}",
+                f"set {opt.key} = {opt.suggestion()} ({opt.doc})"
+                if opt.doc
+                else f"set {opt.key} = {opt.suggestion()}",
+            )
+        )
+        return fallback
+
+
+def _in_range(opt: Option, value: float) -> bool:
+    """Whether ``value`` is in ``opt``'s range; the problem noted when it is not."""
+    fix = f"set {opt.where} = {opt.suggestion()}"
+    shown = f"{value} bytes" if opt.kind is Kind.SIZE else f"{value:g}"
+    if opt.above is not None and not value > opt.above:
+        _problem(ConfigError(f"{opt.where} must be above {opt.above:g} (got {value:g})", fix))
+        return False
+    if opt.at_least is not None and value < opt.at_least:
+        if opt.at_least == 0:
+            _problem(ConfigError(f"{opt.where} {shown} is negative", fix))
+        elif opt.kind is Kind.SIZE:
+            _problem(ConfigError(f"{opt.where} {shown} is below {_bytes(opt.at_least)}", fix))
+        else:
+            _problem(ConfigError(f"{opt.where} must be at least {opt.at_least:g}", fix))
+        return False
+    return True
+
+
+def _bytes(size: float) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size / scale:g}{unit}"
+    return f"{size:g} bytes"
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
@@ -561,37 +578,6 @@ def parse_table_pattern(text: str) -> TablePattern:
     return TablePattern(name.database, name.table, literal=name.table_quoted)
 
 
-#: settings that take one of a few words: the words, and the hint when a value is none of them
-_CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
-    "pipeline.log_format": (
-        LOG_FORMATS,
-        'set log_format = "text" (for people) or "json" (one object per line)',
-    ),
-    "pipeline.schema_changes": (
-        ("evolve", "park", "stop"),
-        'set schema_changes = "evolve" (changes that keep the mirror exact are applied; '
-        "a table with any other waits for its re-dump)",
-    ),
-    "lake.snapshot_writes": (
-        ("executors", "driver"),
-        'set snapshot_writes = "executors" (each reader writes its chunks\' files; the lake '
-        'path must be reachable from every executor) or "driver"',
-    ),
-    "source.position": (
-        ("auto", "gtid", "file"),
-        'set position = "auto" (follow a failover by GTID when the server logs GTIDs)',
-    ),
-}
-
-
-def _one_of(value: str, key: str) -> str:
-    """``value`` as given; a problem naming ``key``'s choices (``_CHOICES``) when it is none."""
-    choices, hint = _CHOICES[key]
-    if value not in choices:
-        _problem(ConfigError(f"{key} {value!r} is not one of {', '.join(choices)}", hint))
-    return value
-
-
 def _max_load(value: TomlTable) -> tuple[tuple[str, float], ...]:
     """``max_load = { Threads_running = 50, replica_lag = 30 }``: names as the server spells
     them, each limit a number above 0."""
@@ -610,7 +596,10 @@ def _max_load(value: TomlTable) -> tuple[tuple[str, float], ...]:
         if isinstance(limit, bool) or not isinstance(limit, int | float):
             _problem(ConfigError(f"{where} must be a number, not {limit!r}", f"set {where} = 50"))
             continue
-        limits.append((name, _positive(float(limit), where, "50")))
+        if limit <= 0:
+            _problem(ConfigError(f"{where} must be above 0 (got {limit:g})", f"set {where} = 50"))
+            continue
+        limits.append((name, float(limit)))
     return tuple(limits)
 
 
@@ -664,12 +653,6 @@ def _server_ids(value: object) -> tuple[int, int]:
         )
         return 5400, 5404
     return low, high
-
-
-def _port_or_none(port: int | None, where: str) -> int | None:
-    if port is not None and not 0 < port < 65536:
-        _problem(ConfigError(f"{where} {port} is out of range", "use a TCP port from 1 to 65535"))
-    return port
 
 
 def _resolve(base: Path | None, value: str) -> Path:
@@ -733,7 +716,65 @@ def config_from_dict(
 
 
 def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> PipelineConfig:
-    src = _section(doc, "source")
+    source = _source(_section(doc, "source"), _section(doc, "pipeline"))
+    snapshot = _snapshot(_section(doc, "snapshot"), source)
+    snk = _section(doc, "sink")
+    sink = SinkConfig(
+        kind=_get(snk, "sink", "kind", SinkKind),
+        path=_resolve(base, _get(snk, "sink", "path", str)),
+        changelog=_get(snk, "sink", "changelog", bool),
+        mirrors=_mirrors(snk),
+    )
+    state_path = _resolve(base, _get(_section(doc, "state"), "state", "path", str))
+    sp = _section(doc, "spark")
+    conf = _typed(sp, "spark", "conf", dict, {})
+    spark = SparkConfig(
+        master=_get(sp, "spark", "master", str),
+        trigger_seconds=_get(sp, "spark", "trigger_seconds", float),
+        checkpoint=_resolve(base, _get(sp, "spark", "checkpoint", str)),
+        ui_port=_maybe(sp, "spark", "ui_port", int),
+        conf={str(k): str(v) for k, v in conf.items()},
+        class_archive=_get(sp, "spark", "class_archive", bool),
+        wake_on_data=_get(sp, "spark", "wake_on_data", bool),
+    )
+    name = _maybe(doc, "", "name", str) or (path.stem if path else "pipeline")
+    verify = _verify(_section(doc, "verify"))
+    if verify.every and len(source.server_ids) < snapshot.parallelism + 2:
+        low = source.server_id_min
+        _problem(
+            ConfigError(
+                "verify.every schedules verifications, which read the binlog with a server id of "
+                f"their own, and source.server_id's {len(source.server_ids)} ids are all the job's",
+                f'widen it by one: server_id = "{low}-{low + snapshot.parallelism + 1}"',
+            )
+        )
+    pipe = _section(doc, "pipeline")
+    return PipelineConfig(
+        name=name,
+        path=path,
+        source=source,
+        snapshot=snapshot,
+        sink=sink,
+        state_path=state_path,
+        spark=spark,
+        heartbeat_seconds=_get(pipe, "pipeline", "heartbeat_seconds", float),
+        schema_changes=_get(pipe, "pipeline", "schema_changes", SchemaChanges),
+        log_format=_get(pipe, "pipeline", "log_format", LogFormat),
+        binlog_readers=_get(pipe, "pipeline", "binlog_readers", int),
+        binlog_part_bytes=_get(pipe, "pipeline", "binlog_part_bytes", int),
+        max_window_bytes=_get(pipe, "pipeline", "max_window_bytes", int),
+        invalid_dates=_invalid_dates(pipe),
+        exclude_columns=_exclude_columns(pipe),
+        mask_columns=_mask_columns(pipe),
+        mask_key_env=_get(pipe, "pipeline", "mask_key_env", str),
+        console=_console(_section(doc, "console"), base),
+        lake=_lake(_section(doc, "lake")),
+        verify=verify,
+        metrics=_metrics(_section(doc, "metrics")),
+    )
+
+
+def _source(src: TomlTable, pipe: TomlTable) -> SourceConfig:
     if "password" in src:
         _problem(
             ConfigError(
@@ -761,60 +802,37 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
     patterns = [
         _or_problem(partial(parse_table_pattern, t), None) for t in tables if isinstance(t, str)
     ]
-    port = _typed(src, "source", "port", int, 3306)
-    if not 0 < port < 65536:
-        _problem(
-            ConfigError(f"source.port {port} is out of range", "use a TCP port from 1 to 65535")
-        )
-    low, high = _server_ids(src.get("server_id", "5400-5404"))
-    pipe = _section(doc, "pipeline")
-    outage = float(_typed(pipe, "pipeline", "source_outage_seconds", (int, float), 600.0))
-    if outage < 0:
+    port = _get(src, "source", "port", int)
+    low, high = _server_ids(src.get("server_id", option("source", "server_id").default))
+    time_zone = _maybe(src, "source", "time_zone", str)
+    if time_zone is not None and not re.fullmatch(r"[+-]\d{2}:\d{2}|[A-Za-z_/]+|SYSTEM", time_zone):
         _problem(
             ConfigError(
-                f"pipeline.source_outage_seconds {outage:g} is negative",
-                "set pipeline.source_outage_seconds = 600 (0 fails at the first transient error)",
-            )
-        )
-    source = SourceConfig(
-        host=_typed(src, "source", "host", str, "127.0.0.1"),
-        port=port,
-        user=_typed(src, "source", "user", str, "cdc"),
-        password_env=_typed(src, "source", "password_env", str, "CDC_SOURCE_PASSWORD"),
-        tables=tuple(p for p in patterns if p is not None),
-        server_id_min=low,
-        server_id_max=high,
-        time_zone=_typed(src, "source", "time_zone", str, None),
-        connect_timeout=_positive(
-            float(_typed(src, "source", "connect_timeout", (int, float), 10.0)),
-            "source.connect_timeout",
-            "10",
-        ),
-        outage_seconds=outage,
-        hosts=_hosts(src.get("hosts"), port),
-        position=_one_of(_typed(src, "source", "position", str, "auto"), "source.position"),
-        max_load=_max_load(_typed(src, "source", "max_load", dict, {})),
-    )
-    if source.time_zone is not None and not re.fullmatch(
-        r"[+-]\d{2}:\d{2}|[A-Za-z_/]+|SYSTEM", source.time_zone
-    ):
-        _problem(
-            ConfigError(
-                f"source.time_zone {source.time_zone!r} is not a zone",
+                f"source.time_zone {time_zone!r} is not a zone",
                 'use an offset like "+02:00" or a name like "Europe/Berlin"',
             )
         )
+    return SourceConfig(
+        host=_get(src, "source", "host", str),
+        port=port,
+        user=_get(src, "source", "user", str),
+        password_env=_get(src, "source", "password_env", str),
+        tables=tuple(p for p in patterns if p is not None),
+        server_id_min=low,
+        server_id_max=high,
+        time_zone=time_zone,
+        connect_timeout=_get(src, "source", "connect_timeout", float),
+        outage_seconds=_get(pipe, "pipeline", "source_outage_seconds", float),
+        hosts=_hosts(src.get("hosts"), port),
+        position=_get(src, "source", "position", SourcePosition),
+        max_load=_max_load(_typed(src, "source", "max_load", dict, {})),
+    )
 
-    snap = _section(doc, "snapshot")
-    chunk_size = _typed(snap, "snapshot", "chunk_size", int, 8096)
-    if chunk_size < 1:
-        _problem(ConfigError("snapshot.chunk_size must be at least 1", "set chunk_size = 8096"))
-        chunk_size = 8096
-    parallelism = _typed(snap, "snapshot", "parallelism", int, 2)
-    if parallelism < 1:
-        _problem(ConfigError("snapshot.parallelism must be at least 1", "set parallelism = 2"))
-        parallelism = 2
+
+def _snapshot(snap: TomlTable, source: SourceConfig) -> SnapshotConfig:
+    parallelism = _get(snap, "snapshot", "parallelism", int)
     if parallelism + 1 > len(source.server_ids):
+        low = source.server_id_min
         _problem(
             ConfigError(
                 f"source.server_id range has {len(source.server_ids)} ids but snapshot.parallelism = "
@@ -832,42 +850,8 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
                     f'write chunk_key = {{ "{table_name}" = "id" }}',
                 )
             )
-    mode = _typed(snap, "snapshot", "startup_mode", str, "initial")
-    if mode not in STARTUP_MODES:
-        _problem(
-            ConfigError(
-                f"snapshot.startup_mode {mode!r} is not one of {', '.join(STARTUP_MODES)}",
-                'set startup_mode = "initial"',
-            )
-        )
-        mode = "initial"
-    chunks_per_batch = _typed(snap, "snapshot", "chunks_per_batch", int, None)
-    if chunks_per_batch is not None and chunks_per_batch < 1:
-        _problem(
-            ConfigError(
-                "snapshot.chunks_per_batch must be at least 1",
-                "remove chunks_per_batch (about 512k rows per batch) or set it to e.g. 16",
-            )
-        )
-    budget = float(_typed(snap, "snapshot", "batch_seconds_while_streaming", (int, float), 1.0))
-    if budget < 0:
-        _problem(
-            ConfigError(
-                f"snapshot.batch_seconds_while_streaming must not be negative (got {budget:g})",
-                "set it to e.g. 1.0 (seconds of chunk work per batch while tables stream), or 0 "
-                "for no cap",
-            )
-        )
-    upper = _positive(
-        float(_typed(snap, "snapshot", "distribution_factor_upper", (int, float), 1000.0)),
-        "snapshot.distribution_factor_upper",
-        "1000.0",
-    )
-    lower = _positive(
-        float(_typed(snap, "snapshot", "distribution_factor_lower", (int, float), 0.05)),
-        "snapshot.distribution_factor_lower",
-        "0.05",
-    )
+    upper = _get(snap, "snapshot", "distribution_factor_upper", float)
+    lower = _get(snap, "snapshot", "distribution_factor_lower", float)
     if lower > upper:
         _problem(
             ConfigError(
@@ -877,92 +861,17 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
                 "and 1000.0",
             )
         )
-    snapshot = SnapshotConfig(
-        chunks_per_batch=chunks_per_batch,
-        batch_seconds_while_streaming=budget,
-        chunk_size=chunk_size,
+    return SnapshotConfig(
+        chunks_per_batch=_maybe(snap, "snapshot", "chunks_per_batch", int),
+        batch_seconds_while_streaming=_get(
+            snap, "snapshot", "batch_seconds_while_streaming", float
+        ),
+        chunk_size=_get(snap, "snapshot", "chunk_size", int),
         parallelism=parallelism,
         chunk_key=dict(chunk_key),
-        startup_mode=mode,
+        startup_mode=_get(snap, "snapshot", "startup_mode", StartupMode),
         distribution_factor_upper=upper,
         distribution_factor_lower=lower,
-    )
-
-    snk = _section(doc, "sink")
-    kind = _typed(snk, "sink", "kind", str, "delta")
-    if kind not in SINK_KINDS:
-        _problem(
-            ConfigError(
-                f"sink.kind {kind!r} is not one of {', '.join(SINK_KINDS)}", 'set kind = "delta"'
-            )
-        )
-        kind = "delta"
-    sink = SinkConfig(
-        kind=kind,
-        path=_resolve(base, _typed(snk, "sink", "path", str, "lake")),
-        changelog=_typed(snk, "sink", "changelog", bool, True),
-        mirrors=_mirrors(snk),
-    )
-
-    st = _section(doc, "state")
-    state_path = _resolve(base, _typed(st, "state", "path", str, "state/pipeline.sqlite"))
-
-    sp = _section(doc, "spark")
-    conf = _typed(sp, "spark", "conf", dict, {})
-    spark = SparkConfig(
-        master=_typed(sp, "spark", "master", str, "local[2]"),
-        trigger_seconds=_positive(
-            float(_typed(sp, "spark", "trigger_seconds", (int, float), 1.0)),
-            "spark.trigger_seconds",
-            "1.0",
-        ),
-        checkpoint=_resolve(base, _typed(sp, "spark", "checkpoint", str, "checkpoints")),
-        ui_port=_port_or_none(_typed(sp, "spark", "ui_port", int, None), "spark.ui_port"),
-        conf={str(k): str(v) for k, v in conf.items()},
-        class_archive=_typed(sp, "spark", "class_archive", bool, True),
-        wake_on_data=_typed(sp, "spark", "wake_on_data", bool, False),
-    )
-    name = _typed(doc, "", "name", str, None) or (path.stem if path else "pipeline")
-    verify = _verify(_section(doc, "verify"))
-    if verify.every and len(source.server_ids) < snapshot.parallelism + 2:
-        low = source.server_id_min
-        _problem(
-            ConfigError(
-                "verify.every schedules verifications, which read the binlog with a server id of "
-                f"their own, and source.server_id's {len(source.server_ids)} ids are all the job's",
-                f'widen it by one: server_id = "{low}-{low + snapshot.parallelism + 1}"',
-            )
-        )
-    return PipelineConfig(
-        name=name,
-        path=path,
-        source=source,
-        snapshot=snapshot,
-        sink=sink,
-        state_path=state_path,
-        spark=spark,
-        heartbeat_seconds=_positive(
-            float(_typed(pipe, "pipeline", "heartbeat_seconds", (int, float), 5.0)),
-            "pipeline.heartbeat_seconds",
-            "5",
-        ),
-        schema_changes=_one_of(
-            _typed(pipe, "pipeline", "schema_changes", str, "evolve"), "pipeline.schema_changes"
-        ),
-        log_format=_one_of(
-            _typed(pipe, "pipeline", "log_format", str, "text"), "pipeline.log_format"
-        ),
-        binlog_readers=_binlog_readers(pipe),
-        binlog_part_bytes=_pipeline_size(pipe, "binlog_part_bytes", 1 << 10, "2MiB"),
-        max_window_bytes=_pipeline_size(pipe, "max_window_bytes", 4 << 10, "16MiB"),
-        invalid_dates=_invalid_dates(pipe),
-        exclude_columns=_exclude_columns(pipe),
-        mask_columns=_mask_columns(pipe),
-        mask_key_env=_typed(pipe, "pipeline", "mask_key_env", str, "CDC_MASK_KEY"),
-        console=_console(_section(doc, "console"), base),
-        lake=_lake(_section(doc, "lake")),
-        verify=verify,
-        metrics=_metrics(_section(doc, "metrics")),
     )
 
 
@@ -1153,98 +1062,36 @@ def parse_duration(text: str | int | float, where: str) -> float:
     return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
 
 
-def _binlog_readers(pipe: TomlTable) -> int:
-    readers = _typed(pipe, "pipeline", "binlog_readers", int, PipelineConfig.binlog_readers)
-    if readers < 1:
-        _problem(
-            ConfigError(
-                "pipeline.binlog_readers must be at least 1",
-                "set binlog_readers = 2 (1: one task reads every window whole)",
-            )
-        )
-    return readers
-
-
-def _pipeline_size(pipe: TomlTable, key: str, floor: int, example: str) -> int:
-    """A ``[pipeline]`` size (``"4MiB"`` or bytes) of at least ``floor`` bytes."""
-    default: int = getattr(PipelineConfig, key)
-    size = parse_size(_typed(pipe, "pipeline", key, (int, str), default), f"pipeline.{key}")
-    if size < floor:
-        _problem(
-            ConfigError(
-                f"pipeline.{key} {size} bytes is below {floor >> 10}KiB",
-                f'set {key} = "{example}"',
-            )
-        )
-    return size
+#: the data files a mirror is given (a MERGE rewrites whole files)
+TARGET_FILE_SIZES = range(64 << 10, (1 << 30) + 1)
 
 
 def _lake(section: TomlTable) -> LakeConfig:
-    defaults = LakeConfig()
-    size = parse_size(
-        _typed(section, "lake", "target_file_size", (int, str), defaults.target_file_size),
-        "lake.target_file_size",
-    )
-    if not 64 * 1024 <= size <= 1 << 30:
+    size = _get(section, "lake", "target_file_size", int)
+    if size not in TARGET_FILE_SIZES:
         _problem(
             ConfigError(
                 f"lake.target_file_size {size} bytes is outside 64KiB..1GiB",
                 'set target_file_size = "256KiB" (smaller: cheaper changes; larger: cheaper scans)',
             )
         )
-    every = {}
-    for key in ("optimize_every", "vacuum_every"):
-        value = parse_duration(
-            _typed(section, "lake", key, (int, float, str), getattr(defaults, key)), f"lake.{key}"
-        )
-        if value < 0:
-            _problem(ConfigError(f"lake.{key} is negative", f'set lake.{key} = "10m" or "off"'))
-        every[key] = value
-    hours = {}
-    for key in ("vacuum_retention_hours", "log_retention_hours"):
-        value = float(_typed(section, "lake", key, (int, float), getattr(defaults, key)))
-        if value < 0:
-            _problem(
-                ConfigError(
-                    f"lake.{key} is negative", f"set lake.{key} = {getattr(defaults, key):g}"
-                )
-            )
-        hours[key] = value
-    interval = _typed(section, "lake", "checkpoint_interval", int, defaults.checkpoint_interval)
-    if interval < 1:
-        _problem(
-            ConfigError(
-                "lake.checkpoint_interval must be at least 1", "set lake.checkpoint_interval = 100"
-            )
-        )
-    datetime = _typed(section, "lake", "datetime", str, defaults.datetime)
-    if datetime not in DATETIME_TYPES:
-        _problem(
-            ConfigError(
-                f"lake.datetime {datetime!r} is not one of {', '.join(DATETIME_TYPES)}",
-                'set datetime = "timestamp_ntz" (exact) or "timestamp" (for older Delta readers)',
-            )
-        )
-    writes = _one_of(
-        _typed(section, "lake", "snapshot_writes", str, defaults.snapshot_writes),
-        "lake.snapshot_writes",
-    )
     return LakeConfig(
-        datetime=datetime,
-        snapshot_writes=writes,
+        datetime=_get(section, "lake", "datetime", DatetimeType),
+        snapshot_writes=_get(section, "lake", "snapshot_writes", SnapshotWrites),
         target_file_size=size,
-        optimize_every=every["optimize_every"],
-        vacuum_every=every["vacuum_every"],
-        vacuum_retention_hours=hours["vacuum_retention_hours"],
-        log_retention_hours=hours["log_retention_hours"],
-        checkpoint_interval=interval,
-        change_data_feed=_typed(section, "lake", "change_data_feed", bool, True),
-        deletion_vectors=_typed(section, "lake", "deletion_vectors", bool, None),
+        optimize_every=_get(section, "lake", "optimize_every", float),
+        vacuum_every=_get(section, "lake", "vacuum_every", float),
+        vacuum_retention_hours=_get(section, "lake", "vacuum_retention_hours", float),
+        log_retention_hours=_get(section, "lake", "log_retention_hours", float),
+        checkpoint_interval=_get(section, "lake", "checkpoint_interval", int),
+        change_data_feed=_get(section, "lake", "change_data_feed", bool),
+        deletion_vectors=_maybe(section, "lake", "deletion_vectors", bool),
     )
 
 
 def _metrics(section: TomlTable) -> MetricsConfig:
-    listen = str(_typed(section, "metrics", "listen", str, MetricsConfig().listen)).strip()
+    default = option("metrics", "listen").default
+    listen = str(_typed(section, "metrics", "listen", str, default)).strip()
     if listen:
         _host, colon, port = listen.rpartition(":")
         if not colon or not port.isdigit() or not 0 <= int(port) <= 65535:
@@ -1258,12 +1105,7 @@ def _metrics(section: TomlTable) -> MetricsConfig:
 
 
 def _verify(section: TomlTable) -> VerifyConfig:
-    defaults = VerifyConfig()
-    every = parse_duration(
-        _typed(section, "verify", "every", (int, float, str), defaults.every), "verify.every"
-    )
-    if every < 0:
-        _problem(ConfigError("verify.every is negative", 'set verify.every = "6h" or "off"'))
+    every = _get(section, "verify", "every", float)
     if 0 < every < 60:
         _problem(
             ConfigError(
@@ -1271,15 +1113,7 @@ def _verify(section: TomlTable) -> VerifyConfig:
                 'verify a whole pipeline at most every few minutes: set verify.every = "6h"',
             )
         )
-    rate = _typed(section, "verify", "rows_per_second", int, defaults.rows_per_second)
-    if rate < 0:
-        _problem(
-            ConfigError(
-                "verify.rows_per_second is negative",
-                "set verify.rows_per_second = 0 (no limit) or the rows a second it may read",
-            )
-        )
-    hide = _typed(section, "verify", "hide_values", list, list(defaults.hide_values))
+    hide = _typed(section, "verify", "hide_values", list, HIDDEN_VALUES)
     if not all(isinstance(p, str) for p in hide):
         _problem(
             ConfigError(
@@ -1287,22 +1121,18 @@ def _verify(section: TomlTable) -> VerifyConfig:
                 'write hide_values = ["*password*", "shop.customers.email"]',
             )
         )
-    return VerifyConfig(every=every, rows_per_second=rate, hide_values=tuple(hide))
+    return VerifyConfig(
+        every=every,
+        rows_per_second=_get(section, "verify", "rows_per_second", int),
+        hide_values=tuple(hide),
+    )
 
 
 def _console(section: TomlTable, base: Path | None) -> ConsoleConfig:
-    defaults = ConsoleConfig()
+    def number(key: str) -> float:
+        return _get(section, "console", key, float)
 
-    def number(key: str, default: float) -> float:
-        value = float(_typed(section, "console", key, (int, float), default))
-        if value <= 0:
-            _problem(
-                ConfigError(f"console.{key} must be positive", f"set console.{key} = {default:g}")
-            )
-            return default
-        return value
-
-    refresh = number("refresh_seconds", defaults.refresh_seconds)
+    refresh = number("refresh_seconds")
     if refresh > 0.5:
         _problem(
             ConfigError(
@@ -1312,8 +1142,7 @@ def _console(section: TomlTable, base: Path | None) -> ConsoleConfig:
         )
     pairs: dict[str, tuple[float, float]] = {}
     for name in ("lag", "stale"):
-        warn = number(f"{name}_warn_seconds", getattr(defaults, f"{name}_warn_seconds"))
-        alert = number(f"{name}_alert_seconds", getattr(defaults, f"{name}_alert_seconds"))
+        warn, alert = number(f"{name}_warn_seconds"), number(f"{name}_alert_seconds")
         if alert < warn:
             _problem(
                 ConfigError(
@@ -1322,8 +1151,7 @@ def _console(section: TomlTable, base: Path | None) -> ConsoleConfig:
                 )
             )
         pairs[name] = (warn, alert)
-    purge_warn = number("purge_warn_hours", defaults.purge_warn_hours)
-    purge_alert = number("purge_alert_hours", defaults.purge_alert_hours)
+    purge_warn, purge_alert = number("purge_warn_hours"), number("purge_alert_hours")
     if purge_alert > purge_warn:
         _problem(
             ConfigError(
@@ -1332,7 +1160,7 @@ def _console(section: TomlTable, base: Path | None) -> ConsoleConfig:
                 "the alert comes closer to the purge than the warning: set purge_alert_hours lower",
             )
         )
-    job_log = _typed(section, "console", "job_log", str, None)
+    job_log = _maybe(section, "console", "job_log", str)
     return ConsoleConfig(
         refresh_seconds=refresh,
         lag_warn_seconds=pairs["lag"][0],

@@ -33,6 +33,7 @@ from typing import TypedDict
 import psutil
 import pymysql
 
+from cdc_console.config import SnapshotConfig
 from cdc_console.config_writer import write_config
 from cdc_console.core.untyped import PassThrough
 from cdc_console.mysql import native
@@ -94,7 +95,7 @@ class RunOptions:
 class SnapshotRunOptions(RunOptions):
     """The flags of the benchmarks that snapshot the bench table with our pipeline first."""
 
-    chunk_size: int = 8096
+    chunk_size: int = SnapshotConfig.chunk_size
     parallelism: int = 2
     #: ``--executors 1,2``: ours once per executor count (``spark_setups``); empty: ``master``
     executors: tuple[int, ...] = ()
@@ -591,7 +592,7 @@ def write_pipeline_config(
     *,
     master: str,
     startup_mode: str = "initial",
-    chunk_size: int = 8096,
+    chunk_size: int = SnapshotConfig.chunk_size,
     parallelism: int = 2,
     changelog: bool = False,
     extra: Mapping[str, object] | None = None,

@@ -20,6 +20,7 @@ import time
 from typing import TypedDict
 
 from cdc_console.bench.common import RESULT_PREFIX, WorkerResult
+from cdc_console.config import SnapshotConfig
 
 
 class _Position(TypedDict):
@@ -71,7 +72,7 @@ def pymysql_scan(params: WorkerParams) -> WorkerResult:
         autocommit=True,
     )
     table = params["table"]
-    chunk = int(params.get("chunk_size", 8096))
+    chunk = int(params.get("chunk_size", SnapshotConfig.chunk_size))
     rows = 0
     with conn.cursor() as cur:
         cur.execute(f"SELECT MIN(id), MAX(id) FROM {table}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from cdc_console.commands import Subparsers
+from cdc_console.config import SnapshotConfig
 from cdc_console.errors import CdcError
 
 if TYPE_CHECKING:
@@ -88,7 +89,9 @@ def _counts(text: str) -> tuple[int, ...]:
 
 
 def _common(parser: argparse.ArgumentParser, contenders: tuple[str, ...]) -> None:
-    parser.add_argument("--chunk-size", type=int, default=8096, help="snapshot chunk rows")
+    parser.add_argument(
+        "--chunk-size", type=int, default=SnapshotConfig.chunk_size, help="snapshot chunk rows"
+    )
     parser.add_argument("--parallelism", type=int, default=2, help="chunks read at once")
     parser.add_argument("--master", default="local[2]", help="Spark master for every contender")
     parser.add_argument(
@@ -228,7 +231,9 @@ def register(subparsers: Subparsers) -> None:
         "against the source; print verify rows/s next to the snapshot's and their ratio.",
     )
     verify.add_argument("--rows", type=_count, required=True, help="table rows, e.g. 1M")
-    verify.add_argument("--chunk-size", type=int, default=8096, help="snapshot chunk rows")
+    verify.add_argument(
+        "--chunk-size", type=int, default=SnapshotConfig.chunk_size, help="snapshot chunk rows"
+    )
     verify.add_argument("--parallelism", type=int, default=2, help="snapshot chunks at once")
     verify.add_argument("--master", default="local[2]", help="Spark master for the snapshot")
     _run_folder(verify, "seconds per process")
@@ -267,7 +272,9 @@ def register(subparsers: Subparsers) -> None:
         "during the re-dump, once per chunk budget (batch_seconds_while_streaming).",
     )
     redump.add_argument("--rows", type=_count, default=200_000, help="table rows (default 200k)")
-    redump.add_argument("--chunk-size", type=int, default=8096, help="snapshot chunk rows")
+    redump.add_argument(
+        "--chunk-size", type=int, default=SnapshotConfig.chunk_size, help="snapshot chunk rows"
+    )
     redump.add_argument("--parallelism", type=int, default=2, help="snapshot chunks at once")
     redump.add_argument("--master", default="local[2]", help="Spark master")
     _run_folder(redump, "seconds per process")

@@ -34,7 +34,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Protocol, cast
 
 from cdc_console import launcher
-from cdc_console.config import PipelineConfig, load_config
+from cdc_console.config import PipelineConfig, SnapshotConfig, load_config
 from cdc_console.config_writer import write_config
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
@@ -90,7 +90,7 @@ class DemoOptions:
 
 def default_chunk_size(rows: int) -> int:
     """About 40 chunks over the demo tables: enough to watch progress, few enough to be quick."""
-    return max(256, min(8096, rows // 40))
+    return max(256, min(SnapshotConfig.chunk_size, rows // 40))
 
 
 class DemoInterrupted(KeyboardInterrupt):

@@ -23,6 +23,7 @@ from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.core.options import SinkKind
 from cdc_console.core.schema import TableSchema, schema_from_dict
 from cdc_console.core.untyped import Cursor
 from cdc_console.core.values import CanonicalRow, CanonicalValue
@@ -178,7 +179,7 @@ def verify_mirrors(
     Call it once the job has caught up and writers have stopped; otherwise differences are
     expected. The source password comes from the config's ``password_env`` as for the job.
     """
-    if config.sink.kind != "delta":
+    if config.sink.kind != SinkKind.DELTA:
         raise ValueError(f"only Delta mirrors can be verified, not sink.kind={config.sink.kind!r}")
     schemas = store.schemas()
     captured = [t.table_id for t in store.tables() if t.state != Lifecycle.REMOVED]

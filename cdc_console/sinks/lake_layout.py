@@ -17,6 +17,7 @@ from cdc_console.config import (
     CHANGELOG_DIR as CHANGELOG_DIR,  # the folder is the config's to refuse
 )
 from cdc_console.config import LakeConfig
+from cdc_console.core.options import DatetimeType
 from cdc_console.core.schema import COUNT_COLUMN, TableId
 
 _SAFE_DECIMAL = 18  # decimals up to this precision get correct statistics from delta-rs
@@ -124,7 +125,7 @@ def lake_schema(typed: pa.Schema, lake: LakeConfig) -> pa.Schema:
     ``timestamp_ntz``, which needs reader 3 / writer 7) is stored as ``timestamp[us, tz=UTC]``
     holding the same wall-clock digits, which readers of protocol 1 open; they show it as UTC.
     """
-    if lake.datetime == "timestamp_ntz":
+    if lake.datetime == DatetimeType.TIMESTAMP_NTZ:
         return typed
     return pa.schema(
         [f.with_type(_WALL_CLOCK_AS_UTC) if f.type == _WALL_CLOCK else f for f in typed],

@@ -24,6 +24,7 @@ import pymysql
 from cdc_console.config import SourceConfig
 from cdc_console.core.lifecycle import BatchStatus
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.options import SourcePosition
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.errors import SourceError
@@ -156,7 +157,7 @@ def connect_following(
     conn, pinned = connect_first(source)
     try:
         identity = server_identity(conn)
-        if source.position == "gtid" and not gtid_enabled(conn):
+        if source.position == SourcePosition.GTID and not gtid_enabled(conn):
             raise SourceError(
                 f'source.position is "gtid" but the server at {pinned.host}:{pinned.port} '
                 "does not log GTIDs",

@@ -30,6 +30,7 @@ from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import BatchStatus
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.options import SchemaChanges, SinkKind, StartupMode
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.reports import SplitResult
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
@@ -84,7 +85,7 @@ def crash_point(name: str, has_data: bool) -> None:
 
 
 def make_sink(config: PipelineConfig) -> TableBatchSink:
-    if config.sink.kind == "changelog-json":
+    if config.sink.kind == SinkKind.CHANGELOG_JSON:
         from cdc_console.sinks.changelog_json import ChangelogJsonSink
 
         return ChangelogJsonSink(config.sink.path, config.sink.mirrors)
@@ -269,8 +270,8 @@ class BatchApplier:
             plan,
             split_results,
             window,
-            snapshot_only=self.config.snapshot.startup_mode == "snapshot-only",
-            evolve=self.config.schema_changes == "evolve",
+            snapshot_only=self.config.snapshot.startup_mode == StartupMode.SNAPSHOT_ONLY,
+            evolve=self.config.schema_changes == SchemaChanges.EVOLVE,
             refused=refused,
         )
         Path(found.staged_path).unlink(missing_ok=True)

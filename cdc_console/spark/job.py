@@ -30,6 +30,7 @@ from cdc_console.core.lifecycle import (
     readmitted_state,
 )
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.options import SchemaChanges, SinkKind, StartupMode
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
 from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, UsageError, redact
@@ -173,7 +174,7 @@ class PipelineJob:
                 if (
                     previous_state is not None
                     and previous_state.state in FOLLOWED_WHEN_RESHAPED
-                    and self.config.schema_changes != "stop"
+                    and self.config.schema_changes != SchemaChanges.STOP
                 ):
                     self._follow_reshaped(store, previous_state, previous, schema)
                     continue
@@ -181,7 +182,7 @@ class PipelineJob:
                     f"{schema.table_id} changed shape while the pipeline was stopped",
                     f"re-snapshot it: 'cdc-console redump --table {schema.table_id}'",
                 )
-            if mode == "latest-offset":
+            if mode == StartupMode.LATEST_OFFSET:
                 if head is None:
                     head = self._with_source("start-up", self._read_head)
                 added = store.ensure_table(
@@ -210,10 +211,10 @@ class PipelineJob:
         the old rows could not be decoded by name."""
         outcome: Reread | str = (
             reshaped_unseen(schema_from_dict(stored), now)
-            if self.config.schema_changes == "evolve"
+            if self.config.schema_changes == SchemaChanges.EVOLVE
             else 'schema_changes is "park"'
         )
-        if self.config.sink.kind == "delta":
+        if self.config.sink.kind == SinkKind.DELTA:
             followed = "parked" if isinstance(outcome, str) else "re-read"
             shape = None if isinstance(outcome, str) else outcome.schema
             entry = SchemaChangeEntry(table.table_id, None, "", followed, str(outcome), shape)
@@ -232,7 +233,7 @@ class PipelineJob:
         state = readmitted_state(
             table.stream_from is not None,
             left > 0,
-            self.config.snapshot.startup_mode == "snapshot-only",
+            self.config.snapshot.startup_mode == StartupMode.SNAPSHOT_ONLY,
         )
         with store.transaction() as conn:
             store.move_table(table.table_id, conn, state, removed_by=None)
@@ -407,7 +408,7 @@ class PipelineJob:
 
     def _snapshot_only_done(self, store: StateStore) -> bool:
         """snapshot-only with every table already snapshotted: nothing to do, no Spark needed."""
-        if self.config.snapshot.startup_mode != "snapshot-only":
+        if self.config.snapshot.startup_mode != StartupMode.SNAPSHOT_ONLY:
             return False
         active = [t for t in store.tables() if t.state != Lifecycle.REMOVED]
         if active and all(t.state == Lifecycle.SNAPSHOT_DONE for t in active):
@@ -608,7 +609,7 @@ class PipelineJob:
 
     def _done(self, store: StateStore, caught_up: bool, until_caught_up: bool) -> bool:
         tables = [t for t in store.tables() if t.state not in (Lifecycle.REMOVED, Lifecycle.PAUSED)]
-        if self.config.snapshot.startup_mode == "snapshot-only":
+        if self.config.snapshot.startup_mode == StartupMode.SNAPSHOT_ONLY:
             if tables and all(t.state == Lifecycle.SNAPSHOT_DONE for t in tables):
                 log.info("snapshot-only: every table snapshotted, exiting")
                 return True

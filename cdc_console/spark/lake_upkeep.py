@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import CommandStatus
+from cdc_console.core.options import SinkKind
 from cdc_console.errors import redact
 from cdc_console.sinks.delta import pipeline_app_id
 from cdc_console.sinks.maintenance import (
@@ -66,7 +67,7 @@ class LakeUpkeep:
         self.store = store
         self.lock = lock
         self.clock = clock
-        self.enabled = config.sink.kind == "delta"
+        self.enabled = config.sink.kind == SinkKind.DELTA
         self.started = clock()
         self._tables: list[LakeTable] = []
         self._scanned = 0.0

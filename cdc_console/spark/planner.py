@@ -17,6 +17,7 @@ from cdc_console.config import PipelineConfig, SourceConfig, load_config
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.options import SchemaChanges, SinkKind, SnapshotWrites, StartupMode
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
 from cdc_console.core.schema_change import ChangeCause, SchemaChange
@@ -116,12 +117,14 @@ class Planner:
             CommandProcessor(
                 self.store,
                 self._describe_table,
-                snapshot_only=config.snapshot.startup_mode == "snapshot-only",
+                snapshot_only=config.snapshot.startup_mode == StartupMode.SNAPSHOT_ONLY,
             ),
             readers=config.snapshot.parallelism,
             binlog_files=self._binlog_files,
             settle_schema=self._settle_schema,
-            schema_followed=self._record_schema_change if config.sink.kind == "delta" else None,
+            schema_followed=self._record_schema_change
+            if config.sink.kind == SinkKind.DELTA
+            else None,
             budget=config.snapshot.batch_budget,
             window_end=self._window_end,
             split_tail=self._split_tail,
@@ -218,7 +221,7 @@ class Planner:
     ) -> tuple[TableSchema, BinlogOffset] | Reread | str:
         """The table's shape now and where its rows in that shape begin (with its GTID state,
         for failover) when the change applies in place; a ``Reread``; or why it is parked."""
-        if self.config.schema_changes != "evolve":
+        if self.config.schema_changes != SchemaChanges.EVOLVE:
             return f'schema_changes is "{self.config.schema_changes}"'
         stored = self.store.schemas().get(table.table_id)
         if stored is None:
@@ -340,7 +343,7 @@ class Planner:
     def _lake_target(self) -> LakeTarget | None:
         """Where reader tasks write typed chunks' files (``[lake] snapshot_writes``), if they do."""
         sink, lake = self.config.sink, self.config.lake
-        if sink.kind != "delta" or lake.snapshot_writes != "executors":
+        if sink.kind != SinkKind.DELTA or lake.snapshot_writes != SnapshotWrites.EXECUTORS:
             return None
         return LakeTarget(sink.path, sink.changelog, lake, sink.mirrors)
 
@@ -355,7 +358,7 @@ class Planner:
         those ranges, and a table without a primary key may hold duplicate chunk keys, which
         only the MERGE collapses. Any other chunk takes the MERGE path, which is always right.
         """
-        if self.config.sink.kind != "delta":
+        if self.config.sink.kind != SinkKind.DELTA:
             return frozenset()
         return frozenset(
             t.table_id
@@ -394,7 +397,7 @@ class Planner:
                     )
                     for planned in group
                 )
-                park = self.config.schema_changes != "stop"
+                park = self.config.schema_changes != SchemaChanges.STOP
                 lake = self._lake_target if any(c.typed for c in chunks) else None
                 task = SnapshotTask(server_id, chunks, park_on_schema_change=park, lake=lake)
                 parts.append(PlanPartition(batch_no, task, source))
@@ -403,8 +406,8 @@ class Planner:
                     plan.binlog,
                     plan.binlog_server_id,
                     tuple(schemas[f.table_id] for f in plan.binlog.tables),
-                    park_on_schema_change=self.config.schema_changes != "stop",
-                    patches=self.config.sink.kind == "delta",
+                    park_on_schema_change=self.config.schema_changes != SchemaChanges.STOP,
+                    patches=self.config.sink.kind == SinkKind.DELTA,
                 )
                 for part in window_parts(window, self.config, self._part_starts):
                     parts.append(PlanPartition(batch_no, part, source))

@@ -37,6 +37,7 @@ from cdc_console.config import PipelineConfig, SourceConfig
 from cdc_console.core.lifecycle import Lifecycle, SplitStatus, Verdict
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
+from cdc_console.core.options import SinkKind
 from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.values import CanonicalRow
@@ -136,7 +137,7 @@ class Verifier:
         group_rows: int = GROUP_ROWS,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if config.sink.kind != "delta":
+        if config.sink.kind != SinkKind.DELTA:
             raise ConfigError(
                 f"only Delta mirrors can be verified, not sink.kind = {config.sink.kind!r}",
                 'verify needs [sink] kind = "delta"',

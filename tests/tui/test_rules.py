@@ -239,7 +239,7 @@ def test_console_section_defaults_and_validation() -> None:
     for bad, message in (
         ({"refresh_seconds": 2}, "slower than twice a second"),
         ({"lag_warn_seconds": 9, "lag_alert_seconds": 3}, "below lag_warn_seconds"),
-        ({"stale_warn_seconds": -1}, "must be positive"),
+        ({"stale_warn_seconds": -1}, "must be above 0"),
         ({"purge_alert_hours": 48}, "above purge_warn_hours"),
         ({"colour": "red"}, "unknown key console.colour"),
     ):

@@ -319,10 +319,10 @@ def test_problems_that_used_to_stop_the_check_are_reported_together(tmp_path: Pa
         "snapshot.distribution_factor_lower (5) is above distribution_factor_upper (2)",
         "spark.ui_port 70000 is out of range",
         "pipeline.log_format 'xml' is not one of text, json",
-        "console.lag_warn_seconds must be positive",
+        "console.lag_warn_seconds must be above 0 (got 0)",
         "lake.target_file_size 'huge' is not a size",
         "lake.vacuum_every 'soon' is not a duration",
-        "verify.rows_per_second is negative",
+        "verify.rows_per_second -1 is negative",
     ]
     assert sorted(problems) == sorted(expected), problems
     assert lines[0] == f"{len(expected)} problems in the config:"
