@@ -12,7 +12,7 @@ import difflib
 import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -59,24 +59,33 @@ class TablePattern:
     table: str
     #: the table part was quoted: a name, never a pattern
     literal: bool = False
+    #: the database part is a pattern too (``[sink] mirrors`` routes: ``user_*.user_table_*``)
+    database_glob: bool = False
 
     @property
     def is_pattern(self) -> bool:
-        return not self.literal and "*" in self.table
+        return self.database_glob or (not self.literal and "*" in self.table)
 
     def matches(self, database: str, table: str) -> bool:
-        if database != self.database:
+        if not (
+            _glob(self.database, database) if self.database_glob else database == self.database
+        ):
             return False
-        if not self.is_pattern:
+        if self.literal or "*" not in self.table:
             return table == self.table
-        return (
-            re.fullmatch(".*".join(map(re.escape, self.table.split("*"))), table, re.S) is not None
-        )
+        return _glob(self.table, table)
 
     def __str__(self) -> str:
+        if self.database_glob:
+            return f"{self.database}.{self.table}"
         if self.is_pattern:
             return f"{spell_database(self.database)}.{self.table}"
         return str(TableId(self.database, self.table))
+
+
+def _glob(pattern: str, name: str) -> bool:
+    """``name`` fits ``pattern``, where ``*`` stands for any text and nothing else is special."""
+    return re.fullmatch(".*".join(map(re.escape, pattern.split("*"))), name, re.S) is not None
 
 
 @dataclass(frozen=True)
@@ -177,14 +186,57 @@ class SnapshotConfig:
         )
 
 
+@dataclass(frozen=True, eq=False)
+class MirrorPlaces(Mapping[TableId, str]):
+    """``[sink] mirrors``: where a table's mirror is, as ``place/name`` under the lake's root,
+    by the table's ``db.table`` (``named``), or by a table pattern (``routes``): every table a
+    pattern matches is routed into its one mirror (their rows name their table, which joins
+    the mirror's key: ``TableSchema.routed``). A table named on its own wins over a pattern.
+    Iterating gives the named tables only (the routed ones are known once listed)."""
+
+    named: Mapping[TableId, str] = field(default_factory=dict)
+    routes: tuple[tuple[TablePattern, str], ...] = ()
+
+    def __getitem__(self, table_id: TableId) -> str:
+        named = self.named.get(table_id)
+        if named is not None:
+            return named
+        for pattern, place in self.routes:
+            if pattern.matches(table_id.database, table_id.table):
+                return place
+        raise KeyError(table_id)
+
+    def __iter__(self) -> Iterator[TableId]:
+        return iter(self.named)
+
+    def __len__(self) -> int:
+        return len(self.named)
+
+    def __bool__(self) -> bool:
+        return bool(self.named or self.routes)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MirrorPlaces):
+            return dict(self.named) == dict(other.named) and self.routes == other.routes
+        if isinstance(other, Mapping):
+            return not self.routes and dict(self.named) == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def routed(self, table_id: TableId) -> bool:
+        """Whether ``table_id`` shares a mirror by a route (not named on its own)."""
+        return table_id not in self.named and table_id in self
+
+
 @dataclass(frozen=True)
 class SinkConfig:
     kind: SinkKind = SinkKind.DELTA
     path: Path = Path("lake")
     changelog: bool = True
     #: ``[sink] mirrors``: a table's mirror at ``<path>/<place>/<name>`` instead of its own
-    #: ``<db>/<table>`` (``sinks.lake_layout``), by the table's ``db.table``
-    mirrors: dict[TableId, str] = field(default_factory=dict)
+    #: ``<db>/<table>`` (``sinks.lake_layout``), by the table's ``db.table`` or a pattern
+    mirrors: MirrorPlaces = field(default_factory=MirrorPlaces)
 
 
 @dataclass(frozen=True)
@@ -725,6 +777,14 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
         changelog=_get(snk, "sink", "changelog", bool),
         mirrors=_mirrors(snk),
     )
+    if sink.mirrors.routes and sink.kind != SinkKind.DELTA:
+        _problem(
+            ConfigError(
+                "sink.mirrors routes tables into one mirror by a pattern, which only the delta "
+                "sink does",
+                'set sink.kind = "delta", or name each table\'s mirror on a line of its own',
+            )
+        )
     state_path = _resolve(base, _get(_section(doc, "state"), "state", "path", str))
     sp = _section(doc, "spark")
     conf = _typed(sp, "spark", "conf", dict, {})
@@ -925,26 +985,25 @@ def _invalid_dates(pipe: TomlTable) -> InvalidDateRules:
 CHANGELOG_DIR = "_changelog"
 
 
-def _mirrors(snk: TomlTable) -> dict[TableId, str]:
-    """``mirrors = { "shop.users" = "analytics/users" }``: a place and a name, each a folder."""
+def _mirrors(snk: TomlTable) -> MirrorPlaces:
+    """``mirrors = { "shop.users" = "analytics/users", "user_*.user_table_*" = "crm/users" }``:
+    a place and a name, each a folder; a table pattern routes every table it matches there."""
     found: dict[TableId, str] = {}
+    routes: list[tuple[TablePattern, str]] = []
     taken: dict[str, str] = {}
     for table_name, value in _typed(snk, "sink", "mirrors", dict, {}).items():
         where = f'sink.mirrors."{table_name}"'
         example = f'write mirrors = {{ "{table_name}" = "analytics/users" }}'
-        try:
-            table_id = TableId.parse(table_name)
-        except ValueError:
+        name = parse_qualified(table_name)
+        if name is None:
             _problem(ConfigError(f"{where}: {table_name!r} is not a db.table name", example))
             continue
-        if "*" in table_name:
-            _problem(
-                ConfigError(
-                    f"{where} names a pattern: a mirror holds one table",
-                    "name each table (db.table) on a line of its own",
-                )
-            )
-            continue
+        pattern = TablePattern(
+            name.database,
+            name.table,
+            literal=name.table_quoted,
+            database_glob="*" in name.database and not name.database_quoted,
+        )
         parts = value.split("/") if isinstance(value, str) else []
         if len(parts) != 2 or not all(p.strip() for p in parts) or parts[0] == CHANGELOG_DIR:
             _problem(
@@ -963,14 +1022,18 @@ def _mirrors(snk: TomlTable) -> dict[TableId, str]:
             _problem(
                 ConfigError(
                     f"{where} is {value!r}, the mirror of {taken[value]} too: a mirror holds "
-                    "one table",
-                    "give each table a mirror of its own",
+                    "one table, or the tables of one pattern",
+                    "give each table a mirror of its own, or route them with one pattern "
+                    '("db_*.t_*")',
                 )
             )
             continue
         taken[value] = table_name
-        found[table_id] = value
-    return found
+        if pattern.is_pattern:
+            routes.append((pattern, value))
+        else:
+            found[TableId(pattern.database, pattern.table)] = value
+    return MirrorPlaces(found, tuple(routes))
 
 
 def _exclude_columns(pipe: TomlTable) -> dict[str, tuple[str, ...]]:

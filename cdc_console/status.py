@@ -321,6 +321,8 @@ def mirror_shape(
     named = config.sink.mirrors.get(table_id)
     if named:
         shape["mirror"] = named
+        if config.sink.mirrors.routed(table_id):
+            shape["routed"] = True
     return shape or None
 
 
@@ -339,7 +341,8 @@ def shape_note(shape: JSONObject | None) -> str:
     if isinstance(companions, list):
         parts.append(f"invalid dates' text in {', '.join(str(c) for c in companions)}")
     if shape.get("mirror"):
-        parts.append(f"mirror {shape['mirror']}")
+        shared = " (shared by its route; rows name their table)" if shape.get("routed") else ""
+        parts.append(f"mirror {shape['mirror']}{shared}")
     return "; ".join(parts)
 
 

@@ -164,6 +164,7 @@ def _convert(config: PipelineConfig, args: argparse.Namespace) -> int:
     from cdc_console.core.schema import schema_from_dict
     from cdc_console.launcher import job_alive
     from cdc_console.sinks.delta import pipeline_app_id
+    from cdc_console.sinks.lake_layout import folder_name
     from cdc_console.sinks.layout_convert import Layout, convert, finish_interrupted
     from cdc_console.sinks.maintenance import lake_tables
     from cdc_console.state.store import StateStore
@@ -184,6 +185,16 @@ def _convert(config: PipelineConfig, args: argparse.Namespace) -> int:
             print(f"{path}: an interrupted conversion finished")
     found = [t for t in lake_tables(config.sink.path, config.sink.mirrors) if t.kind == "mirror"]
     mirrors = _chosen(config, args.table, found, "mirror")
+    shared = {
+        config.sink.path.joinpath(*map(folder_name, p.split("/")))
+        for _, p in config.sink.mirrors.routes
+    }
+    if args.to == "copy-on-write" and (routed := [t for t in mirrors if t.path in shared]):
+        raise CdcError(
+            f"{routed[0].path} holds the tables a [sink] mirrors pattern routes there; it is "
+            "rebuilt copy-on-write only with each table's batch record, which is not done yet",
+            "leave it merge-on-read (every reader that applies deletion vectors reads it)",
+        )
     keys: dict[str, tuple[str, ...]] = {}
     if config.state_path.exists():
         store = StateStore.open_existing(config.state_path, read_only=True)

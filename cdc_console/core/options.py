@@ -149,7 +149,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("sink", "kind", Kind.CHOICE, "delta", "delta | changelog-json", choices=SinkKind),
     Option("sink", "path", Kind.PATH, "lake", "mirror of db.t lives at <path>/<db>/<t>"),
     Option("sink", "changelog", Kind.BOOL, True, "append-only changelog at <path>/_changelog/<db>/<t>"),
-    Option("sink", "mirrors", Kind.RULES, None, "a table's mirror (and change feed) placed by name", shown='{ "shop.users" = "analytics/users" }', commented=True),
+    Option("sink", "mirrors", Kind.RULES, None, "a table's mirror (and change feed) placed by name; a pattern routes its tables into one", shown='{ "shop.users" = "analytics/users" }', commented=True),
     # [lake]
     Option("lake", "target_file_size", Kind.SIZE, "256KiB", "a MERGE rewrites whole files: smaller = cheaper changes"),
     Option("lake", "optimize_every", Kind.DURATION, "10m", 'compaction of small files, between batches ("off": never)', at_least=0),

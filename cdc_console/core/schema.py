@@ -22,6 +22,11 @@ from cdc_console.core.values import JSONObject, JSONValue
 #: A counted table's mirror column holding how many source rows have the row's content
 #: (``TableSchema.counted``); a source column of that name makes the table uncapturable.
 COUNT_COLUMN = "_cdc_count"
+#: A routed table's mirror columns naming the source table each row comes from
+#: (``TableSchema.routed``): part of the mirror's key, as two shards may hold one id.
+ORIGIN_DATABASE = "_cdc_database"
+ORIGIN_TABLE = "_cdc_table"
+ORIGIN_COLUMNS = (ORIGIN_DATABASE, ORIGIN_TABLE)
 
 
 @dataclass(frozen=True, order=True)
@@ -185,6 +190,9 @@ class TableSchema:
     #: character column, a missing mask key): the table is parked and nothing of it is read.
     #: Never stored: the rules are applied afresh at each start
     refused: str = field(default="", compare=False)
+    #: the table is one of several routed into one mirror (``[sink] mirrors`` with a table
+    #: pattern): its rows carry ``ORIGIN_COLUMNS`` with its own name, which join its key
+    routed: bool = False
 
     @property
     def column_names(self) -> list[str]:
@@ -200,8 +208,33 @@ class TableSchema:
     @property
     def row_columns(self) -> tuple[ColumnInfo, ...]:
         """The columns a canonical row of the table holds: its source columns, then their
-        companions. ``columns`` is what the source has; this is what the mirror is given."""
-        return (*self.columns, *self.companions)
+        companions, then, routed, its origin. ``columns`` is what the source has; this is
+        what the mirror is given."""
+        return (*self.columns, *self.companions, *self.origin_columns)
+
+    @property
+    def origin_columns(self) -> tuple[ColumnInfo, ...]:
+        """A routed table's ``ORIGIN_COLUMNS`` (none otherwise)."""
+        if not self.routed:
+            return ()
+        return tuple(
+            ColumnInfo(
+                name,
+                "varchar",
+                "varchar(64)",
+                nullable=False,
+                character_set="utf8mb4",
+                collation="utf8mb4_bin",
+            )
+            for name in ORIGIN_COLUMNS
+        )
+
+    @property
+    def origin(self) -> dict[str, str]:
+        """The values of a routed table's origin columns in each of its rows."""
+        if not self.routed:
+            return {}
+        return {ORIGIN_DATABASE: self.table_id.database, ORIGIN_TABLE: self.table_id.table}
 
     @property
     def row_names(self) -> list[str]:
@@ -234,11 +267,12 @@ class TableSchema:
     def key_columns(self) -> tuple[str, ...]:
         """Columns that identify a row: the primary key, the unique chunk key, or (a counted
         table) every column."""
+        origin = ORIGIN_COLUMNS if self.routed else ()
         if self.primary_key:
-            return self.primary_key
+            return (*self.primary_key, *origin)
         if self.counted:
             return tuple(self.row_names)
-        return (self.chunk_key,)
+        return (self.chunk_key, *origin)
 
     @property
     def uncaptured(self) -> str:
@@ -251,6 +285,12 @@ class TableSchema:
             return (
                 f"it has no unique key, so its mirror counts duplicate rows in a column "
                 f"{COUNT_COLUMN}, which is also the name of one of its own columns"
+            )
+        taken = [n for n in ORIGIN_COLUMNS if n in self.column_names] if self.routed else []
+        if taken:
+            return (
+                f"it is routed into a mirror with other tables, whose rows name their table in "
+                f"a column {taken[0]}, which is also the name of one of its own columns"
             )
         return ""
 
@@ -380,6 +420,8 @@ def schema_to_dict(schema: TableSchema) -> JSONObject:
         data["counted"] = True
     if schema.source_names:
         data["source_names"] = list(schema.source_names)
+    if schema.routed:
+        data["routed"] = True
     return data
 
 
@@ -392,4 +434,5 @@ def schema_from_dict(data: Mapping[str, Loaded]) -> TableSchema:
         retired=tuple(_column_from_dict(c) for c in data.get("retired", ())),
         counted=bool(data.get("counted", False)),
         source_names=tuple(str(n) for n in data.get("source_names", ())),
+        routed=bool(data.get("routed", False)),
     )

@@ -43,6 +43,7 @@ from cdc_console.mysql.probe import (
     with_columns_left_out,
     with_invalid_dates,
     with_masks,
+    with_route,
 )
 from cdc_console.mysql.schema import load_table_schema
 from cdc_console.mysql.source_load import ACCESS_DENIED, REPLICA_LAG, read_load, replica_lag
@@ -577,6 +578,7 @@ def _table_checks(
                     schema = with_columns_left_out(schema, config.exclude_columns)
                     schema = with_masks(schema, config.mask_columns, config.mask_key_env)
                     schema = check_companions(schema)
+                    schema = with_route(schema, config.sink.mirrors)
                 except ConfigError as exc:
                     # one table's rule that cannot hold (a masked column retyped while the job
                     # was down, a key missing) parks that table, never the others, and never
@@ -743,6 +745,7 @@ def check_table(conn: Connection, config: PipelineConfig, table_id: TableId) -> 
         schema = with_columns_left_out(schema, config.exclude_columns)
         schema = with_masks(schema, config.mask_columns, config.mask_key_env)
         schema = check_companions(schema)
+        schema = with_route(schema, config.sink.mirrors)
     except ConfigError as exc:
         raise SourceError(exc.message, exc.hint) from None
     except LookupError:

@@ -53,7 +53,9 @@ def patchable(schemas: Iterable[TableSchema]) -> dict[TableId, tuple[str, ...]]:
     """Per table that can take partial row images, the columns that name one of its rows (its
     key columns and chunk key); a counted table's rows are told apart by their whole content."""
     return {
-        s.table_id: tuple(dict.fromkeys((*s.key_columns, s.chunk_key)))
+        s.table_id: tuple(
+            dict.fromkeys(c for c in (*s.key_columns, s.chunk_key) if c not in s.origin)
+        )
         for s in schemas
         if not s.counted
     }

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from cdc_console.config import TablePattern, parse_table_pattern
+from cdc_console.config import MirrorPlaces, TablePattern, parse_table_pattern
 from cdc_console.core.invalid_dates import COMPANION_SUFFIX, InvalidDateRules, InvalidDates
 from cdc_console.core.masks import MaskKeyMissing, MaskKind, column_mask
 from cdc_console.core.mysqltypes import TypeFamily
@@ -199,6 +199,13 @@ def with_invalid_dates(schema: TableSchema, rules: InvalidDateRules) -> TableSch
         columns=tuple(map(ruled, schema.columns)),
         retired=tuple(map(ruled, schema.retired)),
     )
+
+
+def with_route(schema: TableSchema, places: MirrorPlaces) -> TableSchema:
+    """``schema`` marked routed when ``[sink] mirrors`` routes it, by a table pattern, into a
+    mirror it shares with other tables (its rows then carry their origin)."""
+    routed = places.routed(schema.table_id)
+    return schema if routed == schema.routed else replace(schema, routed=routed)
 
 
 def check_companions(schema: TableSchema) -> TableSchema:

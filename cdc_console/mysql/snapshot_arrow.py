@@ -102,6 +102,8 @@ class SnapshotArrowBuilder:
                 arrays.append(
                     pa.array([v if type(v) is str else None for v in driver], pa.string())
                 )
+        for value in self.schema.origin.values():
+            arrays.append(pa.array([value] * raw.row_count, pa.string()))
         return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
 
 

@@ -105,6 +105,7 @@ from cdc_console.sinks.lake_layout import (
     from_lake,
     lake_schema,
     mirror_path,
+    table_app_id,
     to_lake,
 )
 from cdc_console.sinks.lake_target import LakeTarget
@@ -169,7 +170,7 @@ class DeltaSink(TableBatchSink):
         self.app_id = app_id
         self.lake = lake or LakeConfig()
         #: mirrors placed by name (``[sink] mirrors``)
-        self.names = dict(names or {})
+        self.names: MirrorNames = names if names is not None else {}
 
     # --- paths and reads ------------------------------------------------------------------
 
@@ -178,6 +179,23 @@ class DeltaSink(TableBatchSink):
 
     def changelog_path(self, table_id: TableId) -> Path:
         return changelog_path(self.root, table_id, self.names)
+
+    def _app(self, table_id: TableId) -> str:
+        """The app transaction id a table's commits carry: the pipeline's, or, for a table
+        routed into a mirror it shares, one of its own, so that each table's batches are
+        applied once whatever the others did (``lake_layout.table_app_id``)."""
+        return table_app_id(self.app_id, table_id, self.names)
+
+    def _lake_for(self, schema: TableSchema) -> tuple[pa.Schema, pa.Schema]:
+        """The table's own lake schema, and the one its mirror is written with: the same, or,
+        routed, that with the columns only other tables of the route gave the mirror (null
+        in this table's rows)."""
+        own = lake_schema(mirror_schema(schema), self.lake)
+        path = self.mirror_path(schema.table_id)
+        if not schema.routed or not DeltaTable.is_deltatable(str(path)):
+            return own, own
+        theirs = [f for f in table_schema(DeltaTable(str(path))) if own.get_field_index(f.name) < 0]
+        return own, pa.schema([*own, *theirs])
 
     def read_mirror(self, table_id: TableId) -> pa.Table:
         """The mirror's current rows (for tests and tools). Raises ``FileNotFoundError``."""
@@ -194,7 +212,7 @@ class DeltaSink(TableBatchSink):
         path = self.mirror_path(table_id)
         if not DeltaTable.is_deltatable(str(path)):
             return None
-        return DeltaTable(str(path)).transaction_version(self.app_id)
+        return DeltaTable(str(path)).transaction_version(self._app(table_id))
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -220,7 +238,7 @@ class DeltaSink(TableBatchSink):
         if not DeltaTable.is_deltatable(str(path)):
             return 0
         table = DeltaTable(str(path))
-        lake = lake_schema(mirror_schema(schema), self.lake)
+        _, lake = self._lake_for(schema)
         check_schema(table, lake, path)
         (absent,) = _mirror_absent(table, schema, [(in_range, present_keys)], full_rows=False)
         if not absent:
@@ -280,7 +298,7 @@ class DeltaSink(TableBatchSink):
 
     def _commit(self, batch_id: int, table_id: TableId, what: str) -> CommitProperties:
         return CommitProperties(
-            app_transactions=[Transaction(self.app_id, batch_id)],
+            app_transactions=[Transaction(self._app(table_id), batch_id)],
             custom_metadata={
                 "cdc_console.batch": f"{batch_id} {table_id} {what}",
                 **self._commit_info,
@@ -315,18 +333,18 @@ class DeltaSink(TableBatchSink):
         table (changelog first) that carries the batch's app transaction."""
         _check_table(schema)
         table_id = schema.table_id
-        lake = lake_schema(mirror_schema(schema), self.lake)
+        own, lake = self._lake_for(schema)
         for chunk in chunks:
             if isinstance(chunk, TypedChunk):
                 check_rows(schema, chunk)
             else:
-                check_written(schema, lake, chunk)
+                check_written(schema, own, chunk)
         log_schema = changelog_schema(lake)
         stats = _empty_stats()
         mirror = self._mirror(table_id, lake)
         log = self._changelog(table_id, log_schema) if self.changelog else None
-        log_due = log is not None and not _already(log, self.app_id, batch_id)
-        if not log_due and _already(mirror, self.app_id, batch_id):
+        log_due = log is not None and not _already(log, self._app(table_id), batch_id)
+        if not log_due and _already(mirror, self._app(table_id), batch_id):
             stats["mirror_skipped"] = True
             return stats
         target = LakeTarget(self.root, self.changelog, self.lake, self.names)
@@ -342,7 +360,7 @@ class DeltaSink(TableBatchSink):
             self._commit_files(log, files, batch_id, table_id, "log append")
             stats["changelog_rows"] = rows
             stats["changelog_skipped"] = False
-        if _already(mirror, self.app_id, batch_id):
+        if _already(mirror, self._app(table_id), batch_id):
             stats["mirror_skipped"] = True
             return stats
         files = [f for chunk in written for f in chunk.mirror]
@@ -382,18 +400,19 @@ class DeltaSink(TableBatchSink):
     ) -> SinkStats:
         _check_table(schema)
         table_id = schema.table_id
-        lake = lake_schema(mirror_schema(schema), self.lake)
+        _, lake = self._lake_for(schema)
         stats = _empty_stats()
         log_schema = changelog_schema(lake)
-        if replaces:
+        if replaces and not schema.routed:
+            # a routed mirror holds other tables' rows and columns: never projected away
             self._migrate(table_id, lake, log_schema)
         # Columns added online join the mirror and the changelog in the batch's own commits.
         mirror = self._mirror(table_id, lake, in_write=True)
-        mirror_done = _already(mirror, self.app_id, batch_id)
+        mirror_done = _already(mirror, self._app(table_id), batch_id)
         log: DeltaTable | None = None
         if self.changelog:
             log = self._changelog(table_id, log_schema, in_write=True)
-            if _already(log, self.app_id, batch_id):
+            if _already(log, self._app(table_id), batch_id):
                 log = None
         if mirror_done and log is None:
             stats["mirror_skipped"] = True
@@ -493,7 +512,13 @@ class DeltaSink(TableBatchSink):
         while True:
             try:
                 return merge_by_deletion_vectors(
-                    mirror, schema, lake, nets, (self.app_id, batch_id), info, befores
+                    mirror,
+                    schema,
+                    lake,
+                    nets,
+                    (self._app(schema.table_id), batch_id),
+                    info,
+                    befores,
                 )
             except CommitConflict:
                 # Another writer (an operator's `lake optimize`, say) took the version: the
@@ -552,7 +577,7 @@ class DeltaSink(TableBatchSink):
         """``_apply_table`` for a table without a unique key (``sinks.counted``)."""
         table_id = schema.table_id
         stats = _empty_stats()
-        mirror_done = _already(mirror, self.app_id, batch_id)
+        mirror_done = _already(mirror, self._app(table_id), batch_id)
         if isinstance(records, ChangeColumns):
             records = records.records()
         held: list[MirrorCounts] = []

@@ -16,7 +16,7 @@ import pyarrow as pa
 from cdc_console.config import (
     CHANGELOG_DIR as CHANGELOG_DIR,  # the folder is the config's to refuse
 )
-from cdc_console.config import LakeConfig
+from cdc_console.config import LakeConfig, MirrorPlaces
 from cdc_console.core.options import DatetimeType
 from cdc_console.core.schema import COUNT_COLUMN, TableId
 
@@ -77,6 +77,18 @@ def _place(table_id: TableId, names: MirrorNames | None) -> tuple[str, str]:
         place, name = named.split("/", 1)
         return place, name
     return table_id.database, table_id.table
+
+
+def routed(names: MirrorNames | None, table_id: TableId) -> bool:
+    """Whether ``[sink] mirrors`` routes ``table_id`` into a mirror shared by a pattern."""
+    return isinstance(names, MirrorPlaces) and names.routed(table_id)
+
+
+def table_app_id(app_id: str, table_id: TableId, names: MirrorNames | None) -> str:
+    """The Delta app transaction id of ``table_id``'s commits: the pipeline's ``app_id``, or,
+    for a table routed into a shared mirror, ``<app_id>/<db.table>``: the mirror then takes
+    several tables' commits per batch, and each must be applied once."""
+    return f"{app_id}/{table_id}" if routed(names, table_id) else app_id
 
 
 def mirror_path(root: Path, table_id: TableId, names: MirrorNames | None = None) -> Path:

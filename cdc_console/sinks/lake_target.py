@@ -7,6 +7,7 @@ runner: importing the writer there would load pyarrow's compute and Parquet modu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,4 +23,4 @@ class LakeTarget:
     changelog: bool
     lake: LakeConfig
     #: mirrors placed by name (``[sink] mirrors``)
-    names: dict[TableId, str] = field(default_factory=dict)
+    names: Mapping[TableId, str] = field(default_factory=dict)

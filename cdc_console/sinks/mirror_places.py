@@ -16,7 +16,13 @@ from pathlib import Path
 
 from cdc_console.core.schema import TableId
 from cdc_console.errors import ConfigError
-from cdc_console.sinks.lake_layout import CHANGELOG_DIR, MirrorNames, changelog_path, mirror_path
+from cdc_console.sinks.lake_layout import (
+    CHANGELOG_DIR,
+    MirrorNames,
+    changelog_path,
+    mirror_path,
+    routed,
+)
 from cdc_console.state.store import StateStore
 
 #: state meta key: ``{"db.t": "place/name"}``, relative to the lake's root
@@ -35,9 +41,10 @@ def check_mirror_places(
     for table_id in tables:
         now = mirror_path(root, table_id, names)
         other = holders.setdefault(now, table_id)
-        if other != table_id:
+        if other != table_id and not (routed(names, other) and routed(names, table_id)):
             raise ConfigError(
-                f"{other} and {table_id} would both be mirrored at {now}: a mirror holds one table",
+                f"{other} and {table_id} would both be mirrored at {now}: a mirror holds one "
+                "table, or the tables one pattern routes there",
                 "give one of them another place in [sink] mirrors",
             )
         default = mirror_path(root, table_id)

@@ -357,7 +357,7 @@ def replace_ranges(
             ReplaceRange(
                 split.table_id,
                 split.split_id,
-                _range_test(split.range, column, split.chunk_key, source),
+                _of_origin(schema, _range_test(split.range, column, split.chunk_key, source)),
                 ts_ms=int(time.time() * 1000),
                 bounds=_integer_bounds(split.range, column, split.chunk_key),
             )
@@ -375,6 +375,19 @@ def _integer_bounds(chunk: ChunkRange, column: ColumnInfo, name: str) -> KeyBoun
             return None
         ends.append(end)
     return KeyBounds(name, ends[0], ends[1])
+
+
+def _of_origin(schema: TableSchema, in_range: InRange) -> InRange:
+    """``in_range``, of the table's own rows only where its mirror holds other tables' rows
+    too (``TableSchema.routed``): a re-dump of one shard replaces that shard's rows alone."""
+    origin = schema.origin
+    if not origin:
+        return in_range
+
+    def own_in_range(key_row: KeyRow) -> bool:
+        return all(key_row.get(k) == v for k, v in origin.items()) and in_range(key_row)
+
+    return own_in_range
 
 
 def _range_test(

@@ -695,6 +695,8 @@ class RowNormalizer:
         self._companions: tuple[_Companion, ...] = tuple(
             _Companion(c) for c in schema.columns if c.invalid_dates is InvalidDates.TEXT
         )
+        # A routed table's rows name it (``TableSchema.origin``).
+        self._origin: dict[str, str] = schema.origin
         self._key_names: tuple[str, ...] = tuple(schema.key_columns)
         missing = [k for k in self._key_names if k not in schema.row_names]
         if missing:
@@ -720,6 +722,8 @@ class RowNormalizer:
             value = row[name]
             if value is not None:
                 row[name] = conv(value)
+        if self._origin:
+            row.update(self._origin)
         return row
 
     def binlog_row(
@@ -782,6 +786,8 @@ class RowNormalizer:
             for name, invalid in self._invalid_dates:
                 if row.get(name, 0) is None and none_sources.get(name) in _INVALID_DATE_SOURCES:
                     row[name] = invalid
+        if self._origin:
+            row.update(self._origin)
         return row
 
     def key_of(self, row: Mapping[str, CanonicalValue]) -> tuple[CanonicalValue, ...]:

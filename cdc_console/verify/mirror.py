@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from deltalake import DeltaTable
 
@@ -34,7 +35,7 @@ from cdc_console.core.schema import COUNT_COLUMN, TableSchema
 from cdc_console.figures import table_position
 from cdc_console.mysql.key_weights import key_order
 from cdc_console.sinks.delta import pipeline_app_id
-from cdc_console.sinks.lake_layout import from_lake
+from cdc_console.sinks.lake_layout import MirrorNames, from_lake, table_app_id
 from cdc_console.sinks.mirror_read import read_delta, table_schema
 from cdc_console.state.store import StateStore
 from cdc_console.values.arrow import arrow_schema, codec_for
@@ -61,12 +62,19 @@ class MirrorReader:
     """Reads one table's mirror with its position (see the module docstring)."""
 
     def __init__(
-        self, store: StateStore, path: str, pipeline: str, source: SourceConfig | None = None
+        self,
+        store: StateStore,
+        path: str,
+        pipeline: str,
+        source: SourceConfig | None = None,
+        names: MirrorNames | None = None,
     ) -> None:
         self.store = store
         self.path = path
         self.source = source
         self.app_id = pipeline_app_id(pipeline)
+        #: ``[sink] mirrors``: a routed table's batches carry an app id of their own
+        self.names = names
 
     def read(self, schema: TableSchema, ranges: list[ChunkRange]) -> MirrorSnapshot:
         table_id = schema.table_id
@@ -83,7 +91,7 @@ class MirrorReader:
         applied = self.store.last_applied_batch()
         table = DeltaTable(self.path)
         version = table.version()
-        batch = table.transaction_version(self.app_id)
+        batch = table.transaction_version(table_app_id(self.app_id, table_id, self.names))
         position = stream_from
         if batch is not None and batch > applied:
             row = self.store.batch(batch)
@@ -94,6 +102,21 @@ class MirrorReader:
             position = row.plan.binlog.end
         rows = _read_ranges(table, schema, ranges, self.source)
         return MirrorSnapshot(rows, position, version)
+
+
+def _of_origin(schema: TableSchema) -> pc.Expression | None:
+    """The rows of a routed table's mirror that are its own (``TableSchema.origin``)."""
+    found = None
+    for name, value in schema.origin.items():
+        own = ds.field(name) == value
+        found = own if found is None else found & own
+    return found
+
+
+def _and(left: pc.Expression | None, right: pc.Expression | None) -> pc.Expression | None:
+    if left is None or right is None:
+        return left if right is None else right
+    return left & right
 
 
 def _read_ranges(
@@ -126,7 +149,7 @@ def _read_ranges(
             expression = below if expression is None else expression & below
         if start is None and column.nullable:
             expression = expression | field.is_null()
-    data = read_delta(table, present, expression)
+    data = read_delta(table, present, _and(expression, _of_origin(schema)))
     data = from_lake(data, wanted)
     for name in schema.row_names:
         if name not in present:

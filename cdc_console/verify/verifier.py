@@ -332,6 +332,7 @@ class Verifier:
             str(mirror_path(self.config.sink.path, table_id, self.config.sink.mirrors)),
             self.config.name,
             self.config.source,
+            self.config.sink.mirrors,
         ).read(schema, ranges)
         head_conn = connect(source)
         try:

@@ -45,11 +45,11 @@ from cdc_console.source.reshaped import drop_reshaped
 from cdc_console.spark.protocol import merge_windows
 from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
 from tests.conftest import SourceDb
-from tests.unit.test_binlog_decode import invalid_dates_as_library
 from tests.integration.test_type_fidelity import DDL as FIDELITY_DDL
 from tests.integration.test_type_fidelity import INSERTS as FIDELITY_INSERTS
 from tests.integration.test_type_fidelity import UPDATES as FIDELITY_UPDATES
 from tests.integration.test_type_fidelity import ZERO_DATES
+from tests.unit.test_binlog_decode import invalid_dates_as_library
 
 pytestmark = pytest.mark.mysql
 

@@ -48,7 +48,10 @@ def test_a_named_mirror_and_its_change_feed_live_at_the_name(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
-        ('mirrors = { "shop.*" = "a/b" }', 'sink.mirrors."shop.*" names a pattern'),
+        (
+            'mirrors = { "shop.*" = "a/b", "crm.*" = "a/b" }',
+            "the mirror of shop.* too: a mirror holds one table, or the tables of one pattern",
+        ),
         ('mirrors = { "shop.users" = "users" }', "must be a place and a name"),
         ('mirrors = { "shop.users" = "a/b/c" }', "must be a place and a name"),
         ('mirrors = { "shop.users" = "_changelog/u" }', "(_changelog holds the change feed)"),
