@@ -25,6 +25,7 @@ from tests.integration.harness import (
     create_orders,
     events,
     load,
+    run_cli,
     running,
     wait_for,
     write_config,
@@ -163,6 +164,20 @@ def test_shards_routed_into_one_mirror_through_writers_a_crash_a_redump_and_an_a
         assert not [w.errors for w in writers if w.errors]
         assert all(w.ops > 50 for w in writers), [w.ops for w in writers]
         wait_for(lambda: caught_up_now(db, config, names), 120, "caught up", job)
+        # a row of one shard taken from the mirror behind the job's back: verify names that
+        # shard alone, and --repair re-dumps its chunk without touching the other shards
+        victim_db, victim = shards[0]
+        key = db.rows(f"SELECT MIN(id) FROM `{victim_db}`.`{victim}`")[0][0]
+        mirror = DeltaTable(str(config.sink.path / "crm" / "users"))
+        mirror.delete(f"_cdc_table = '{victim}' AND id = {key}")
+        code, before = verify(config_path)
+        assert code == 1, before
+        damaged = [t["table"] for t in before["tables"] if t["verdict"] != "equal"]
+        assert damaged == [f"{victim_db}.{victim}"], before
+        repaired = run_cli(
+            "verify", "--config", str(config_path), "--repair", "--json", timeout=600
+        )
+        assert repaired.returncode == 0, repaired.stdout + repaired.stderr + job.output()
         cli(config_path, "stop", "--wait")
         assert job.wait(120) == 0, job.output()
 
