@@ -170,3 +170,17 @@ def test_the_sink_applies_each_routed_table_once_into_one_mirror(tmp_path: Path)
     again = sink.apply_batch(3, schemas, three, replaces)
     assert again[A]["mirror_skipped"] and again[B]["mirror_skipped"]
     assert rows(sink) == after
+
+
+def test_status_says_a_routed_mirror_is_shared() -> None:
+    from cdc_console.status import mirror_shape, shape_note
+
+    config = config_from_dict(
+        {
+            "source": {"tables": ["user_1.*", "user_2.*"]},
+            "sink": {"mirrors": {"user_*.user_table_*": "crm/users"}},
+        }
+    )
+    shape = mirror_shape(config, A, schema_to_dict(shard(A)))
+    assert shape == {"mirror": "crm/users", "routed": True}
+    assert shape_note(shape) == "mirror crm/users (shared by its route; rows name their table)"
