@@ -768,7 +768,8 @@ def config_from_dict(
 
 
 def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> PipelineConfig:
-    source = _source(_section(doc, "source"), _section(doc, "pipeline"))
+    pipe = _section(doc, "pipeline")
+    source = _source(_section(doc, "source"), pipe)
     snapshot = _snapshot(_section(doc, "snapshot"), source)
     snk = _section(doc, "sink")
     sink = SinkConfig(
@@ -808,7 +809,6 @@ def _config_from_dict(doc: TomlTable, base: Path | None, path: Path | None) -> P
                 f'widen it by one: server_id = "{low}-{low + snapshot.parallelism + 1}"',
             )
         )
-    pipe = _section(doc, "pipeline")
     return PipelineConfig(
         name=name,
         path=path,

@@ -72,7 +72,7 @@ def handle(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if config.sink.kind != "delta":
         raise CdcError(
-            f"sink.kind is {config.sink.kind!r}: there is no Delta lake to keep",
+            f"sink.kind is '{config.sink.kind}': there is no Delta lake to keep",
             "lake commands work on the delta sink only",
         )
     if args.action == "convert":

@@ -180,7 +180,7 @@ def verify_mirrors(
     expected. The source password comes from the config's ``password_env`` as for the job.
     """
     if config.sink.kind != SinkKind.DELTA:
-        raise ValueError(f"only Delta mirrors can be verified, not sink.kind={config.sink.kind!r}")
+        raise ValueError(f"only Delta mirrors can be verified, not sink.kind='{config.sink.kind}'")
     schemas = store.schemas()
     captured = [t.table_id for t in store.tables() if t.state != Lifecycle.REMOVED]
     results: list[TableComparison] = []

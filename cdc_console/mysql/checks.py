@@ -628,7 +628,51 @@ def _table_checks(
             if select.ok and not key.blocking:
                 tables.append(schema)
     results += _unused_chunk_keys(config, loaded)
-    return tables, results
+    tables, routes = _route_keys(config, tables)
+    return tables, results + routes
+
+
+def _route_keys(
+    config: PipelineConfig, tables: list[TableSchema]
+) -> tuple[list[TableSchema], list[CheckResult]]:
+    """The tables one ``[sink] mirrors`` pattern routes into one mirror must tell their rows
+    apart by the same key (columns of the same names and types): the mirror's files are
+    searched by it. A table whose key differs from the first one's (by name) is parked."""
+    first: dict[str, tuple[TableId, tuple[tuple[str, str], ...]]] = {}
+    results: list[CheckResult] = []
+    kept: list[TableSchema] = []
+    for schema in sorted(tables, key=lambda t: t.table_id):
+        if not schema.routed or schema.refused:
+            kept.append(schema)
+            continue
+        place = config.sink.mirrors[schema.table_id]
+        key = tuple(
+            (n, schema.column(n).column_type.lower())
+            for n in schema.key_columns
+            if n not in schema.origin
+        )
+        reference = first.setdefault(place, (schema.table_id, key))
+        if reference[1] == key:
+            kept.append(schema)
+            continue
+        why = (
+            f"{schema.table_id} is routed into {place} with the key "
+            f"{', '.join(f'{n} {t}' for n, t in key)}, where {reference[0]} has "
+            f"{', '.join(f'{n} {t}' for n, t in reference[1])}"
+        )
+        fix = "route only tables of one key there (a narrower pattern), or give it its own mirror"
+        results.append(
+            _fail(
+                f"route {schema.table_id}",
+                f"{why}; the job parks this table (NEEDS_REDUMP) and captures the others",
+                fix,
+                area="config",
+                severity="warning",
+            )
+        )
+        kept.append(replace(schema, refused=f"{why} (fix: {fix})"))
+    order = {t.table_id: i for i, t in enumerate(tables)}
+    return sorted(kept, key=lambda t: order[t.table_id]), results
 
 
 def run_checks(

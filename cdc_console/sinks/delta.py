@@ -61,7 +61,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
-from deltalake.schema import Field
+from deltalake.schema import Field, Schema
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
 from cdc_console.config import LakeConfig
@@ -187,15 +187,28 @@ class DeltaSink(TableBatchSink):
         return table_app_id(self.app_id, table_id, self.names)
 
     def _lake_for(self, schema: TableSchema) -> tuple[pa.Schema, pa.Schema]:
-        """The table's own lake schema, and the one its mirror is written with: the same, or,
-        routed, that with the columns only other tables of the route gave the mirror (null
-        in this table's rows)."""
+        """The table's own lake schema, and the one its mirror and change feed are written
+        with: the same, or, routed, that with the columns only other tables of the route gave
+        the mirror or its change feed (null in this table's rows). Both tables count: a crash
+        between another table's feed commit and its mirror commit leaves a column in one
+        only, which the retry adds to the other."""
         own = lake_schema(mirror_schema(schema), self.lake)
-        path = self.mirror_path(schema.table_id)
-        if not schema.routed or not DeltaTable.is_deltatable(str(path)):
+        if not schema.routed:
             return own, own
-        theirs = [f for f in table_schema(DeltaTable(str(path))) if own.get_field_index(f.name) < 0]
-        return own, pa.schema([*own, *theirs])
+        theirs: dict[str, pa.Field] = {}
+        feed_only = {f.name for f in CHANGELOG_FIELDS}
+        for path in (self.mirror_path(schema.table_id), self.changelog_path(schema.table_id)):
+            if not DeltaTable.is_deltatable(str(path)):
+                continue
+            for held in table_schema(DeltaTable(str(path))):
+                if held.name in feed_only:
+                    continue
+                index = own.get_field_index(held.name)
+                if index >= 0:
+                    _check_shared_column(schema, own.field(index), held, path)
+                else:
+                    theirs.setdefault(held.name, held)
+        return own, pa.schema([*own, *theirs.values()])
 
     def read_mirror(self, table_id: TableId) -> pa.Table:
         """The mirror's current rows (for tests and tools). Raises ``FileNotFoundError``."""
@@ -667,6 +680,23 @@ def _project(current: pa.Table, typed: pa.Schema, path: Path) -> pa.Table:
                 "move the mirror away and re-dump the table into a fresh one"
             ) from None
     return pa.Table.from_arrays(columns, schema=typed.with_metadata(None))
+
+
+def _check_shared_column(schema: TableSchema, own: pa.Field, held: pa.Field, path: Path) -> None:
+    """A column a routed table shares with its mirror has the mirror's type; a re-dump does
+    not migrate a mirror other tables write too, so a retyped shard parks with what to do."""
+    if _delta_type(own) != _delta_type(held):
+        raise SinkSchemaError(
+            f"{schema.table_id} now maps column {own.name!r} to {own.type}, but the mirror it "
+            f"shares with the other tables of its route ({path}) holds it as {held.type}; a "
+            "shared mirror is not migrated in place: change the column alike on every table "
+            "of the route, then, with the job stopped, set the mirror folder aside and "
+            "re-dump each of them (cdc-console redump --table <db.table>) into a fresh one"
+        )
+
+
+def _delta_type(field_: pa.Field) -> str:
+    return str(Schema.from_arrow(pa.schema([field_])).fields[0].type)
 
 
 def _check_table(schema: TableSchema) -> None:

@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from cdc_console.core.lifecycle import CommandKind
 from cdc_console.core.schema import TableId
 from cdc_console.errors import ConfigError
 from cdc_console.sinks.lake_layout import (
@@ -27,6 +28,8 @@ from cdc_console.state.store import StateStore
 
 #: state meta key: ``{"db.t": "place/name"}``, relative to the lake's root
 PLACES_KEY = "mirror_places"
+#: state meta key: the tables whose mirror rows carry their origin (``TableSchema.routed``)
+ROUTED_KEY = "mirror_routed"
 
 
 def check_mirror_places(
@@ -34,9 +37,20 @@ def check_mirror_places(
 ) -> None:
     """Refuse a start that would look for a table's mirror anywhere but where it is; then
     record where each one is. A table recorded nowhere yet (a state from before the record)
-    is taken to be at its own ``db/t``, if a mirror is there."""
+    is taken to be at its own ``db/t``, if a mirror is there.
+
+    A table routed into a shared mirror, or out of one (``[sink] mirrors`` patterns), keys its
+    rows with or without their origin: its old rows cannot serve, so it starts only with a
+    re-dump of it queued, which reads it again into its new place."""
     recorded: dict[str, str] = json.loads(store.get_meta(PLACES_KEY) or "{}")
+    was_routed = set(json.loads(store.get_meta(ROUTED_KEY) or "[]"))
+    redumps = {
+        c.target
+        for c in store.pending_commands()
+        if c.kind == CommandKind.REDUMP and c.target and "chunk" not in c.args
+    }
     places: dict[str, str] = {}
+    now_routed: set[str] = set()
     holders: dict[Path, TableId] = {}
     for table_id in tables:
         now = mirror_path(root, table_id, names)
@@ -50,7 +64,13 @@ def check_mirror_places(
         default = mirror_path(root, table_id)
         was_text = recorded.get(str(table_id))
         was = root / was_text if was_text is not None else default
-        if was != now and (was / "_delta_log").is_dir():
+        is_routed = routed(names, table_id)
+        if is_routed:
+            now_routed.add(str(table_id))
+        held = (was / "_delta_log").is_dir()
+        if is_routed != (str(table_id) in was_routed) and held:
+            _check_rerouted(table_id, was, now, is_routed, str(table_id) in redumps)
+        elif was != now and held:
             old_feed = root / CHANGELOG_DIR / was.relative_to(root)
             raise ConfigError(
                 f"the mirror of {table_id} is at {was}, but [sink] mirrors now places it at {now}",
@@ -60,3 +80,35 @@ def check_mirror_places(
         places[str(table_id)] = now.relative_to(root).as_posix()
     if places != recorded:
         store.set_meta(PLACES_KEY, json.dumps(places, sort_keys=True))
+    if now_routed != was_routed:
+        store.set_meta(ROUTED_KEY, json.dumps(sorted(now_routed)))
+
+
+def _check_rerouted(
+    table_id: TableId, was: Path, now: Path, is_routed: bool, redump_queued: bool
+) -> None:
+    """Refuse to start a table routed into a shared mirror (or out of one) unless a re-dump
+    of it is queued, and never into a folder still holding its rows in the old shape."""
+    change = f"routed into the mirror shared at {now}" if is_routed else f"no longer routed ({now})"
+    shape = "without" if is_routed else "with"
+    fix = (
+        f"with the job stopped, run 'cdc-console redump --table {table_id}' (it is queued for "
+        "the next start, which reads the table again into its new place)"
+    )
+    if was == now:
+        raise ConfigError(
+            f"{table_id} is now {change}, but {was} still holds its rows {shape} the origin "
+            "columns (_cdc_database, _cdc_table) a shared mirror is keyed on",
+            f"with the job stopped, move {was} aside (the new mirror must not hold its old "
+            f"rows), then {fix.removeprefix('with the job stopped, ')}",
+        )
+    if not redump_queued:
+        left = (
+            f"its old rows stay in {was} under their origin until deleted"
+            if not is_routed
+            else f"its old mirror stays at {was} until removed"
+        )
+        raise ConfigError(
+            f"{table_id} is now {change}: its rows there must be read again ({left})",
+            f"{fix}; or set [sink] mirrors back",
+        )

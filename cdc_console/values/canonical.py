@@ -485,9 +485,12 @@ class _Companion:
             return self.zero
         if value is None and why in _INVALID_DATE_SOURCES:
             raise ValueError(
-                f"column {self.source!r} holds an invalid date whose text the binlog decoder "
-                "did not give (a pre-5.6 temporal format); its invalid_dates rule 'text' cannot "
-                f'hold: rule it "null" or "sentinel", or rebuild the table (ALTER TABLE ... FORCE)'
+                f"column {self.source!r} holds an invalid date, and the decoder that read it "
+                "from the binlog gave no text for it (the table's events went through "
+                "python-mysql-replication: a column in a pre-5.6 temporal format, or an event of "
+                "a kind left to it), so "
+                'its invalid_dates rule \'text\' cannot hold: rule it "null" or "sentinel", or '
+                "rebuild the table in today's formats (ALTER TABLE ... FORCE)"
             )
         return None
 

@@ -38,7 +38,7 @@ from cdc_console.core.lifecycle import Lifecycle, SplitStatus, Verdict
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.options import SinkKind
-from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
+from cdc_console.core.schema import TableId, TableSchema, companions_of, schema_from_dict
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.values import CanonicalRow
 from cdc_console.errors import CdcError, ConfigError, redact
@@ -139,7 +139,7 @@ class Verifier:
     ) -> None:
         if config.sink.kind != SinkKind.DELTA:
             raise ConfigError(
-                f"only Delta mirrors can be verified, not sink.kind = {config.sink.kind!r}",
+                f"only Delta mirrors can be verified, not sink.kind = '{config.sink.kind}'",
                 'verify needs [sink] kind = "delta"',
             )
         self.config = config
@@ -201,6 +201,8 @@ class Verifier:
         assert stored is not None
         schema = schema_from_dict(stored)
         hide = hidden_columns(table_id, schema.row_names, self.config.verify.hide_values)
+        # a hidden date column's companion holds the same date as text
+        hide |= {c.name for c in companions_of(schema.column(n) for n in hide)}
         result = TableResult(table_id, tuple(schema.key_columns), hide=hide)
         finished = [s for s in self.store.splits(table_id) if s.status == SplitStatus.FINISHED]
         # read once per table: chunk sizes group the chunks, watermarks place snapshot-only ones

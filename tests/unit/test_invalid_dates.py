@@ -251,7 +251,7 @@ def test_text_rule_refuses_a_date_the_decoder_gave_no_text_for() -> None:
     """A pre-5.6 temporal column goes through the library, which gives None for an invalid
     date: its text is lost, so the table stops (and parks) rather than mirror a NULL text."""
     normalizer = RowNormalizer(schema(replace(DATE, invalid_dates=TEXT)))
-    with pytest.raises(ValueError, match="'d' holds an invalid date whose text"):
+    with pytest.raises(ValueError, match="'d' holds an invalid date, and the decoder"):
         normalizer.binlog_row({"id": 1, "d": None}, {"d": "out of date range"})
 
 

@@ -184,3 +184,85 @@ def test_status_says_a_routed_mirror_is_shared() -> None:
     shape = mirror_shape(config, A, schema_to_dict(shard(A)))
     assert shape == {"mirror": "crm/users", "routed": True}
     assert shape_note(shape) == "mirror crm/users (shared by its route; rows name their table)"
+
+
+def test_a_column_in_the_change_feed_alone_does_not_refuse_the_other_tables(
+    tmp_path: Path,
+) -> None:
+    """A crash between one table's change-feed commit (which added a column) and its mirror
+    commit leaves the column in the feed only; the next table of the route still applies."""
+    from deltalake.schema import Field
+
+    sink = DeltaSink(tmp_path, names=PLACES)
+    feed = Shards()
+    a, b = shard(A), shard(B)
+    sink.apply_batch(1, {A: a, B: b}, [feed.rec(a, "+I", {"id": 1, "name": "a1"})])
+    log = DeltaTable(str(sink.changelog_path(B)))
+    log.alter.add_columns([Field("age", "integer", nullable=True)])
+    stats = sink.apply_batch(2, {A: a, B: b}, [feed.rec(a, "+U", {"id": 1, "name": "a1!"})])
+    assert stats[A]["upserted"] == 1
+    assert rows(sink) == [("user_table_1_1", 1, "a1!", None)]
+
+
+def test_a_retyped_shard_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    from cdc_console.sinks.base import SinkSchemaError
+
+    sink = DeltaSink(tmp_path, names=PLACES)
+    feed = Shards()
+    a, b = shard(A), shard(B)
+    sink.apply_batch(1, {A: a, B: b}, [feed.rec(b, "+I", {"id": 1, "name": "b1"})])
+    retyped = replace(b, columns=(ID, ColumnInfo("name", "int", "int(11)")))
+    with pytest.raises(SinkSchemaError, match="a shared mirror is not migrated in place"):
+        sink.apply_batch(2, {A: a, B: retyped}, [feed.rec(retyped, "+I", {"id": 2, "name": 7})])
+
+
+def test_a_routed_table_whose_key_differs_from_its_routes_is_parked() -> None:
+    from cdc_console.mysql.checks import _route_keys
+
+    config = config_from_dict(
+        {
+            "source": {"tables": ["user_1.*", "user_2.*"]},
+            "sink": {"mirrors": {"user_*.user_table_*": "crm/users"}},
+        }
+    )
+    region = ColumnInfo("region", "varchar", "varchar(8)", nullable=False)
+    odd = TableSchema(B, (ID, NAME, region), ("id", "region"), "id", routed=True)
+    kept, results = _route_keys(config, [shard(A), odd])
+    assert [t.table_id for t in kept] == [A, B]
+    assert not kept[0].refused
+    assert kept[1].refused.startswith(
+        "user_2.user_table_2_1 is routed into crm/users with the key id bigint(20), region "
+        "varchar(8), where user_1.user_table_1_1 has id bigint(20)"
+    )
+    assert [r.name for r in results] == ["route user_2.user_table_2_1"]
+    same, none = _route_keys(config, [shard(A), shard(B)])
+    assert not any(t.refused for t in same) and none == []
+
+
+def test_a_table_routed_anew_starts_only_with_its_re_dump_queued(tmp_path: Path) -> None:
+    from cdc_console.core.lifecycle import CommandKind
+    from cdc_console.state.store import StateStore
+
+    store = StateStore(tmp_path / "state.sqlite")
+    try:
+        alone = MirrorPlaces({A: "crm/users"})
+        check_mirror_places(store, tmp_path, alone, [A])
+        (tmp_path / "crm" / "users" / "_delta_log").mkdir(parents=True)
+        # the same place, now by a pattern: its rows there lack their origin
+        with pytest.raises(ConfigError, match="still holds its rows without the origin"):
+            check_mirror_places(store, tmp_path, PLACES, [A])
+        # its own place before, a shared one now: it must be read again
+        own = MirrorPlaces({})
+        store2 = StateStore(tmp_path / "state2.sqlite")
+        try:
+            (tmp_path / "user_1" / "user_table_1_1" / "_delta_log").mkdir(parents=True)
+            check_mirror_places(store2, tmp_path, own, [A])
+            with pytest.raises(ConfigError, match="its rows there must be read again"):
+                check_mirror_places(store2, tmp_path, PLACES, [A])
+            store2.queue_command(CommandKind.REDUMP, str(A), {})
+            check_mirror_places(store2, tmp_path, PLACES, [A])  # the re-dump reads it anew
+            check_mirror_places(store2, tmp_path, PLACES, [A])  # and the next start is plain
+        finally:
+            store2.close()
+    finally:
+        store.close()
