@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_console.commands import TABLE_HELP, Subparsers, table_name, writable_state
@@ -91,12 +92,28 @@ def handle(args: argparse.Namespace) -> int:
     return _run_here(config, tables, args.action, dry_run=False, as_json=args.json)
 
 
+def _places_of(config: PipelineConfig, table: str) -> set[Path]:
+    """The mirror and change feed of ``table`` where ``[sink] mirrors`` places it: a shard
+    routed into a shared mirror names that one."""
+    from cdc_console.core.schema import TableId
+    from cdc_console.sinks.lake_layout import changelog_path, mirror_path
+
+    try:
+        table_id = TableId.parse(table)
+    except ValueError:
+        return set()
+    root, names = config.sink.path, config.sink.mirrors
+    return {mirror_path(root, table_id, names), changelog_path(root, table_id, names)}
+
+
 def _chosen(
     config: PipelineConfig, table: str | None, tables: list[LakeTable], what: str
 ) -> list[LakeTable]:
     """``tables``, or the one ``--table`` names; none is an error: a wrong argument when
     ``--table`` names nothing, a first run still to come when there is no table at all."""
     chosen = [t for t in tables if t.name == table] if table else tables
+    if not chosen and table:
+        chosen = [t for t in tables if t.path in _places_of(config, table)]
     if not chosen:
         raise (UsageError if table else CdcError)(
             f"no {what}{' ' + table if table else ''} under {config.sink.path}",

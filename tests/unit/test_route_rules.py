@@ -266,3 +266,19 @@ def test_a_table_routed_anew_starts_only_with_its_re_dump_queued(tmp_path: Path)
             store2.close()
     finally:
         store.close()
+
+
+def test_lake_commands_find_a_shards_shared_mirror_by_the_shards_name(tmp_path: Path) -> None:
+    from cdc_console.commands.lake import _chosen
+    from cdc_console.sinks.maintenance import lake_tables
+
+    config = config_from_dict(
+        {
+            "source": {"tables": ["user_1.*", "user_2.*"]},
+            "sink": {"path": str(tmp_path), "mirrors": {"user_*.user_table_*": "crm/users"}},
+        }
+    )
+    (tmp_path / "crm" / "users" / "_delta_log").mkdir(parents=True)
+    found = lake_tables(config.sink.path, config.sink.mirrors)
+    chosen = _chosen(config, str(A), found, "mirror")
+    assert [t.path for t in chosen] == [tmp_path / "crm" / "users"]
