@@ -39,7 +39,7 @@ from cdc_console.core.values import CanonicalValue
 from cdc_console.mysql.connection import text_mode_decoders
 from cdc_console.mysql.rawrows import RawResult
 from cdc_console.values.arrow import ColumnCodec, arrow_schema, codec_for
-from cdc_console.values.canonical import snapshot_converter
+from cdc_console.values.canonical import invalid_date_text, snapshot_converter
 
 # Text a temporal value can start with whose canonical value is NULL (or needs a closer look):
 # year 0, and the epoch-0 TIMESTAMP the binlog uses for the zero timestamp.
@@ -99,9 +99,7 @@ class SnapshotArrowBuilder:
                 arrays.append(pa.nulls(raw.row_count, pa.string()))
             else:
                 driver = driven[index]
-                arrays.append(
-                    pa.array([v if type(v) is str else None for v in driver], pa.string())
-                )
+                arrays.append(pa.array([invalid_date_text(v) for v in driver], pa.string()))
         for value in self.schema.origin.values():
             arrays.append(pa.array([value] * raw.row_count, pa.string()))
         return pa.Table.from_arrays(arrays, schema=self.arrow_schema)

@@ -92,6 +92,7 @@ from cdc_console.sinks.delta_tables import (
     check_schema,
     open_or_create,
     open_table,
+    reopen,
     same_schema,
     set_aside,
     table_properties,
@@ -200,7 +201,7 @@ class DeltaSink(TableBatchSink):
         for path in (self.mirror_path(schema.table_id), self.changelog_path(schema.table_id)):
             if not DeltaTable.is_deltatable(str(path)):
                 continue
-            for held in table_schema(DeltaTable(str(path))):
+            for held in table_schema(reopen(path)):
                 if held.name in feed_only:
                     continue
                 index = own.get_field_index(held.name)

@@ -57,7 +57,7 @@ def open_or_create(
     left to the caller's write (``merge_schema`` / ``schema_mode="merge"``), so the table's
     schema changes in the same commit as its first rows of the new shape."""
     if DeltaTable.is_deltatable(str(path)):
-        table = _reopen(path)
+        table = reopen(path)
         if new_columns_in_write:
             later = set(addable_columns(table, schema))
             check_schema(table, pa.schema([f for f in schema if f.name not in later]), path)
@@ -82,7 +82,7 @@ def _commit_stamp(path: Path, version: int) -> tuple[int, int, int] | None:
     return info.st_ino, info.st_size, info.st_mtime_ns
 
 
-def _reopen(path: Path) -> DeltaTable:
+def reopen(path: Path) -> DeltaTable:
     """The table at ``path`` as of now: the one opened last time brought up to date
     (``update_incremental`` reads only the commits since; opening reads the whole log, tens
     of milliseconds per table per batch). A table set aside and created anew at the same path

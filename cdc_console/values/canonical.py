@@ -111,6 +111,7 @@ __all__ = [
     "RowNormalizer",
     "UnsupportedColumnType",
     "chunk_key_converter",
+    "invalid_date_text",
     "normalize_value",
     "raw_chunk_key",
     "select_expression",
@@ -458,6 +459,12 @@ def _invalid_date(column: ColumnInfo) -> CanonicalValue:
     return sentinel_text(family, _precision(column))
 
 
+def invalid_date_text(value: DriverValue) -> str | None:
+    """The source's text of a date column's driver value when it is an invalid date (the
+    drivers hand those back as the server's text), else None: a ``text`` companion's value."""
+    return value if type(value) is str else None
+
+
 class _Companion:
     """Fills a ``text``-ruled date column's companion (``core.invalid_dates``) from the
     column's driver value: the source's text where the date is invalid, else None.
@@ -476,7 +483,7 @@ class _Companion:
         )
 
     def snapshot(self, value: DriverValue) -> str | None:
-        return value if type(value) is str else None
+        return invalid_date_text(value)
 
     def binlog(self, value: DriverValue, why: str | None) -> str | None:
         if type(value) is str:
