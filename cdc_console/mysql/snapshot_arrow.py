@@ -40,6 +40,7 @@ from cdc_console.mysql.connection import text_mode_decoders
 from cdc_console.mysql.rawrows import RawResult
 from cdc_console.values.arrow import ColumnCodec, arrow_schema, codec_for
 from cdc_console.values.canonical import invalid_date_text, snapshot_converter
+from cdc_console.values.codecs import StoredKind
 
 # Text a temporal value can start with whose canonical value is NULL (or needs a closer look):
 # year 0, and the epoch-0 TIMESTAMP the binlog uses for the zero timestamp.
@@ -118,15 +119,15 @@ class _ColumnPlan:
         self.timestamp = family is TypeFamily.TIMESTAMP
         self.suspects = _SUSPECT_TIMESTAMP_PREFIXES if self.timestamp else _SUSPECT_PREFIXES
         self.fast = decode is not None and codec.kind in (
-            "decimal",
-            "date",
-            "datetime",
-            "timestamp",
+            StoredKind.DECIMAL,
+            StoredKind.DATE,
+            StoredKind.DATETIME,
+            StoredKind.TIMESTAMP,
         )
         # Integer and character columns whose canonical value is the driver's own.
         self.plain = self.convert is None and (
-            (family is TypeFamily.INTEGER and codec.kind in ("int", "wide_int"))
-            or (codec.kind == "string" and family is TypeFamily.STRING)
+            (family is TypeFamily.INTEGER and codec.kind in (StoredKind.INT, StoredKind.WIDE_INT))
+            or (codec.kind is StoredKind.STRING and family is TypeFamily.STRING)
         )
 
     def converted(self, values: list[DriverValue]) -> list[CanonicalValue]:

@@ -1,9 +1,11 @@
 """A MySQL value's forms outside the drivers: its canonical value and its Arrow/Delta type.
 
-``canonical.py`` maps what pymysql (snapshot) and pymysqlreplication (binlog) return onto one
-canonical, JSON-friendly value per column type (the *One canonical value* invariant);
-``arrow.py`` maps each column type to its Arrow and Delta type and decodes canonical values into
-typed Arrow columns. Readers (``mysql/``, ``source/``) and sinks (``sinks/``) both use them, so
-the package sits below both. Which family a type belongs to is ``core.mysqltypes``'s one table;
-both modules dispatch on that family, never on a type name. Imports neither Textual nor PySpark.
+``codecs`` holds one codec object per type family (``core.mysqltypes``' one table says which
+family a type is): that family's snapshot (text protocol) and binlog-image converters into the
+canonical value, its chunk-key forms, its SELECT expression and its typed sink form.
+``canonical.py`` turns whole rows of either path into canonical rows through them (the *One
+canonical value* invariant); ``arrow.py`` turns a family's sink form into an Arrow type and
+decodes canonical values into typed Arrow columns. Readers (``mysql/``, ``source/``) and sinks
+(``sinks/``) both use them, so the package sits below both. Neither module dispatches on a family
+or a type name; both go through the codecs. Imports neither Textual nor PySpark.
 """

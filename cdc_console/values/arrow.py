@@ -72,24 +72,15 @@ from typing import cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_console.core.mysqltypes import INTEGER_BITS, TypeFamily
 from cdc_console.core.schema import COUNT_COLUMN, ColumnInfo, TableSchema
 from cdc_console.core.untyped import ArrowValue
 from cdc_console.core.values import CanonicalRow, CanonicalValue
+from cdc_console.values.codecs import FAMILY_CODECS, SinkType, StoredKind
 
-MAX_DELTA_DECIMAL_PRECISION = 38
 UNSIGNED_BIGINT_TYPE = pa.decimal128(20, 0)
 
-_INT_TYPES: dict[int, tuple[pa.DataType, pa.DataType]] = {
-    # width in bits -> (signed, unsigned)
-    8: (pa.int8(), pa.int16()),
-    16: (pa.int16(), pa.int32()),
-    24: (pa.int32(), pa.int64()),
-    32: (pa.int32(), pa.int64()),
-    64: (pa.int64(), UNSIGNED_BIGINT_TYPE),
-}
+_INT_TYPES: dict[int, pa.DataType] = {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
 _DATE_SHAPE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
-_BIT_WIDTH = re.compile(r"^\s*bit\s*\(\s*(\d+)\s*\)", re.IGNORECASE)
 
 
 class SinkTypeError(ValueError):
@@ -106,7 +97,7 @@ class ColumnCodec:
 
     column: ColumnInfo
     arrow_type: pa.DataType
-    kind: str  # int, wide_int, decimal, decimal_text, float, string, text, binary, date, ...
+    kind: StoredKind
     # Integer kinds: the MySQL type's own range, narrower than the Arrow type's for unsigned and
     # MEDIUMINT types. A negative value in an unsigned column is the classic binlog-decoding bug
     # (signed reinterpretation), so it is refused rather than stored.
@@ -141,62 +132,34 @@ class ColumnCodec:
         return [None if v is None else encode(self, v) for v in array.to_pylist()]
 
 
-def _bit_width(column: ColumnInfo) -> int:
-    match = _BIT_WIDTH.match(column.column_type)
-    if match:
-        return int(match.group(1))
-    return column.numeric_precision or 1
+#: how each stored kind that is not simply text is held in Arrow
+_ARROW_OF_KIND: dict[StoredKind, Callable[[SinkType], pa.DataType]] = {
+    StoredKind.INT: lambda stored: _INT_TYPES[stored.bits],
+    StoredKind.WIDE_INT: lambda stored: UNSIGNED_BIGINT_TYPE,
+    StoredKind.DECIMAL: lambda stored: pa.decimal128(stored.precision, stored.scale),
+    StoredKind.FLOAT: lambda stored: pa.float32() if stored.bits == 32 else pa.float64(),
+    StoredKind.BINARY: lambda stored: pa.binary(),
+    StoredKind.DATE: lambda stored: pa.date32(),
+    StoredKind.DATETIME: lambda stored: pa.timestamp("us"),
+    StoredKind.TIMESTAMP: lambda stored: pa.timestamp("us", tz="UTC"),
+}
 
 
 @lru_cache(maxsize=4096)
 def codec_for(column: ColumnInfo) -> ColumnCodec:
-    """The sink type of one column (see the module table)."""
-    match column.family:
-        case TypeFamily.INTEGER:
-            bits = INTEGER_BITS[column.data_type.lower().strip()]
-            signed, unsigned = _INT_TYPES[bits]
-            if column.unsigned:
-                kind = "wide_int" if pa.types.is_decimal(unsigned) else "int"
-                return ColumnCodec(column, unsigned, kind, (0, 2**bits - 1))
-            return ColumnCodec(column, signed, "int", (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1))
-        case TypeFamily.YEAR:
-            return ColumnCodec(column, pa.int16(), "int", (0, 2155))
-        case TypeFamily.BIT:
-            width = min(max(_bit_width(column), 1), 64)
-            arrow = UNSIGNED_BIGINT_TYPE if width == 64 else pa.int64()
-            kind = "wide_int" if width == 64 else "int"
-            return ColumnCodec(column, arrow, kind, (0, 2**width - 1))
-        case TypeFamily.DECIMAL:
-            precision = column.numeric_precision
-            scale = column.numeric_scale or 0
-            if precision is None or precision > MAX_DELTA_DECIMAL_PRECISION:
-                return ColumnCodec(column, pa.string(), "decimal_text")
-            return ColumnCodec(column, pa.decimal128(precision, scale), "decimal")
-        case TypeFamily.FLOAT:
-            return ColumnCodec(column, pa.float32(), "float")
-        case TypeFamily.DOUBLE:
-            return ColumnCodec(column, pa.float64(), "float")
-        case TypeFamily.DATE:
-            return ColumnCodec(column, pa.date32(), "date")
-        case TypeFamily.DATETIME:
-            return ColumnCodec(column, pa.timestamp("us"), "datetime")
-        case TypeFamily.TIMESTAMP:
-            return ColumnCodec(column, pa.timestamp("us", tz="UTC"), "timestamp")
-        case (
-            TypeFamily.CHAR
-            | TypeFamily.STRING
-            | TypeFamily.SET
-            | TypeFamily.TIME
-            | TypeFamily.JSON
-            | TypeFamily.UUID
-            | TypeFamily.INET4
-            | TypeFamily.INET6
-        ):
-            return ColumnCodec(column, pa.string(), "string")
-        case TypeFamily.BINARY | TypeFamily.BYTES:
-            return ColumnCodec(column, pa.binary(), "binary")
-        case None:
-            return ColumnCodec(column, pa.string(), "text")
+    """The sink type of one column (see the module table): its family's ``stored_as``, in Arrow;
+    a type with no family keeps its canonical value as text."""
+    family = column.family
+    if family is None:
+        return ColumnCodec(column, pa.string(), StoredKind.TEXT)
+    stored = FAMILY_CODECS[family].stored_as(column)
+    arrow = _ARROW_OF_KIND.get(stored.kind)
+    return ColumnCodec(
+        column,
+        pa.string() if arrow is None else arrow(stored),
+        stored.kind,
+        stored.value_range,
+    )
 
 
 def arrow_type(column: ColumnInfo) -> pa.DataType:
@@ -378,18 +341,18 @@ def _decode_temporal(codec: ColumnCodec, values: Sequence[CanonicalValue]) -> pa
     return pc.cast(pa.array(cleaned, type=pa.string()), codec.arrow_type)
 
 
-_DECODERS: dict[str, Callable[[ColumnCodec, Sequence[CanonicalValue]], pa.Array]] = {
-    "int": _decode_int,
-    "wide_int": _decode_wide_int,
-    "decimal": _decode_decimal,
-    "decimal_text": _decode_decimal_text,
-    "float": _decode_float,
-    "string": _decode_string,
-    "text": _decode_text,
-    "binary": _decode_binary,
-    "date": _decode_temporal,
-    "datetime": _decode_temporal,
-    "timestamp": _decode_temporal,
+_DECODERS: dict[StoredKind, Callable[[ColumnCodec, Sequence[CanonicalValue]], pa.Array]] = {
+    StoredKind.INT: _decode_int,
+    StoredKind.WIDE_INT: _decode_wide_int,
+    StoredKind.DECIMAL: _decode_decimal,
+    StoredKind.DECIMAL_TEXT: _decode_decimal_text,
+    StoredKind.FLOAT: _decode_float,
+    StoredKind.STRING: _decode_string,
+    StoredKind.TEXT: _decode_text,
+    StoredKind.BINARY: _decode_binary,
+    StoredKind.DATE: _decode_temporal,
+    StoredKind.DATETIME: _decode_temporal,
+    StoredKind.TIMESTAMP: _decode_temporal,
 }
 
 
@@ -455,16 +418,16 @@ def _encode_timestamp(codec: ColumnCodec, value: ArrowValue) -> CanonicalValue:
     return _format_datetime(codec, value) + "Z"
 
 
-_ENCODERS: dict[str, Callable[[ColumnCodec, ArrowValue], CanonicalValue]] = {
-    "int": _encode_int,
-    "wide_int": _encode_int,
-    "decimal": _encode_decimal,
-    "decimal_text": _encode_str,
-    "float": _encode_float,
-    "string": _encode_str,
-    "text": _encode_str,
-    "binary": _encode_binary,
-    "date": _encode_date,
-    "datetime": _encode_datetime,
-    "timestamp": _encode_timestamp,
+_ENCODERS: dict[StoredKind, Callable[[ColumnCodec, ArrowValue], CanonicalValue]] = {
+    StoredKind.INT: _encode_int,
+    StoredKind.WIDE_INT: _encode_int,
+    StoredKind.DECIMAL: _encode_decimal,
+    StoredKind.DECIMAL_TEXT: _encode_str,
+    StoredKind.FLOAT: _encode_float,
+    StoredKind.STRING: _encode_str,
+    StoredKind.TEXT: _encode_str,
+    StoredKind.BINARY: _encode_binary,
+    StoredKind.DATE: _encode_date,
+    StoredKind.DATETIME: _encode_datetime,
+    StoredKind.TIMESTAMP: _encode_timestamp,
 }
