@@ -3,12 +3,13 @@ the pipeline.
 
 A column's ``information_schema`` ``DATA_TYPE`` names it; :data:`MYSQL_TYPES` maps each name to
 a :class:`TypeFamily`, and everything downstream dispatches on the family, never on the name:
-the snapshot reader's text-mode decoding (``cdc_console.mysql.connection``), the canonical value
-(``cdc_console.values.canonical``), the Arrow/Delta type (``cdc_console.values.arrow``), the
-snapshot's vectorised Arrow path (``cdc_console.mysql.snapshot_arrow``), key ordering
-(``cdc_console.core.keys``) and chunk splitting (``cdc_console.source.splitter``). Adding a type
-means one row here; ``tests/unit/test_mysqltypes.py`` then fails until every concern handles its
-family. The binlog decoder (``cdc_console.mysql.binlog_decode``) is the one exception: it works on
+the snapshot reader's text-mode decoding (``cdc_console.mysql.connection``), the family's codec
+(``cdc_console.values.codecs``: its canonical value from either path, its chunk-key forms and its
+Arrow/Delta type, one object per family), the snapshot's vectorised Arrow path
+(``cdc_console.mysql.snapshot_arrow``), key ordering (``cdc_console.core.keys``) and chunk
+splitting (``cdc_console.source.splitter``). Adding a type means one row here (and, for a new
+family, one codec); ``tests/unit/test_mysqltypes.py`` and ``tests/unit/test_family_codecs.py``
+then fail until every concern handles its family. The binlog decoder (``cdc_console.mysql.binlog_decode``) is the one exception: it works on
 the binlog's wire type codes, below any ``DATA_TYPE``, exactly as the reference decoder does.
 
 ==========  ==================================  ===========================  ====================
