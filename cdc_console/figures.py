@@ -451,7 +451,8 @@ class LagStage(StrEnum):
 
     TRIGGER = "waiting for the next batch"
     SERVER = "planning (the server's answers)"
-    READ = "reading and decoding (Spark's batch)"
+    READ = "reading and decoding"
+    SPARK = "Spark's batch"
     MAINTENANCE = "lake maintenance"
     COMMIT = "the sink's commit"
 
@@ -510,8 +511,12 @@ def lag_stages(
     A batch's cycle runs from the commit of the batch before it to its own commit: it waited
     for the next trigger, was planned (asking the server where the binlog ends), read and
     decoded by Spark's tasks until staged, held while lake maintenance had the applier's lock,
-    and committed. The batch in flight counts up to ``now`` in the stage it is in. Batches
-    planned while the one before was still applied overlap it; each moment counts once.
+    and committed. From planned to staged, the longest task's time in our readers
+    (``read_seconds``) is reading and decoding; the rest is Spark's: scheduling the tasks,
+    taking their Arrow batches into the JVM and handing the batch to ``foreachBatch``, and
+    staging it. Where the window cuts that span, both shares are cut in proportion. The batch
+    in flight counts up to ``now`` in the stage it is in (reading, while it is not staged).
+    Batches planned while the one before was still applied overlap it; each moment counts once.
     """
     seconds = dict.fromkeys(LagStage, 0.0)
     by_table: dict[str, float] = {}
@@ -534,7 +539,14 @@ def lag_stages(
         held = min(batch.held_seconds, committing) if batch.applied_at is not None else 0.0
         seconds[LagStage.TRIGGER] += plan_began - start
         seconds[LagStage.SERVER] += planned - plan_began
-        seconds[LagStage.READ] += staged - planned
+        reading = staged - planned
+        whole = (batch.staged_at or now) - batch.created_at
+        if batch.read_seconds is not None and batch.staged_at is not None and whole > 0:
+            spark = reading * max(0.0, 1.0 - batch.read_seconds / whole)
+        else:
+            spark = 0.0
+        seconds[LagStage.READ] += reading - spark
+        seconds[LagStage.SPARK] += spark
         seconds[LagStage.MAINTENANCE] += held
         seconds[LagStage.COMMIT] += committing - held
         timed = sum(batch.table_seconds.values())

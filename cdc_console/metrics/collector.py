@@ -95,8 +95,8 @@ class PipelineCollector(Collector):
 
         stages = gauge(
             "lag_stage_seconds",
-            "Seconds of the last minute the pipeline spent in each stage: trigger (waiting for "
-            "the next batch), server (planning), read (Spark's batch), maintenance, commit",
+            "Seconds of the last minute the pipeline spent in each stage: "
+            + ", ".join(f"{stage.key} ({stage})" for stage in LagStage),
             ("stage",),
         )
         for stage in LagStage:

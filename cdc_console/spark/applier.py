@@ -159,7 +159,7 @@ class BatchApplier:
                 continue
             if found.status == BatchStatus.PLANNED:
                 past = overlap and plans_past(found.plan, reports)
-                self.stage(batch_no, table, plan_past=past)
+                self.stage(batch_no, table, plan_past=past, read_seconds=reports.read_seconds)
                 crash_point("after-stage", table.num_rows > len(controls))
                 if past:
                     self._apply_in_background(batch_no, table)
@@ -168,12 +168,25 @@ class BatchApplier:
             else:
                 self.apply_staged(batch_no)  # staged before a crash: its file, not this replay
 
-    def stage(self, batch_no: int, table: pa.Table, *, plan_past: bool = False) -> None:
+    def stage(
+        self,
+        batch_no: int,
+        table: pa.Table,
+        *,
+        plan_past: bool = False,
+        read_seconds: float | None = None,
+    ) -> None:
         path = self.staging / f"batch-{batch_no:09d}.parquet"
         tmp = path.with_suffix(".tmp")
         pq.write_table(table, tmp)
         os.replace(tmp, path)
-        self.store.mark_staged(batch_no, str(path), record_count(table), plan_past=plan_past)
+        self.store.mark_staged(
+            batch_no,
+            str(path),
+            record_count(table),
+            plan_past=plan_past,
+            read_seconds=read_seconds,
+        )
 
     def _apply_in_background(self, batch_no: int, table: pa.Table) -> None:
         def apply() -> None:

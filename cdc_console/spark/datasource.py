@@ -12,7 +12,7 @@ Mapping of Flink CDC's roles onto Spark Structured Streaming:
   window's counts) through the same data path, so progress is recorded exactly when the data is.
 
 What the tasks and records look like is ``protocol.py``'s business; this module only wires
-Spark's callbacks to the driver's ``Planner`` and the executors' ``tasks.run_partition``.
+Spark's callbacks to the driver's ``Planner`` and the executors' ``tasks.read_partition``.
 
 Executors read the password from the same environment variable as the driver
 (``spark.executorEnv.<VAR>`` on a cluster).
@@ -80,11 +80,10 @@ class CdcStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from cdc_console.spark.partitions import PlanPartition
-        from cdc_console.spark.protocol import pack_changes, to_batches
-        from cdc_console.spark.tasks import run_partition
+        from cdc_console.spark.tasks import read_partition
 
         assert isinstance(partition, PlanPartition)
-        yield from to_batches(pack_changes(run_partition(partition)))
+        yield from read_partition(partition)
 
     def commit(self, end: SparkOffset) -> None:
         """Nothing to do: ``foreachBatch`` recorded the batch in SQLite before Spark committed."""

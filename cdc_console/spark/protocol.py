@@ -98,6 +98,12 @@ def split_control(batch_no: int, result: SplitResult) -> RecordDict:
     )
 
 
+def task_control(batch_no: int, busy_seconds: float) -> RecordDict:
+    """The end of one task: how long it spent in our code (reading, decoding, packing), as
+    opposed to handing its batches to Spark (``tasks.read_partition``)."""
+    return _control(batch_no, "task", {"busy_seconds": round(busy_seconds, 6)})
+
+
 def window_control(batch_no: int, result: WindowResult) -> RecordDict:
     return _control(
         batch_no,
@@ -120,6 +126,15 @@ class Reports:
     batch_numbers: tuple[int, ...]
     splits: tuple[SplitResult, ...]
     window: WindowResult | None
+    #: each task's time in our code (``task_control``), in no particular order
+    task_seconds: tuple[float, ...] = ()
+
+    @property
+    def read_seconds(self) -> float | None:
+        """How long the batch's reading and decoding took: its longest task's time in our
+        code (tasks run side by side, so the longest bounds the batch); None when no task
+        reported it (a batch read before tasks timed themselves)."""
+        return max(self.task_seconds) if self.task_seconds else None
 
 
 def read_controls(controls: Iterable[RecordDict]) -> Reports:
@@ -127,6 +142,7 @@ def read_controls(controls: Iterable[RecordDict]) -> Reports:
     batches: set[int] = set()
     splits: list[SplitResult] = []
     window: WindowResult | None = None
+    busy: list[float] = []
     for control in controls:
         data = json.loads(str(control["row"]))
         batches.add(int(data["batch"]))
@@ -153,7 +169,9 @@ def read_controls(controls: Iterable[RecordDict]) -> Reports:
                 data["emitted"], int(data["skipped"]), data["last_event_ts"], changed
             )
             window = part if window is None else merge_windows(window, part)
-    return Reports(tuple(sorted(batches)), tuple(splits), window)
+        elif control["key"] == "task":
+            busy.append(float(data["busy_seconds"]))
+    return Reports(tuple(sorted(batches)), tuple(splits), window, tuple(busy))
 
 
 def merge_windows(a: WindowResult, b: WindowResult) -> WindowResult:

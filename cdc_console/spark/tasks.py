@@ -40,8 +40,11 @@ from cdc_console.spark.partitions import BinlogTask, ChunkTask, PlanPartition, S
 from cdc_console.spark.protocol import (
     files_record,
     noop_control,
+    pack_changes,
     rows_record,
     split_control,
+    task_control,
+    to_batches,
     window_control,
 )
 from cdc_console.values.arrow import rows_to_table
@@ -59,6 +62,22 @@ def narrate() -> None:
         root.addHandler(handler)
         root.setLevel(logging.INFO)
         logging.getLogger("pymysqlreplication").setLevel(logging.WARNING)
+
+
+def read_partition(partition: PlanPartition) -> Iterator[pa.RecordBatch]:
+    """The partition's records as Arrow batches for Spark, then one ``task_control`` with the
+    time spent producing them: in our code (reading, decoding, packing) and not in Spark's
+    hands between two batches, which is what splits the lag's read stage from Spark's."""
+    batches = to_batches(pack_changes(run_partition(partition)))
+    busy = 0.0
+    while True:
+        began = time.perf_counter()
+        batch = next(batches, None)
+        busy += time.perf_counter() - began
+        if batch is None:
+            break
+        yield batch
+    yield from to_batches(iter([task_control(partition.batch_no, busy)]))
 
 
 def run_partition(partition: PlanPartition) -> Iterator[RecordDict]:

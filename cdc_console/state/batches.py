@@ -114,15 +114,30 @@ class BatchesRepo(SplitsRepo):
         ]
 
     def mark_staged(
-        self, batch_no: int, path: str, records: int, *, plan_past: bool = False
+        self,
+        batch_no: int,
+        path: str,
+        records: int,
+        *,
+        plan_past: bool = False,
+        read_seconds: float | None = None,
     ) -> None:
         """The batch's content is fixed in ``path``; with ``plan_past`` the planner may plan
-        the next batch before this one is applied (``HybridSplitAssigner.next_plan``)."""
+        the next batch before this one is applied (``HybridSplitAssigner.next_plan``);
+        ``read_seconds``: its longest task's time in our readers (``Reports.read_seconds``)."""
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE batches SET status=?, staged_path=?, records=?, staged_at=?, plan_past=? "
-                "WHERE batch_no=?",
-                (BatchStatus.STAGED, path, records, time.time(), int(plan_past), batch_no),
+                "UPDATE batches SET status=?, staged_path=?, records=?, staged_at=?, plan_past=?, "
+                "read_seconds=? WHERE batch_no=?",
+                (
+                    BatchStatus.STAGED,
+                    path,
+                    records,
+                    time.time(),
+                    int(plan_past),
+                    read_seconds,
+                    batch_no,
+                ),
             )
 
     def mark_applied(self, batch_no: int, conn: sqlite3.Connection) -> None:
@@ -153,7 +168,7 @@ class BatchesRepo(SplitsRepo):
         for the lag split by stage (``figures.lag_stages``)."""
         rows = self.db.execute(
             "SELECT batch_no, created_at, plan_seconds, staged_at, held_seconds, applied_at, "
-            "table_seconds FROM batches WHERE batch_no >= COALESCE((SELECT MAX(batch_no) FROM batches "
+            "table_seconds, read_seconds FROM batches WHERE batch_no >= COALESCE((SELECT MAX(batch_no) FROM batches "
             "WHERE status = ? AND applied_at <= ?), 0) ORDER BY batch_no",
             (BatchStatus.APPLIED, since),
         ).fetchall()
@@ -166,6 +181,7 @@ class BatchesRepo(SplitsRepo):
                 float(r[4] or 0.0),
                 float(r[5]) if r[5] is not None else None,
                 {str(t): float(s) for t, s in json.loads(r[6]).items()} if r[6] else {},
+                float(r[7]) if r[7] is not None else None,
             )
             for r in rows
         ]

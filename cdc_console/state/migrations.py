@@ -210,4 +210,9 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE batches ADD COLUMN table_seconds TEXT;
     """,
+    # 12: how long the batch's longest task spent reading and decoding (its own code, not
+    # Spark's), to split the read stage from Spark's share of the batch
+    """
+    ALTER TABLE batches ADD COLUMN read_seconds REAL;
+    """,
 ]

@@ -124,6 +124,9 @@ class AppliedBatch:
     applied_at: float | None
     #: how long the sink's commit took for each table it wrote (``"db.t"``: seconds)
     table_seconds: dict[str, float] = field(default_factory=dict)
+    #: how long its longest task spent in our readers (None: not measured, all of the time from
+    #: planned to staged counts as reading)
+    read_seconds: float | None = None
 
 
 @dataclass(frozen=True)

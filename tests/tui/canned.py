@@ -154,21 +154,25 @@ def build_state(path: Path) -> None:
 
 
 def _batches(store: StateStore) -> None:
-    """The last minute's batches: chunk batches read for 8 s between binlog-only ones, one held
-    6 s by lake maintenance, and one still being read (batch 7, with two orders chunks)."""
+    """The last minute's batches: chunk batches read for 8 s (6.5 s of it in our readers, the
+    rest Spark's) between binlog-only ones, one held 6 s by lake maintenance, and one still
+    being read (batch 7, with two orders chunks)."""
     rows = []
     applied = NOW - 45.0
     for no in range(1, 7):
         created = applied + 0.8
         staged = created + (8.0 if no % 2 else 0.6)
+        read = 6.5 if no % 2 else 0.25
         held = 6.0 if no == 4 else 0.0
         applied = staged + held + 0.4
-        rows.append((no, "{}", BatchStatus.APPLIED, created, 0.1, staged, held or None, applied))
-    rows.append((7, "{}", BatchStatus.PLANNED, NOW - 2.0, 0.1, None, None, None))
+        rows.append(
+            (no, "{}", BatchStatus.APPLIED, created, 0.1, staged, read, held or None, applied)
+        )
+    rows.append((7, "{}", BatchStatus.PLANNED, NOW - 2.0, 0.1, None, None, None, None))
     with store.transaction() as conn:
         conn.executemany(
             "INSERT INTO batches (batch_no, plan, status, created_at, plan_seconds, staged_at, "
-            "held_seconds, applied_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "read_seconds, held_seconds, applied_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
 

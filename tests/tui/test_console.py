@@ -312,6 +312,21 @@ async def test_binlog_screen_positions_lag_and_purge_risk(shop: PipelineMonitor)
         assert app.screen.query_one("#needs", KeyedTable).row_count == 6
 
 
+async def test_binlog_screen_stacks_the_last_minute_by_stage(shop: PipelineMonitor) -> None:
+    """The canned minute from batch 1's commit on: two chunk batches of 8 s to staged (6.5 s
+    in our readers: 1.5 s Spark's each), three binlog-only ones of 0.6 s (0.25 s: 0.35 s
+    Spark's), one held 6 s by maintenance, and batch 7 reading for the last 2 s: reading
+    2 x 6.5 + 3 x 0.25 + 2 = 15.75 s, Spark 2 x 1.5 + 3 x 0.35 = 4.05 s, of 35.8 s."""
+    app = ConsoleApp([shop], first_screen="binlog")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "where the time went" in text
+        assert "reading and decoding took 16 s of the last 36 s" in text
+        for legend in ("trigger 7.4 s", "read 16 s", "spark 4.0 s", "maintenance 6.0 s"):
+            assert legend in text, legend
+
+
 async def test_an_unreachable_server_is_shown_with_the_reason(workdir: Path) -> None:
     server = CannedServer(error="cannot reach the source server at 127.0.0.1:3306: refused")
     shop = canned_pipeline(workdir, server=server)

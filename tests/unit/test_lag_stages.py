@@ -37,6 +37,7 @@ def test_each_cycle_is_cut_at_its_planning_staging_and_commit() -> None:
             LagStage.TRIGGER: 1.0 + 0.3,
             LagStage.SERVER: 0.5 + 0.2,
             LagStage.READ: 2.0 + 0.5,
+            LagStage.SPARK: 0.0,  # the tasks did not time themselves
             LagStage.MAINTENANCE: 3.0,
             LagStage.COMMIT: 1.0 + 1.5,
         }
@@ -97,6 +98,7 @@ def test_a_changes_stages_run_from_its_write_to_its_batchs_commit() -> None:
         "trigger": 0.8,
         "server": 0.25,
         "read": 0.75,
+        "spark": 0.0,
         "maintenance": 0.25,
         "commit": 0.25,
     }
@@ -130,3 +132,38 @@ def test_the_state_keeps_each_tables_commit_time(tmp_path: Path) -> None:
     store.create_batch(1, {"batch_no": 1}, [], plan_seconds=0.1)
     store.note_table_seconds(1, {"shop.orders": 1.23456})
     assert store.applied_batches(since=0.0)[0].table_seconds == {"shop.orders": 1.235}
+
+
+def test_the_read_stage_is_split_into_our_readers_time_and_sparks() -> None:
+    # planned at 101, staged at 105: the longest task spent 1 s in our readers, so 3 s of the
+    # 4 s were Spark's (scheduling, the Arrow hop into the JVM, staging)
+    read = replace(batch(2, 101.0, 105.0, 106.0), read_seconds=1.0)
+    found = lag_stages([batch(1, 90.0, 91.0, 100.0), read], now=106.0)
+    assert found.seconds[LagStage.READ] == pytest.approx(1.0)
+    assert found.seconds[LagStage.SPARK] == pytest.approx(3.0)
+    assert found.covered == pytest.approx(6.0)
+    assert found.describe() == "Spark's batch took 3.0 s of the last 6.0 s"
+    assert found.to_dict()["spark_seconds"] == 3.0
+    # a window that sees half of the span counts half of each share
+    half = lag_stages([batch(1, 90.0, 91.0, 100.0), read], now=106.0, window=3.0)
+    assert half.seconds[LagStage.READ] == pytest.approx(0.5)
+    assert half.seconds[LagStage.SPARK] == pytest.approx(1.5)
+    # not staged yet, or not measured: all of it counts as reading
+    reading = replace(batch(2, 101.0, None, None), read_seconds=1.0)
+    assert lag_stages([batch(1, 90.0, 91.0, 100.0), reading], now=103.0).seconds == pytest.approx(
+        {**dict.fromkeys(LagStage, 0.0), LagStage.TRIGGER: 1.0, LagStage.READ: 2.0}
+    )
+    # a task clock that ran past the span (clocks apart) leaves Spark no negative share
+    over = replace(batch(2, 101.0, 102.0, 103.0), read_seconds=5.0)
+    found = lag_stages([batch(1, 90.0, 91.0, 100.0), over], now=103.0)
+    assert found.seconds[LagStage.SPARK] == 0.0
+    assert found.seconds[LagStage.READ] == pytest.approx(1.0)
+
+
+def test_the_state_keeps_the_read_seconds_of_a_staged_batch(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "state.sqlite")
+    store.create_batch(1, {"batch_no": 1}, [], plan_seconds=0.1)
+    store.create_batch(2, {"batch_no": 2}, [], plan_seconds=0.1)
+    store.mark_staged(1, str(tmp_path / "batch-1.parquet"), 3, read_seconds=0.75)
+    store.mark_staged(2, str(tmp_path / "batch-2.parquet"), 3)
+    assert [b.read_seconds for b in store.applied_batches(since=0.0)] == [0.75, None]

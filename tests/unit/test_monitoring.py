@@ -77,16 +77,37 @@ def test_alert_rules_are_valid_and_name_exported_metrics(tmp_path: Path) -> None
     known = exported(tmp_path)
     for alert in alerts:
         assert named(alert["expr"]) <= known, (alert["alert"], named(alert["expr"]) - known)
-    promtool = shutil.which("promtool")
-    if promtool is not None:
-        for name in ("alerts.yaml",):
-            done = subprocess.run(
-                [promtool, "check", "rules", str(MONITORING / name)],
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            assert done.returncode == 0, done.stdout + done.stderr
+    done = promtool("check", "rules", "alerts.yaml")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    """Prometheus' own checker, run in ``jobs/monitoring`` (``.ci/setup`` installs it)."""
+    found = shutil.which("promtool")
+    assert found is not None, (
+        "promtool is not installed: 'apt-get install --no-install-recommends prometheus' "
+        "(.ci/setup does)"
+    )
+    return subprocess.run(
+        [found, *args], capture_output=True, text=True, timeout=120, cwd=MONITORING
+    )
+
+
+def test_each_alert_fires_when_it_should_and_says_what_it_should() -> None:
+    """``alerts_test.yaml``: Prometheus evaluates the rules over series shaped as the job
+    exports them (a stalled commit naming its stage, a lagging table, a read that outlasts the
+    purge headroom, a parked table, an unsafe setting) and compares labels and texts."""
+    done = promtool("test", "rules", "alerts_test.yaml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    tested = set(re.findall(r"alertname: (\w+)", (MONITORING / "alerts_test.yaml").read_text()))
+    assert tested >= {
+        "CdcStalled",
+        "CdcLagHigh",
+        "CdcReadOutlastsHeadroom",
+        "CdcPurgeHeadroomLow",
+        "CdcTableParked",
+        "CdcSourceSettingUnsafe",
+    }
 
 
 def test_the_dashboard_is_grafana_json_over_exported_metrics(tmp_path: Path) -> None:

@@ -77,6 +77,7 @@ STAGE_STYLES = {
     LagStage.TRIGGER: "grey50",
     LagStage.SERVER: "cyan",
     LagStage.READ: "blue",
+    LagStage.SPARK: "green",
     LagStage.MAINTENANCE: "magenta",
     LagStage.COMMIT: "yellow",
 }
