@@ -17,7 +17,7 @@ from cdc_console.core.estimate import FinishEstimate
 from cdc_console.core.lifecycle import Lifecycle, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
-from cdc_console.core.schema import TableId, schema_from_dict
+from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.values import JSONObject, JSONValue
 from cdc_console.errors import redact
 from cdc_console.figures import (
@@ -303,14 +303,13 @@ class HeadProbe:
 
 
 def mirror_shape(
-    config: PipelineConfig, table_id: TableId, stored: JSONObject | None
+    config: PipelineConfig, table_id: TableId, schema: TableSchema | None
 ) -> JSONObject | None:
     """What an operator checks of a table's privacy and placement rules: the columns its
     mirror leaves out, those it masks (and how), the columns it adds (the text of invalid
     dates), and where the mirror is when placed by name."""
     shape: JSONObject = {}
-    if stored is not None:
-        schema = schema_from_dict(stored)
+    if schema is not None:
         if schema.left_out:
             shape["left_out"] = list(schema.left_out)
         masked = {c.name: c.mask.describe() for c in schema.columns if c.mask is not None}

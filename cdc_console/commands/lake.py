@@ -178,7 +178,6 @@ def _status(config: PipelineConfig, tables: list[LakeTable], as_json: bool) -> i
 
 
 def _convert(config: PipelineConfig, args: argparse.Namespace) -> int:
-    from cdc_console.core.schema import schema_from_dict
     from cdc_console.launcher import job_alive
     from cdc_console.sinks.delta import pipeline_app_id
     from cdc_console.sinks.lake_layout import folder_name
@@ -216,7 +215,7 @@ def _convert(config: PipelineConfig, args: argparse.Namespace) -> int:
     if config.state_path.exists():
         store = StateStore.open_existing(config.state_path, read_only=True)
         try:
-            keys = {str(t): schema_from_dict(s).key_columns for t, s in store.schemas().items()}
+            keys = {str(t): s.key_columns for t, s in store.schemas().items()}
         finally:
             store.close()
     app_id = pipeline_app_id(config.name)

@@ -24,7 +24,7 @@ from deltalake import DeltaTable
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.options import SinkKind
-from cdc_console.core.schema import TableSchema, schema_from_dict
+from cdc_console.core.schema import TableSchema
 from cdc_console.core.untyped import Cursor
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.mysql.connection import connect
@@ -189,13 +189,12 @@ def verify_mirrors(
         with conn.cursor() as cur:
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         for table_id in captured:
-            schema_doc = schemas.get(table_id)
-            if schema_doc is None:
+            schema = schemas.get(table_id)
+            if schema is None:
                 results.append(
                     TableComparison(str(table_id), (), error="no schema recorded by the job yet")
                 )
                 continue
-            schema = schema_from_dict(schema_doc)
             try:
                 mirror = read_mirror(config, schema)
             except Exception as exc:

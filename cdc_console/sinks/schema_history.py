@@ -25,6 +25,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.core.schema_change import SchemaChange
 from cdc_console.sinks.lake_layout import CHANGELOG_DIR
 
 #: where the record lives, beside the changelog tables of each database
@@ -59,6 +60,22 @@ class SchemaChangeEntry:
     outcome: str
     detail: str
     schema: TableSchema | None = None
+
+
+def record_followed(
+    lake: Path,
+    table_id: TableId,
+    change: SchemaChange | None,
+    outcome: str,
+    detail: str,
+    schema: TableSchema | None,
+) -> None:
+    """Record how a change of shape was followed (``source.schema_follow.SchemaFollowed``):
+    ``change`` None for a table changed while the job was down."""
+    position = change.position if change is not None else None
+    statement = change.what if change is not None else ""
+    entry = SchemaChangeEntry(table_id, position, statement, outcome, detail, schema)
+    record_schema_change(lake, entry)
 
 
 def history_path(lake: Path) -> Path:

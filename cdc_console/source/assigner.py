@@ -22,7 +22,6 @@ streaming table up to date and a catching-up table joins the stream after one ba
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -34,15 +33,13 @@ from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import BatchStatus, Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, PlannedSplit
-from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
-from cdc_console.core.schema_change import SchemaChange
+from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.splits import BinlogSplit, SnapshotSplit, TableStreamFilter
 from cdc_console.errors import ConfigError
 from cdc_console.source.control import CommandProcessor
-from cdc_console.source.evolution import Reread, describe_evolution
 from cdc_console.source.parking import is_purged, park, park_table
 from cdc_console.source.plan_past import as_committed, may_plan_past, wait_applied
-from cdc_console.source.redump import reread_or_park
+from cdc_console.source.schema_follow import SchemaFollowed, SettleSchema, settle_held_changes
 from cdc_console.source.throttle import LoadThrottle
 from cdc_console.state.store import StateStore, TableState
 
@@ -58,14 +55,6 @@ ReadHead = Callable[[], BinlogOffset]
 BinlogFiles = Callable[[], list[str]]
 #: where a window from ``start`` ends, given the head: the head, or a transaction start before it
 WindowEnd = Callable[[BinlogOffset, BinlogOffset], BinlogOffset]
-#: the new shape of a table held at a schema change (and where it goes on in it), or why it
-#: cannot be applied online
-SettleSchema = Callable[
-    [TableState, SchemaChange], "tuple[TableSchema, BinlogOffset] | Reread | str"
-]
-#: told how a table's schema change is followed (``in place``, ``re-read``, ``parked``), why,
-#: and the shape it goes on with, before the state records it (the lake's schema history)
-SchemaFollowed = Callable[[TableId, SchemaChange, str, str, "TableSchema | None"], None]
 
 
 class SnapshotSplitAssigner:
@@ -208,9 +197,11 @@ class HybridSplitAssigner:
         reshaped: list[TableId] = []
         if any(t.schema_pending for t in tables):
             # first, so a table read again gets its fresh chunks in this very plan
-            reshaped = self._settle_schema_changes(tables)
+            reshaped = settle_held_changes(
+                self.store, tables, self.settle_schema, self.schema_followed
+            )
             tables = self.store.tables()
-        schemas = {t: schema_from_dict(d) for t, d in self.store.schemas().items()}
+        schemas = self.store.schemas()
         snapshotting = [
             schemas[t.table_id]
             for t in tables
@@ -263,71 +254,6 @@ class HybridSplitAssigner:
             elif self.throttle.reason() is not None:
                 return []
         return self.snapshot.next_splits(snapshotting, limit)
-
-    def _settle_schema_changes(self, tables: Sequence[TableState]) -> list[TableId]:
-        """Follow each table held at a schema change: in place, by reading it again, or parked;
-        return the tables followed in place (their mirror takes the new shape in this batch).
-
-        A table still catching up whose chunks were read after the change holds rows in the
-        old shape past it: only reading it again makes it exact.
-        """
-        in_place: list[TableId] = []
-        for table in tables:
-            if not table.schema_pending:
-                continue
-            change = SchemaChange.from_dict(json.loads(table.schema_pending))
-            settled = (
-                "schema changes are not applied online here"
-                if self.settle_schema is None
-                else self.settle_schema(table, change)
-            )
-            late = [
-                f
-                for f in self.store.finished_splits(table.table_id)
-                if f.high_watermark > change.position
-            ]
-            if late and not isinstance(settled, str | Reread):
-                settled = Reread(
-                    f"{len(late)} chunk(s) were read after it, in the old shape", settled[0]
-                )
-            if isinstance(settled, str | Reread):
-                parked = {"stream_from": change.position} if isinstance(settled, str) else {}
-                if self.schema_followed is not None:
-                    self.schema_followed(
-                        table.table_id,
-                        change,
-                        "parked" if isinstance(settled, str) else "re-read",
-                        str(settled),
-                        None if isinstance(settled, str) else settled.schema,
-                    )
-                reread_or_park(
-                    self.store,
-                    table,
-                    settled,
-                    f"at {change}",
-                    change.cause.headline,
-                    schema_pending=None,
-                    **parked,
-                )
-                continue
-            schema, resume = settled
-            old = schema_from_dict(self.store.schemas()[table.table_id])
-            described = describe_evolution(old, schema)
-            if self.schema_followed is not None:
-                self.schema_followed(table.table_id, change, "in place", described, schema)
-            message = (
-                f"{table.table_id} changed shape at {change}: applied online "
-                f"({described}); it goes on from {resume}"
-            )
-            with self.store.transaction() as conn:
-                self.store.set_schema(table.table_id, schema_to_dict(schema), conn)
-                self.store.move_table(
-                    table.table_id, conn, table.state, stream_from=resume, schema_pending=None
-                )
-                self.store.log_event("table", message, table_id=table.table_id, conn=conn)
-            log.info("%s", message)
-            in_place.append(table.table_id)
-        return in_place
 
     def _park_purged(self, tables: Sequence[TableState]) -> list[TableState]:
         """The tables without those whose next binlog file is gone, which are parked.

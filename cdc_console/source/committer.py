@@ -8,7 +8,6 @@ without re-reading finished chunks or re-emitting streamed changes.
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -17,81 +16,16 @@ from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.reports import SplitResult, WindowResult
-from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.splits import TableStreamFilter
 from cdc_console.source.parking import park
+from cdc_console.source.schema_follow import (
+    hold_for_evolution,
+    hold_reshaped,
+    park_on_schema_change,
+)
 from cdc_console.state.store import StateStore
 
 log = logging.getLogger(__name__)
-
-
-def _hold_for_evolution(
-    store: StateStore, conn: sqlite3.Connection, table_id: str, change: SchemaChange
-) -> str:
-    """Hold a table whose shape changed at ``position`` there: its changes before it were
-    applied; the planner decides, before the next window, whether the new shape can be
-    applied exactly (then the table goes on from ``position`` in it) or the table is parked."""
-    table = store.table(table_id, conn)
-    state = table.state if table is not None else Lifecycle.STREAMING
-    _count(store, conn, table_id, change)
-    store.move_table(
-        table_id,
-        conn,
-        state,
-        stream_from=change.position,
-        schema_pending=json.dumps(change.to_dict()),
-    )
-    message = f"{table_id} {change.cause.headline} at {change}: held there until it is followed"
-    store.log_event("table", message, level="warning", table_id=table_id, conn=conn)
-    return message
-
-
-def _count(
-    store: StateStore, conn: sqlite3.Connection, table_id: str, change: SchemaChange
-) -> None:
-    """Count a change the binlog did not carry as full rows (status, metrics, alerts); an
-    unplaced key is the reader's own finding, told in the journal instead."""
-    if change.cause not in (ChangeCause.DDL, ChangeCause.UNPLACED):
-        store.count_held_change(table_id, change.cause.value, change.position, change.what, conn)
-
-
-def _park_on_schema_change(
-    store: StateStore, conn: sqlite3.Connection, table_id: str, change: SchemaChange
-) -> str:
-    """Park a table whose shape changed at ``change.position``: its changes before it were
-    applied, none after; a re-dump (which reads the new shape) brings it back."""
-    position, what = change.position, change.what
-    _count(store, conn, table_id, change)
-    if change.cause is ChangeCause.DDL:
-        why = "so no row of the new shape is written with the old one"
-        fix = f"cdc-console redump --table {table_id} (it reads the new shape and migrates the mirror)"
-    else:
-        why = "so nothing it cannot apply exactly reaches its mirror"
-        fix = f"cdc-console redump --table {table_id} once the cause is gone"
-    return park(
-        store,
-        table_id,
-        f"{table_id} {change.cause.headline} at {position} ({what}): parked (NEEDS_REDUMP) "
-        f"{why}; the other tables go on. Fix: {fix}",
-        conn=conn,
-        stream_from=position,
-    )
-
-
-def _hold_reshaped(
-    store: StateStore, conn: sqlite3.Connection, table_id: str, result: SplitResult
-) -> str:
-    """Hold a table whose columns changed during its snapshot (a chunk found them changed and
-    read nothing): before the next plan the table is read again in its new shape, or parked."""
-    table = store.table(table_id, conn)
-    if table is None or table.schema_pending:
-        return f"{table_id}: changed shape during its snapshot (already held)"
-    at = result.low_watermark
-    change = SchemaChange(at, at, f"its columns changed during its snapshot: {result.reshaped}")
-    store.move_table(table_id, conn, table.state, schema_pending=json.dumps(change.to_dict()))
-    message = f"{table_id} changed shape at {change}: held until it is read again in its new shape"
-    store.log_event("table", message, level="warning", table_id=table_id, conn=conn)
-    return message
 
 
 def commit_batch(
@@ -133,7 +67,7 @@ def commit_batch(
             store.finish_split(split, result, conn)
             touched.add(str(split.table_id))
             if result.reshaped:
-                changes.append(_hold_reshaped(store, conn, str(split.table_id), result))
+                changes.append(hold_reshaped(store, conn, str(split.table_id), result))
         for table_id in sorted(touched):
             if store.count_splits(table_id, (SplitStatus.PENDING, SplitStatus.ASSIGNED), conn):
                 continue
@@ -173,9 +107,9 @@ def commit_batch(
                         window.last_event_ts.get(table_id),
                     )
                     if evolve:
-                        changes.append(_hold_for_evolution(store, conn, table_id, changed))
+                        changes.append(hold_for_evolution(store, conn, table_id, changed))
                     else:
-                        changes.append(_park_on_schema_change(store, conn, table_id, changed))
+                        changes.append(park_on_schema_change(store, conn, table_id, changed))
                     continue
                 new_state = state
                 if state == Lifecycle.CATCHING_UP and _past_every_chunk(stream_filter, end):

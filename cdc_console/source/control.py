@@ -40,7 +40,7 @@ from cdc_console.core.lifecycle import (
     SplitStatus,
     readmitted_state,
 )
-from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
+from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.values import JSONValue
 from cdc_console.errors import CdcError, SourceError
 from cdc_console.source.redump import start_redump
@@ -342,19 +342,18 @@ class CommandProcessor:
 
     def _add(self, schema: TableSchema, table: TableState | None, conn: sqlite3.Connection) -> str:
         table_id = schema.table_id
-        current = schema_to_dict(schema)
         if table is None:
             self.store.ensure_table(
                 table_id,
                 schema.chunk_key,
                 Lifecycle.SNAPSHOTTING,
                 origin="command",
-                schema=current,
+                schema=schema,
                 conn=conn,
             )
             return f"{table_id} added: snapshotting on {schema.chunk_key} while the others stream"
         stored = self.store.schemas().get(table_id)
-        if stored is not None and stored["columns"] != current["columns"]:
+        if stored is not None and stored.columns != schema.columns:
             raise _Refused(
                 f"{table_id} changed shape since it was removed, and its mirror has the old "
                 "columns; move its mirror folder away, then add it again to snapshot it afresh"

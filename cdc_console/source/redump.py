@@ -16,7 +16,7 @@ import sqlite3
 from dataclasses import replace
 
 from cdc_console.core.lifecycle import Lifecycle
-from cdc_console.core.schema import TableSchema, schema_from_dict, schema_to_dict
+from cdc_console.core.schema import TableSchema
 from cdc_console.source.evolution import Reread
 from cdc_console.source.parking import park
 from cdc_console.state.rows import FieldValue
@@ -41,12 +41,11 @@ def start_redump(
         if stored is not None:
             # dropped columns the mirror keeps stay kept, unless the table has them again
             names = {c.name.lower() for c in (*schema.columns, *schema.retired)}
-            kept = [c for c in schema_from_dict(stored).retired if c.name.lower() not in names]
+            kept = [c for c in stored.retired if c.name.lower() not in names]
             schema = replace(schema, retired=(*schema.retired, *kept))
-        current = schema_to_dict(schema)
-        if stored != current:
-            store.set_schema(table.table_id, current, conn)
-        if (stored or {}).get("columns") != current["columns"]:
+        if stored != schema:
+            store.set_schema(table.table_id, schema, conn)
+        if stored is None or stored.columns != schema.columns:
             reshaped = f"; new shape {', '.join(schema.column_names)}"
     dropped = store.drop_splits(table.table_id, conn)
     store.move_table(

@@ -33,7 +33,7 @@ from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.options import SchemaChanges, SinkKind, StartupMode
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.reports import SplitResult
-from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_from_dict
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.mysql.key_weights import key_order
 from cdc_console.sinks.base import (
     REFUSED,
@@ -244,9 +244,7 @@ class BatchApplier:
         controls = _without_payload(table.filter(pc.equal(ops, CONTROL_OP))).to_pylist()
         reports = read_controls(controls)
         records, window = drop_reshaped(changes, reports.window)
-        schemas: dict[TableId, TableSchema] = {
-            t: schema_from_dict(d) for t, d in self.store.schemas().items()
-        }
+        schemas: dict[TableId, TableSchema] = self.store.schemas()
         replaces = replace_ranges(plan, schemas, self.config.source)
         if self._held_seconds >= HELD_NOTED_SECONDS:
             self.store.note_held(batch_no, self._held_seconds)

@@ -7,6 +7,7 @@ the server's head (``until_caught_up``), or until the snapshot is done (``snapsh
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -26,14 +27,11 @@ from cdc_console.core.lifecycle import (
     CommandKind,
     CommandStatus,
     Lifecycle,
-    SplitStatus,
-    readmitted_state,
 )
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.options import SchemaChanges, SinkKind, StartupMode
-from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
-from cdc_console.core.values import JSONObject
-from cdc_console.errors import CdcError, ConfigError, SchemaChangedError, UsageError, redact
+from cdc_console.core.options import SinkKind, StartupMode
+from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.errors import CdcError, ConfigError, UsageError, redact
 from cdc_console.figures import binlog_needs
 from cdc_console.metrics.server import serve_metrics
 from cdc_console.mysql import native
@@ -43,17 +41,16 @@ from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.retention import missing_binlog
 from cdc_console.sinks.mirror_places import check_mirror_places
-from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
-from cdc_console.source.evolution import Reread, reshaped_unseen, rule_changed
+from cdc_console.sinks.schema_history import record_followed
 from cdc_console.source.failover import connect_following
-from cdc_console.source.parking import PARKABLE, is_purged, park, park_gone, park_table
-from cdc_console.source.redump import reread_or_park
+from cdc_console.source.parking import PARKABLE, is_purged, park_table
+from cdc_console.source.registration import TableRegistration, rebuilding
 from cdc_console.spark.lag_monitor import LagMonitor
 from cdc_console.spark.query_restarts import QueryRestarts
 from cdc_console.spark.shutdown import drain, quiet_cancellations, stop_query
 from cdc_console.spark.verify_schedule import VerifySchedule
 from cdc_console.state.readonly import captured_tables
-from cdc_console.state.store import StateStore, TableState
+from cdc_console.state.store import StateStore
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -98,151 +95,16 @@ class PipelineJob:
     def register_tables(
         self, store: StateStore, schemas: list[TableSchema], gone: Sequence[TableId] = ()
     ) -> None:
-        """Record the configured tables; retire the ones the config no longer names.
-
-        A table dropped from ``source.tables`` becomes REMOVED, so the binlog windows no longer
-        read it (that is how a user sidesteps a DDL stop on one table without losing the
-        others); named again, it resumes where it stopped (``_restore``). Operator commands
-        outlive a restart: a table added with ``add-table`` stays captured though the config
-        does not name it, and one removed with ``remove-table`` stays removed though it does.
-        """
-        mode = self.config.snapshot.startup_mode
-        head: BinlogOffset | None = None
-        known = store.schemas()
-        configured = {s.table_id for s in schemas}
-        states = {t.table_id: t for t in store.tables()}
-        for table_id in gone:
-            park_gone(store, states[table_id])
-        for table in states.values():
-            if table.table_id in configured or table.table_id in gone:
-                continue
-            if table.state == Lifecycle.REMOVED:
-                continue
-            if table.origin == "command":
-                log.info("%s: captured by add-table, though not in source.tables", table.table_id)
-                continue
-            with store.transaction() as conn:
-                store.move_table(table.table_id, conn, Lifecycle.REMOVED, removed_by="config")
-            store.log_event(
-                "table",
-                f"{table.table_id} is no longer in source.tables: not captured any more, "
-                f"its mirror stays as of {table.stream_from or 'its snapshot so far'}",
-                level="warning",
-                table_id=table.table_id,
-            )
-        for schema in schemas:
-            previous_state = states.get(schema.table_id)
-            if (
-                previous_state is not None
-                and previous_state.state == Lifecycle.REMOVED
-                and previous_state.removed_by == "command"
-            ):
-                log.warning(
-                    "%s stays removed (remove-table); 'cdc-console add-table %s' captures it again",
-                    schema.table_id,
-                    schema.table_id,
-                )
-                continue
-            if schema.refused:
-                park_refused(store, schema, previous_state)
-                continue
-            previous = known.get(schema.table_id)
-            current = schema_to_dict(schema)
-            if previous is not None and previous.get("retired"):
-                current["retired"] = previous["retired"]  # dropped columns the mirror keeps
-            if previous is not None and previous["columns"] != current["columns"]:
-                rebuild_under_way = (
-                    previous_state is not None and previous_state.state == Lifecycle.REDUMP
-                )
-                if rebuild_under_way and rule_changed(schema_from_dict(previous), schema):
-                    # chunks read before the restart follow the old rule: read them again
-                    assert previous_state is not None
-                    self._follow_reshaped(store, previous_state, previous, schema)
-                    continue
-                if rebuilding(store, schema.table_id):
-                    store.log_event(
-                        "table",
-                        f"{schema.table_id} changed shape; its re-dump rebuilds the mirror with "
-                        "the new columns",
-                        level="warning",
-                        table_id=schema.table_id,
-                    )
-                    store.set_schema(schema.table_id, current)
-                    continue
-                if previous_state is not None and previous_state.state == Lifecycle.NEEDS_REDUMP:
-                    continue  # parked already: its re-dump reads the new shape
-                if (
-                    previous_state is not None
-                    and previous_state.state in FOLLOWED_WHEN_RESHAPED
-                    and self.config.schema_changes != SchemaChanges.STOP
-                ):
-                    self._follow_reshaped(store, previous_state, previous, schema)
-                    continue
-                raise SchemaChangedError(
-                    f"{schema.table_id} changed shape while the pipeline was stopped",
-                    f"re-snapshot it: 'cdc-console redump --table {schema.table_id}'",
-                )
-            if mode == StartupMode.LATEST_OFFSET:
-                if head is None:
-                    head = self._with_source("start-up", self._read_head)
-                added = store.ensure_table(
-                    schema.table_id, schema.chunk_key, Lifecycle.STREAMING, head
-                )
-            else:
-                added = store.ensure_table(
-                    schema.table_id, schema.chunk_key, Lifecycle.SNAPSHOTTING
-                )
-            store.set_schema(schema.table_id, current)
-            if previous_state is not None and previous_state.state == Lifecycle.REMOVED:
-                self._restore(store, previous_state)
-            if added:
-                store.log_event(
-                    "table", f"capturing {schema.table_id} ({mode})", table_id=schema.table_id
-                )
-            park_uncaptured(store, schema)
-
-    def _follow_reshaped(
-        self, store: StateStore, table: TableState, stored: JSONObject, now: TableSchema
-    ) -> None:
-        """A table whose columns changed while the job was down: with ``evolve`` it is read
-        again in its new shape unless the change breaks the mirror's readers, with ``park`` (or
-        a breaking change) it waits for its re-dump; the others start either way. Its binlog
-        up to the DDL is not replayed in place: the server describes only the new shape, so
-        the old rows could not be decoded by name."""
-        outcome: Reread | str = (
-            reshaped_unseen(schema_from_dict(stored), now)
-            if self.config.schema_changes == SchemaChanges.EVOLVE
-            else 'schema_changes is "park"'
+        """Record the configured tables (``source.registration``); the server's head is read
+        only when a table starts from it, with the source's outage waited out."""
+        followed = (
+            functools.partial(record_followed, self.config.sink.path)
+            if self.config.sink.kind == SinkKind.DELTA
+            else None
         )
-        if self.config.sink.kind == SinkKind.DELTA:
-            followed = "parked" if isinstance(outcome, str) else "re-read"
-            shape = None if isinstance(outcome, str) else outcome.schema
-            entry = SchemaChangeEntry(table.table_id, None, "", followed, str(outcome), shape)
-            record_schema_change(self.config.sink.path, entry)
-        reread_or_park(store, table, outcome, "while the pipeline was stopped")
-
-    def _restore(self, store: StateStore, table: TableState) -> None:
-        """A REMOVED table named again resumes where its mirror stopped.
-
-        CATCHING_UP is right whether it had been catching up or streaming: the per-chunk filter
-        passes everything after its largest high watermark, and ``stream_from`` is at or after
-        that. Its schema was compared with the stored one just before, and the binlog it needs
-        is checked before the stream starts.
-        """
-        left = store.count_splits(table.table_id, (SplitStatus.PENDING, SplitStatus.ASSIGNED))
-        state = readmitted_state(
-            table.stream_from is not None,
-            left > 0,
-            self.config.snapshot.startup_mode == StartupMode.SNAPSHOT_ONLY,
-        )
-        with store.transaction() as conn:
-            store.move_table(table.table_id, conn, state, removed_by=None)
-        store.log_event(
-            "table",
-            f"{table.table_id} is in source.tables again: {state}"
-            + (f" from {table.stream_from}" if table.stream_from else ""),
-            table_id=table.table_id,
-        )
+        TableRegistration(
+            store, self.config, lambda: self._with_source("start-up", self._read_head), followed
+        ).register(schemas, gone)
 
     def wait_for_source(self) -> bool:
         """On a restart, wait out a source that is down (restarting, failing over) before the
@@ -638,58 +500,6 @@ def retire_stale_stops(store: StateStore, started: float) -> None:
                 CommandStatus.FAILED,
                 "no job was running when it was issued (this run started after it)",
             )
-
-
-#: states whose table is followed (read again, or parked) when its shape changed while the job
-#: was down: every state that holds rows or reads them, a snapshot under way included
-FOLLOWED_WHEN_RESHAPED = (*PARKABLE, Lifecycle.SNAPSHOTTING, Lifecycle.REDUMP)
-
-
-def park_refused(store: StateStore, schema: TableSchema, table: TableState | None) -> None:
-    """Park a table whose rules (left-out or masked columns) cannot hold, before anything of
-    it is read; its stored schema stays as it was (a re-dump reads it afresh once the rule is
-    mended). The other tables start."""
-    if table is None:
-        store.ensure_table(schema.table_id, schema.chunk_key, Lifecycle.SNAPSHOTTING)
-        table = store.table(schema.table_id)
-    if table is None or table.state not in FOLLOWED_WHEN_RESHAPED:
-        return  # parked, removed or done already: nothing of it is read
-    park(
-        store,
-        schema.table_id,
-        f"{schema.table_id} parked (NEEDS_REDUMP): {schema.refused}; nothing of it is read "
-        f"until then, the other tables go on. Then: cdc-console redump --table {schema.table_id}",
-    )
-
-
-def park_uncaptured(store: StateStore, schema: TableSchema) -> None:
-    """Park a table with a column of a type that is not captured (``check`` warns of it), so
-    that its first chunk does not fail; the other tables start. Once parked it stays so."""
-    table = store.table(schema.table_id)
-    if not schema.uncaptured or table is None or table.state == Lifecycle.NEEDS_REDUMP:
-        return
-    if table.state not in FOLLOWED_WHEN_RESHAPED:
-        return
-    park(
-        store,
-        schema.table_id,
-        f"{schema.table_id} parked (NEEDS_REDUMP): {schema.uncaptured}; the other tables go "
-        f"on. Fix: change the column's type (ALTER TABLE {schema.table_id.quoted()} MODIFY ...) "
-        f"and run cdc-console redump --table {schema.table_id}, or leave the table out of "
-        "source.tables",
-    )
-
-
-def rebuilding(store: StateStore, table_id: TableId) -> bool:
-    """Whether a whole-table re-dump is queued or under way: the fix for a table whose shape
-    changed (a DDL stop), so its new shape is accepted and its old binlog is not read again."""
-    table = store.table(table_id)
-    if table is not None and table.state == Lifecycle.REDUMP and table.redump_chunk is None:
-        return True
-    return any(
-        c.target == str(table_id) and c.args.get("chunk") is None
-        for c in store.pending_commands([CommandKind.REDUMP])
-    )
 
 
 def narrow_pending_plan(store: StateStore) -> None:

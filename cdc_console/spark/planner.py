@@ -19,7 +19,7 @@ from cdc_console.core.lifecycle import BatchStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.options import SchemaChanges, SinkKind, SnapshotWrites, StartupMode
 from cdc_console.core.plan import BatchPlan
-from cdc_console.core.schema import TableId, TableSchema, schema_from_dict
+from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.errors import SourceError
@@ -234,10 +234,8 @@ class Planner:
             return exc.message
         conn = self._connection()
         if change.cause is not ChangeCause.DDL:
-            return follow_rows_change(schema_from_dict(stored), new, change)
-        result = evolution(
-            schema_from_dict(stored), new, change.what, null_default_columns(conn, table.table_id)
-        )
+            return follow_rows_change(stored, new, change)
+        result = evolution(stored, new, change.what, null_default_columns(conn, table.table_id))
         if isinstance(result, str | Reread):
             return result
         return result, gtid_of(conn, change.after)
@@ -245,17 +243,16 @@ class Planner:
     def _record_schema_change(
         self,
         table_id: TableId,
-        change: SchemaChange,
+        change: SchemaChange | None,
         outcome: str,
         detail: str,
         schema: TableSchema | None,
     ) -> None:
         # Here, not at the top: the schema history writes Delta, and the planner lives in Spark's
         # streaming runner, which should not load deltalake for a DDL that may never come.
-        from cdc_console.sinks.schema_history import SchemaChangeEntry, record_schema_change
+        from cdc_console.sinks.schema_history import record_followed
 
-        entry = SchemaChangeEntry(table_id, change.position, change.what, outcome, detail, schema)
-        record_schema_change(self.config.sink.path, entry)
+        record_followed(self.config.sink.path, table_id, change, outcome, detail, schema)
 
     def _describe_table(self, table_id: TableId) -> TableSchema:
         try:
@@ -371,7 +368,7 @@ class Planner:
 
     def partitions(self, start: int, end: int) -> list[PlanPartition]:
         parts: list[PlanPartition] = []
-        schemas = {t: schema_from_dict(d) for t, d in self.store.schemas().items()}
+        schemas = self.store.schemas()
         appendable = self._appendable_tables(schemas)
         # Connected (and failed over, if the source moved) before the tasks are pinned to it.
         call_with_retry(

@@ -13,12 +13,13 @@ from cdc_console.core.lifecycle import BatchStatus, Lifecycle, SplitStatus, Verd
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.schema import TableId
+from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.values import JSONObject
 
-#: A value for one column of a state row: what sqlite3 stores, or an offset (stored as its
-#: canonical JSON).
-FieldValue = int | float | str | bytes | BinlogOffset | None
+#: A value for one column of a state row: what sqlite3 stores, or an offset or a held change
+#: of shape (stored as their canonical JSON).
+FieldValue = int | float | str | bytes | BinlogOffset | SchemaChange | None
 
 
 def offset_json(offset: BinlogOffset | None) -> str | None:
@@ -49,7 +50,8 @@ class TableState:
     removed_by: str | None = None
     redump_chunk: int | None = None
     #: a shape change met in the binlog and not applied yet: "<position>: <DDL>"
-    schema_pending: str | None = None
+    #: a change of shape met in the binlog, held until the planner settles it
+    schema_pending: SchemaChange | None = None
 
 
 @dataclass(frozen=True)

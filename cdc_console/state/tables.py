@@ -12,9 +12,9 @@ from cdc_console.core.lifecycle import (
     check_move,
 )
 from cdc_console.core.offset import BinlogOffset
-from cdc_console.core.schema import TableId
-from cdc_console.core.untyped import Loaded, SqliteRow
-from cdc_console.core.values import JSONObject
+from cdc_console.core.schema import TableId, TableSchema, schema_from_dict, schema_to_dict
+from cdc_console.core.schema_change import SchemaChange
+from cdc_console.core.untyped import SqliteRow
 from cdc_console.state.database import StateDatabase
 from cdc_console.state.rows import (
     FieldValue,
@@ -35,7 +35,7 @@ class TablesRepo(StateDatabase):
         stream_from: BinlogOffset | None = None,
         *,
         origin: str = "config",
-        schema: JSONObject | None = None,
+        schema: TableSchema | None = None,
         conn: sqlite3.Connection | None = None,
     ) -> bool:
         """Register a captured table once (in ``state``, a first move); True when it was new."""
@@ -51,7 +51,7 @@ class TablesRepo(StateDatabase):
             chunk_key,
             offset_json(stream_from),
             origin,
-            json.dumps(schema) if schema is not None else None,
+            json.dumps(schema_to_dict(schema)) if schema is not None else None,
             now,
             now,
         )
@@ -61,18 +61,21 @@ class TablesRepo(StateDatabase):
             return bool(c.execute(sql, args).rowcount > 0)
 
     def set_schema(
-        self, table_id: TableId, schema: JSONObject, conn: sqlite3.Connection | None = None
+        self, table_id: TableId, schema: TableSchema, conn: sqlite3.Connection | None = None
     ) -> None:
+        """Record the shape the job reads ``table_id`` in (``core.schema.schema_to_dict``)."""
         sql = "UPDATE tables SET schema=? WHERE table_id=?"
+        text = json.dumps(schema_to_dict(schema))
         if conn is not None:
-            conn.execute(sql, (json.dumps(schema), str(table_id)))
+            conn.execute(sql, (text, str(table_id)))
             return
         with self.transaction() as c:
-            c.execute(sql, (json.dumps(schema), str(table_id)))
+            c.execute(sql, (text, str(table_id)))
 
-    def schemas(self) -> dict[TableId, dict[str, Loaded]]:
+    def schemas(self) -> dict[TableId, TableSchema]:
+        """Each captured table's recorded shape, for the tables that have one."""
         return {
-            TableId.parse(r[0]): json.loads(r[1])
+            TableId.parse(r[0]): schema_from_dict(json.loads(r[1]))
             for r in self.db.execute(
                 "SELECT table_id, schema FROM tables WHERE schema IS NOT NULL"
             ).fetchall()
@@ -103,7 +106,7 @@ class TablesRepo(StateDatabase):
             r[13],
             r[14],
             r[15],
-            r[16],
+            SchemaChange.from_dict(json.loads(r[16])) if r[16] else None,
         )
 
     def tables(self) -> list[TableState]:
@@ -147,7 +150,7 @@ class TablesRepo(StateDatabase):
             raise ValueError(
                 f"not table fields (a state change is move_table's): {sorted(unknown)}"
             )
-        values = [offset_json(v) if isinstance(v, BinlogOffset) else v for v in fields.values()]
+        values = [_stored(v) for v in fields.values()]
         cols = "".join(f"{k}=?, " for k in fields)
         conn.execute(
             f"UPDATE tables SET {cols}updated_at=? WHERE table_id=?",
@@ -191,3 +194,12 @@ class TablesRepo(StateDatabase):
         if current != target:
             conn.execute("UPDATE tables SET state=? WHERE table_id=?", (target, str(table_id)))
         return current
+
+
+def _stored(value: FieldValue) -> int | float | str | bytes | None:
+    """A field's stored form: offsets and held changes of shape as their canonical JSON."""
+    if isinstance(value, BinlogOffset):
+        return offset_json(value)
+    if isinstance(value, SchemaChange):
+        return json.dumps(value.to_dict())
+    return value

@@ -38,7 +38,7 @@ from cdc_console.core.lifecycle import Lifecycle, SplitStatus, Verdict
 from cdc_console.core.mysqltypes import TypeFamily
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.options import SinkKind
-from cdc_console.core.schema import TableId, TableSchema, companions_of, schema_from_dict
+from cdc_console.core.schema import TableId, TableSchema, companions_of
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.values import CanonicalRow
 from cdc_console.errors import CdcError, ConfigError, redact
@@ -192,14 +192,13 @@ class Verifier:
         """The first comparison of a table's (or some of its) chunks."""
         table_id = table.table_id
         reason = skip_reason(table)
-        stored = self.store.schemas().get(table_id)
-        if not reason and stored is None:
+        schema = self.store.schemas().get(table_id)
+        if not reason and schema is None:
             reason = "no schema recorded by the job yet"
         if reason:
             log.info("verify %s: skipped: %s", table_id, reason)
             return _Checked(TableResult(table_id, skipped=reason))
-        assert stored is not None
-        schema = schema_from_dict(stored)
+        assert schema is not None
         hide = hidden_columns(table_id, schema.row_names, self.config.verify.hide_values)
         # a hidden date column's companion holds the same date as text
         hide |= {c.name for c in companions_of(schema.column(n) for n in hide)}

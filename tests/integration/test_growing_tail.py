@@ -11,7 +11,7 @@ import pytest
 
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.lifecycle import Lifecycle
-from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
+from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.schema import load_table_schema
@@ -59,7 +59,7 @@ def test_the_open_last_chunk_is_split_again_as_its_table_grows(
     try:
         schema: TableSchema = load_table_schema(conn, table_id)
         store.ensure_table(table_id, "id", Lifecycle.SNAPSHOTTING)
-        store.set_schema(table_id, schema_to_dict(schema))
+        store.set_schema(table_id, schema)
         splitter = ChunkSplitter(conn, CHUNK)
         assigner = SnapshotSplitAssigner(store, splitter.split, splitter.split_tail)
         if start_rows:

@@ -177,7 +177,7 @@ def test_mariadb_json_column_mirrors_as_canonical_json(streamed: Streamed) -> No
     store = StateStore(config.state_path)
     schema = store.schemas()[TableId(db.name, "docs")]
     store.close()
-    columns = {c["name"]: c["data_type"] for c in schema["columns"]}
+    columns = {c.name: c.data_type for c in schema.columns}
     assert columns == {"id": "int", "doc": "json", "doc_nn": "json", "note": "longtext"}
     assert streamed.after_snapshot["docs"] == [
         {"id": 1, "doc": '{"a":[1,2.5,"x"],"b":1}', "doc_nn": "[]", "note": '{"b": 1,  "a": 2}'},

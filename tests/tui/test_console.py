@@ -627,7 +627,7 @@ async def test_a_mirror_that_leaves_out_or_masks_columns_says_so_in_its_note(
     shop: PipelineMonitor,
 ) -> None:
     from cdc_console.core.masks import ColumnMask, MaskKind
-    from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
+    from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 
     schema = TableSchema(
         TableId("shop", "products"),
@@ -640,7 +640,7 @@ async def test_a_mirror_that_leaves_out_or_masks_columns_says_so_in_its_note(
         source_names=("id", "cost", "sku"),
     )
     store = StateStore(shop.config.state_path)
-    store.set_schema(schema.table_id, schema_to_dict(schema))
+    store.set_schema(schema.table_id, schema)
     store.close()
     app = ConsoleApp([shop])
     async with app.run_test(size=SIZE) as pilot:

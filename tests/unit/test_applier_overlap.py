@@ -18,7 +18,7 @@ from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.records import RecordDict
 from cdc_console.core.reports import WindowResult
-from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks.base import SinkError
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.spark.applier import BatchApplier
@@ -70,7 +70,7 @@ def config(tmp_path: Path) -> PipelineConfig:
 @pytest.fixture
 def store(config: PipelineConfig) -> Iterator[StateStore]:
     store = StateStore(config.state_path)
-    store.ensure_table(ORDERS, "id", Lifecycle.STREAMING, schema=schema_to_dict(SCHEMA))
+    store.ensure_table(ORDERS, "id", Lifecycle.STREAMING, schema=SCHEMA)
     with store.transaction() as conn:
         store.move_table(ORDERS, conn, Lifecycle.STREAMING, stream_from=at(100))
     yield store

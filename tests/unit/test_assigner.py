@@ -13,7 +13,7 @@ from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan, BatchTiming
 from cdc_console.core.reports import NO_POSITION, SplitResult, WindowResult
-from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.source.assigner import HybridSplitAssigner
@@ -52,7 +52,7 @@ def store(tmp_path: Path) -> StateStore:
     store = StateStore(tmp_path / "state.sqlite")
     for table_id in (ORDERS, USERS):
         store.ensure_table(table_id, "id", Lifecycle.SNAPSHOTTING)
-        store.set_schema(table_id, schema_to_dict(schema(table_id)))
+        store.set_schema(table_id, schema(table_id))
     return store
 
 
@@ -332,7 +332,7 @@ def test_a_held_table_goes_on_in_place_is_read_again_or_is_parked(
     assert BatchPlan.from_dict(plan.to_dict()) == plan
     if outcome == "in place":
         assert orders.stream_from == after
-        assert store.schemas()[ORDERS] == schema_to_dict(wider)
+        assert store.schemas()[ORDERS] == wider
         assert (
             str(plan.binlog)
             == "binlog [binlog.000001:220, binlog.000001:400) shop.orders,shop.users"
@@ -340,7 +340,7 @@ def test_a_held_table_goes_on_in_place_is_read_again_or_is_parked(
     else:
         assert str(plan.binlog) == "binlog [binlog.000001:300, binlog.000001:400) shop.users"
     if outcome == "re-read":
-        assert store.schemas()[ORDERS] == schema_to_dict(wider)
+        assert store.schemas()[ORDERS] == wider
         assert [str(s.split) for s in plan.snapshot] == [
             "shop.orders (-inf, 1000)",
             "shop.orders [1000, 2000)",
@@ -369,9 +369,9 @@ def test_while_a_table_streams_a_batch_carries_about_a_seconds_worth_of_chunks(
 ) -> None:
     store = StateStore(tmp_path / "state.sqlite")
     store.ensure_table(ORDERS, "id", Lifecycle.SNAPSHOTTING)  # an added table, say
-    store.set_schema(ORDERS, schema_to_dict(schema(ORDERS)))
+    store.set_schema(ORDERS, schema(ORDERS))
     store.ensure_table(USERS, "id", Lifecycle.STREAMING, BinlogOffset("binlog.000001", 50))
-    store.set_schema(USERS, schema_to_dict(schema(USERS)))
+    store.set_schema(USERS, schema(USERS))
     budget = BatchBudget(1.0, floor=2, ceiling=6)
     head = Head()
     assigner = HybridSplitAssigner(store, twenty_chunks, head, range(5400, 5403), 10, budget=budget)

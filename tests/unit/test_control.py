@@ -14,7 +14,7 @@ from cdc_console.core.lifecycle import CommandStatus, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.reports import SplitResult, WindowResult
-from cdc_console.core.schema import TableId, TableSchema, schema_to_dict
+from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.errors import SourceError
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.committer import commit_batch
@@ -40,7 +40,7 @@ def store(tmp_path: Path) -> StateStore:
     store = StateStore(tmp_path / "state.sqlite")
     for table_id in (ORDERS, USERS):
         store.ensure_table(table_id, "id", Lifecycle.SNAPSHOTTING)
-        store.set_schema(table_id, schema_to_dict(schema(table_id)))
+        store.set_schema(table_id, schema(table_id))
     return store
 
 

@@ -287,7 +287,7 @@ def test_status_names_the_companions_a_mirror_adds(tmp_path: Path) -> None:
     path = tmp_path / "pipeline.toml"
     path.write_text('[source]\ntables = ["shop.*"]\n')
     config = load_config(path)
-    stored = schema_to_dict(schema(replace(DATE, invalid_dates=TEXT), DATETIME3))
+    stored = schema(replace(DATE, invalid_dates=TEXT), DATETIME3)
     shape = mirror_shape(config, TableId("shop", "t"), stored)
     assert shape == {"companions": ["d__text"]}
     assert shape_note(shape) == "invalid dates' text in d__text"

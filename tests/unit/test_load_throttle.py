@@ -11,7 +11,6 @@ import pytest
 
 from cdc_console.config import PipelineConfig, config_from_dict
 from cdc_console.core.lifecycle import Lifecycle
-from cdc_console.core.schema import schema_to_dict
 from cdc_console.errors import ConfigError, SourceError
 from cdc_console.source.assigner import HybridSplitAssigner
 from cdc_console.source.throttle import LoadThrottle, over_limits
@@ -142,7 +141,7 @@ def store(tmp_path: Path) -> StateStore:
     store.ensure_table(ORDERS, "id", Lifecycle.SNAPSHOTTING)
     store.ensure_table(USERS, "id", Lifecycle.STREAMING, Head()())
     for table_id in (ORDERS, USERS):
-        store.set_schema(table_id, schema_to_dict(schema(table_id)))
+        store.set_schema(table_id, schema(table_id))
     return store
 
 
@@ -174,7 +173,7 @@ def test_a_busy_source_holds_the_chunks_and_never_the_binlog_window(store: State
 def test_nothing_to_read_ends_a_spell_without_asking_the_server(tmp_path: Path) -> None:
     store = StateStore(tmp_path / "state.sqlite")
     store.ensure_table(USERS, "id", Lifecycle.STREAMING, Head()())
-    store.set_schema(USERS, schema_to_dict(schema(USERS)))
+    store.set_schema(USERS, schema(USERS))
     store.record_throttled("Threads_running 61 > 50")  # the spell of a run before
     load = Load(Threads_running=61)
     throttle = LoadThrottle({"Threads_running": 50}, load, store)

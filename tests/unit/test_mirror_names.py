@@ -100,7 +100,7 @@ def test_two_tables_placed_at_one_mirror_are_refused(tmp_path: Path) -> None:
 
 
 def test_status_says_how_a_mirror_differs_from_its_table(tmp_path: Path) -> None:
-    from cdc_console.core.schema import ColumnInfo, TableSchema, schema_to_dict
+    from cdc_console.core.schema import ColumnInfo, TableSchema
     from cdc_console.status import mirror_shape, shape_note
 
     path = tmp_path / "pipeline.toml"
@@ -115,7 +115,7 @@ def test_status_says_how_a_mirror_differs_from_its_table(tmp_path: Path) -> None
         "id",
         source_names=("id", "ssn", "email"),
     )
-    shape = mirror_shape(config, USERS, schema_to_dict(schema))
+    shape = mirror_shape(config, USERS, schema)
     assert shape == {"left_out": ["ssn"], "mirror": "analytics/users"}
     assert shape_note(shape) == "leaves out ssn; mirror analytics/users"
     assert mirror_shape(config, ORDERS, None) is None

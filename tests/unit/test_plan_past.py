@@ -13,7 +13,7 @@ from cdc_console.core.lifecycle import BatchStatus, CommandKind, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.reports import WindowResult
-from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, schema_to_dict
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.errors import SourceError
@@ -50,7 +50,7 @@ def store(tmp_path: Path) -> StateStore:
         schema = TableSchema(
             table_id, (ColumnInfo("id", "int", "int(11)", nullable=False),), ("id",), "id"
         )
-        store.set_schema(table_id, schema_to_dict(schema))
+        store.set_schema(table_id, schema)
         with store.transaction() as conn:
             store.move_table(table_id, conn, Lifecycle.STREAMING, stream_from=at(100))
     return store
@@ -140,8 +140,9 @@ def test_a_window_not_marked_is_waited_for(
 def hold_a_table(store: StateStore) -> None:
     change = SchemaChange(at(150), at(160), "ALTER TABLE orders ADD COLUMN x INT")
     with store.transaction() as conn:
-        store.move_table(ORDERS, conn, Lifecycle.STREAMING, schema_pending='{"pending": true}')
-    assert change.position == at(150)
+        store.move_table(ORDERS, conn, Lifecycle.STREAMING, schema_pending=change)
+    held = store.table(ORDERS)
+    assert held is not None and held.schema_pending == change
 
 
 def catch_up_another(store: StateStore) -> None:

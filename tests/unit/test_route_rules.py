@@ -181,7 +181,7 @@ def test_status_says_a_routed_mirror_is_shared() -> None:
             "sink": {"mirrors": {"user_*.user_table_*": "crm/users"}},
         }
     )
-    shape = mirror_shape(config, A, schema_to_dict(shard(A)))
+    shape = mirror_shape(config, A, shard(A))
     assert shape == {"mirror": "crm/users", "routed": True}
     assert shape_note(shape) == "mirror crm/users (shared by its route; rows name their table)"
 

@@ -8,6 +8,7 @@ from cdc_console.config import VerifyConfig, config_from_dict
 from cdc_console.core.lifecycle import Lifecycle, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
+from cdc_console.core.schema_change import SchemaChange
 from cdc_console.errors import ConfigError
 from cdc_console.state.store import StateStore, TableState
 from cdc_console.status import skip_reason
@@ -142,6 +143,8 @@ def test_only_keys_that_differ_twice_are_reported() -> None:
 def test_tables_not_at_a_binlog_position_are_skipped_with_the_reason(
     state: Lifecycle, resume: Lifecycle | None, pending: str | None, reason: str
 ) -> None:
+    at = BinlogOffset("binlog.000001", 4)
+    held = SchemaChange(at, at, pending) if pending is not None else None
     table = TableState(
         ORDERS,
         state,
@@ -156,7 +159,7 @@ def test_tables_not_at_a_binlog_position_are_skipped_with_the_reason(
         None,
         0.0,
         resume_state=resume,
-        schema_pending=pending,
+        schema_pending=held,
     )
     found = skip_reason(table)
     assert (reason in found) if reason else found == ""

@@ -10,7 +10,7 @@ from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
 from cdc_console.core.schema_change import ChangeCause, SchemaChange
-from cdc_console.source.committer import _hold_for_evolution, _park_on_schema_change
+from cdc_console.source.schema_follow import hold_for_evolution, park_on_schema_change
 from cdc_console.state.store import StateStore
 from cdc_console.status import collect_status, format_status
 from tests.tui.canned import HEAD, SERVER_LOGS, build_state, write_config
@@ -27,14 +27,14 @@ def test_held_changes_are_counted_per_table_and_cause_ddl_aside(tmp_path: Path) 
         store.move_table(ORDERS, conn, Lifecycle.STREAMING)
     statement = SchemaChange(AT, AT, "UPDATE orders SET a = 1", ChangeCause.STATEMENT)
     with store.transaction() as conn:
-        _hold_for_evolution(store, conn, str(ORDERS), statement)
-        _hold_for_evolution(store, conn, str(ORDERS), SchemaChange(AT, AT, "ALTER TABLE x"))
+        hold_for_evolution(store, conn, str(ORDERS), statement)
+        hold_for_evolution(store, conn, str(ORDERS), SchemaChange(AT, AT, "ALTER TABLE x"))
         later = SchemaChange(
             BinlogOffset("binlog.000041", 900), AT, "DELETE FROM orders", ChangeCause.STATEMENT
         )
-        _hold_for_evolution(store, conn, str(ORDERS), later)
+        hold_for_evolution(store, conn, str(ORDERS), later)
         partial = SchemaChange(AT, AT, "an update lacks columns", ChangeCause.PARTIAL_IMAGE)
-        _park_on_schema_change(store, conn, str(ORDERS), partial)
+        park_on_schema_change(store, conn, str(ORDERS), partial)
     held = {(str(h.table_id), h.cause): h for h in store.held_changes()}
     assert set(held) == {("shop.orders", "statement"), ("shop.orders", "partial-image")}
     assert held["shop.orders", "statement"].count == 2
