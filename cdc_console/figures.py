@@ -48,6 +48,7 @@ from cdc_console.state.store import (
     SplitState,
     StateStore,
     TableState,
+    VerifyProgress,
 )
 from cdc_console.units import span
 
@@ -301,6 +302,52 @@ def read_estimates(store: StateStore, tables: Sequence[TableState], now: float) 
     # a table not split yet: its chunks are not counted, so there is no total to tell
     total = estimate_finish(every_done, every_left, now) if estimates and not unsplit else None
     return ReadEstimates(estimates, total)
+
+
+@dataclass(frozen=True)
+class VerifyEstimate:
+    """A verification under way: chunks compared of those it is to compare, and the time left
+    at the pace of the groups compared so far (None before two chunks are)."""
+
+    chunks_done: int
+    chunks_total: int
+    started_at: float
+    finish: FinishEstimate | None
+
+    def describe(self) -> str:
+        """``verifying: 12 of 40 chunks, about 3 min left (2 min to 4 min)``."""
+        told = f"verifying: {self.chunks_done} of {self.chunks_total} chunks"
+        if self.finish is None:
+            return f"{told}, no estimate yet"
+        return (
+            f"{told}, about {span(self.finish.seconds)} left "
+            f"({span(self.finish.low)} to {span(self.finish.high)})"
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "chunks_done": self.chunks_done,
+            "chunks_total": self.chunks_total,
+            "started_at": self.started_at,
+            "finish": dict(self.finish.to_dict()) if self.finish is not None else None,
+        }
+
+
+def verify_estimate(progress: VerifyProgress, now: float) -> VerifyEstimate:
+    """The finish time of a verification, estimated as a read's is (``core.estimate``): the
+    chunks left at the pace of the chunks compared, each group's chunks counted at its end."""
+    done = [
+        ChunkTiming(started, finished, 0)
+        for count, started, finished in progress.groups
+        for _ in range(count)
+    ]
+    left = max(0, progress.chunks_total - progress.chunks_done)
+    return VerifyEstimate(
+        progress.chunks_done,
+        progress.chunks_total,
+        progress.started_at,
+        estimate_finish(done, left, now),
+    )
 
 
 #: budgeted batches a read's pace is measured from

@@ -34,6 +34,7 @@ from cdc_console.figures import (
     purge_headroom,
     read_estimates,
     table_position,
+    verify_estimate,
 )
 from cdc_console.figures import event_lag as figures_event_lag
 from cdc_console.mysql.lag import binlog_distance
@@ -250,6 +251,8 @@ class PipelineStatus:
     #: where the last minute went, stage by stage (``figures.lag_stages``), and the stage that
     #: took most of it
     stages: JSONObject | None = None
+    #: a verification under way, with its finish-time estimate (``figures.verify_estimate``)
+    verifying: JSONObject | None = None
 
     def to_dict(self) -> JSONObject:
         found = asdict(self)
@@ -479,7 +482,16 @@ def collect_status(
         ),
         finish=_total_finish(estimates.total, room),
         stages=_stages(store, now),
+        verifying=_verifying(store, now),
     )
+
+
+def _verifying(store: StateStore, now: float) -> JSONObject | None:
+    progress = store.verify_progress()
+    if progress is None:
+        return None
+    found = verify_estimate(progress, now)
+    return {**found.to_dict(), "summary": found.describe()}
 
 
 def _stages(store: StateStore, now: float) -> JSONObject:
@@ -537,6 +549,8 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
             f"([source] max_load, for {_ago(status.throttled['since_at'], now)}); "
             "the binlog stream goes on"
         )
+    if status.verifying:
+        lines.append(f"  {status.verifying['summary']}")
     header = (
         f"  {'table':<32} {'state':<14} {'chunks':>11} {'rows read':>11} {'events':>9} {'lag':>10}"
     )

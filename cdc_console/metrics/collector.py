@@ -93,6 +93,33 @@ class PipelineCollector(Collector):
                     finish.add_metric([name, bound], value)
         yield finish
 
+        verifying = gauge(
+            "verify_chunks_left",
+            "Chunks a verification under way has still to compare (no sample: none runs)",
+        )
+        verify_finish = gauge(
+            "verify_finish_seconds",
+            "Time left to the verification under way at the pace of the chunks it compared: "
+            "expected, and the fast and slow ends of its range",
+            ("bound",),
+        )
+        if status.verifying:
+            done, total = status.verifying["chunks_done"], status.verifying["chunks_total"]
+            if isinstance(done, int) and isinstance(total, int):
+                verifying.add_metric([name], max(0, total - done))
+            ends = status.verifying["finish"]
+            if isinstance(ends, dict):
+                for bound, key in (
+                    ("expected", "seconds"),
+                    ("low", "low_seconds"),
+                    ("high", "high_seconds"),
+                ):
+                    value = ends[key]
+                    if isinstance(value, int | float):
+                        verify_finish.add_metric([name, bound], value)
+        yield verifying
+        yield verify_finish
+
         stages = gauge(
             "lag_stage_seconds",
             "Seconds of the last minute the pipeline spent in each stage: "

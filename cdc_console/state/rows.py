@@ -175,6 +175,22 @@ class EventRow:
 
 
 @dataclass(frozen=True)
+class VerifyProgress:
+    """A verification under way (``cdc-console verify`` or the job's schedule): the process
+    running it, when it began, how many chunks it is to compare, and when each group of
+    chunks compared so far began and ended (``(chunks, started_at, finished_at)``)."""
+
+    pid: int
+    started_at: float
+    chunks_total: int
+    groups: tuple[tuple[int, float, float], ...] = ()
+
+    @property
+    def chunks_done(self) -> int:
+        return sum(count for count, _, _ in self.groups)
+
+
+@dataclass(frozen=True)
 class VerificationRow:
     """A chunk's last verification: when, at which binlog position both sides were compared,
     what it found, and (``detail``) the first differing keys and columns."""

@@ -31,6 +31,7 @@ from cdc_console.state.rows import (
     TableState,
     Throttled,
     VerificationRow,
+    VerifyProgress,
 )
 from cdc_console.state.tables import TablesRepo
 from cdc_console.state.verifications import VerificationsRepo
@@ -53,6 +54,7 @@ __all__ = [
     "TableState",
     "Throttled",
     "VerificationRow",
+    "VerifyProgress",
 ]
 
 

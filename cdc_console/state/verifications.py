@@ -9,12 +9,17 @@ the Events screen tells what was found and repaired.
 from __future__ import annotations
 
 import json
+import os
+import time
 
 from cdc_console.core.lifecycle import Verdict
 from cdc_console.core.schema import TableId
 from cdc_console.core.untyped import SqliteRow
 from cdc_console.state.database import StateDatabase
-from cdc_console.state.rows import VerificationRow, offset_json, offset_of
+from cdc_console.state.rows import VerificationRow, VerifyProgress, offset_json, offset_of
+
+#: the meta key of the verification under way
+VERIFY_PROGRESS_META = "verify_progress"
 
 _COLUMNS = (
     "table_id, split_no, verified_at, position, verdict, rows, missing, extra, differing, detail"
@@ -42,6 +47,49 @@ class VerificationsRepo(StateDatabase):
                     json.dumps(row.detail),
                 ),
             )
+
+    def begin_verify(self, chunks_total: int) -> VerifyProgress:
+        """A verification of ``chunks_total`` chunks begins in this process (it replaces any
+        earlier one's progress: one verification runs at a time, ``verifier.exclusive``)."""
+        progress = VerifyProgress(os.getpid(), time.time(), chunks_total)
+        self.save_verify_progress(progress)
+        return progress
+
+    def note_verified(
+        self, progress: VerifyProgress, chunks: int, started_at: float
+    ) -> VerifyProgress:
+        """``chunks`` more were compared, from ``started_at`` until now."""
+        done = (*progress.groups, (chunks, started_at, time.time()))
+        progress = VerifyProgress(progress.pid, progress.started_at, progress.chunks_total, done)
+        self.save_verify_progress(progress)
+        return progress
+
+    def end_verify(self) -> None:
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM meta WHERE key = ?", (VERIFY_PROGRESS_META,))
+
+    def verify_progress(self) -> VerifyProgress | None:
+        """The verification under way, as its process last recorded it (None: none, or its
+        process is gone without ending it: killed, so nothing is under way)."""
+        text = self.get_meta(VERIFY_PROGRESS_META)
+        if text is None:
+            return None
+        data = json.loads(text)
+        if not _runs(int(data["pid"])):
+            return None
+        groups = tuple((int(n), float(a), float(b)) for n, a, b in data["groups"])
+        return VerifyProgress(
+            int(data["pid"]), float(data["started_at"]), int(data["chunks_total"]), groups
+        )
+
+    def save_verify_progress(self, progress: VerifyProgress) -> None:
+        data = {
+            "pid": progress.pid,
+            "started_at": progress.started_at,
+            "chunks_total": progress.chunks_total,
+            "groups": [list(g) for g in progress.groups],
+        }
+        self.set_meta(VERIFY_PROGRESS_META, json.dumps(data))
 
     def verifications(self, table_id: TableId | str | None = None) -> list[VerificationRow]:
         """The last verification of each chunk (of ``table_id``, or of every table)."""
@@ -74,3 +122,13 @@ def _verification(r: SqliteRow) -> VerificationRow:
         differing=int(r[8]),
         detail=json.loads(r[9]) if r[9] else {},
     )
+
+
+def _runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: it runs
+    return True

@@ -14,7 +14,7 @@ from cdc_console.core.estimate import FinishEstimate
 from cdc_console.core.lifecycle import CommandKind, Lifecycle
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.schema import TableId
-from cdc_console.figures import LagStages
+from cdc_console.figures import LagStages, VerifyEstimate
 from cdc_console.source.control import refusal
 from cdc_console.state.rows import TableState
 from cdc_console.state.store import Command, RunRow
@@ -228,6 +228,8 @@ class PipelineView:
     throttled: str | None = None
     #: how long a re-dump of the selected table would take (``figures.redump_forecast``)
     redump_forecast: FinishEstimate | None = None
+    #: a verification under way and its finish-time estimate (``figures.verify_estimate``)
+    verifying: VerifyEstimate | None = None
     tables: tuple[TableView, ...] = ()
     selected_table: str | None = None
     splits: tuple[SplitView, ...] = ()

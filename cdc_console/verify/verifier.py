@@ -52,7 +52,7 @@ from cdc_console.mysql.source_load import read_load
 from cdc_console.sinks.lake_layout import mirror_path
 from cdc_console.source.snapshot_reader import SnapshotSplitReader, open_text_mode
 from cdc_console.source.throttle import LoadThrottle
-from cdc_console.state.store import StateStore, TableState
+from cdc_console.state.store import StateStore, TableState, VerifyProgress
 from cdc_console.status import skip_reason
 from cdc_console.values.arrow import rows_to_table
 from cdc_console.values.canonical import RowNormalizer, canonical_chunk_key, raw_chunk_key
@@ -156,6 +156,8 @@ class Verifier:
         #: the table being verified: each finished chunk's rows and high watermark
         self._rows: dict[int, int] = {}
         self._marks: dict[int, BinlogOffset | None] = {}
+        #: the verification under way, as the state shows it (its finish-time estimate)
+        self._progress: VerifyProgress | None = None
 
     # -- entry points ---------------------------------------------------------------------
 
@@ -166,27 +168,59 @@ class Verifier:
         one pause shared by all tables, so that a change in flight is not reported."""
         started = time.monotonic()
         wanted = {str(t) for t in tables} if tables else None
+        picked = [
+            table
+            for table in self.store.tables()
+            if (
+                str(table.table_id) in wanted
+                if wanted is not None
+                else table.state != Lifecycle.REMOVED
+            )
+        ]
+        only = [chunk] if chunk is not None else None
         checked: list[_Checked] = []
-        for table in self.store.tables():
-            if wanted is not None and str(table.table_id) not in wanted:
-                continue
-            if wanted is None and table.state == Lifecycle.REMOVED:
-                continue
-            checked.append(self._check(table, [chunk] if chunk is not None else None))
-        if any(c.differing() for c in checked):
-            self._sleep(RECHECK_AFTER)
-        for found in checked:
-            self._recheck(found)
-            self._record(found.result)
+        with self._progress_over(picked, only):
+            for table in picked:
+                checked.append(self._check(table, only))
+            if any(c.differing() for c in checked):
+                self._sleep(RECHECK_AFTER)
+            for found in checked:
+                self._recheck(found)
+                self._record(found.result)
         return VerifyReport([c.result for c in checked], time.monotonic() - started)
 
     def verify_table(self, table: TableState, chunks: list[int] | None = None) -> TableResult:
-        found = self._check(table, chunks)
-        if found.differing():
-            self._sleep(RECHECK_AFTER)
-        self._recheck(found)
-        self._record(found.result)
+        with self._progress_over([table], chunks):
+            found = self._check(table, chunks)
+            if found.differing():
+                self._sleep(RECHECK_AFTER)
+            self._recheck(found)
+            self._record(found.result)
         return found.result
+
+    @contextmanager
+    def _progress_over(
+        self, tables: Sequence[TableState], chunks: list[int] | None
+    ) -> Iterator[None]:
+        """Record the verification's progress in the state while it runs, for its finish-time
+        estimate (``figures.verify_estimate``): the chunks it is to compare (each finished chunk
+        of a table that is not skipped), then each group as it is first compared."""
+        total = 0
+        for table in tables:
+            if skip_reason(table):
+                continue
+            total += sum(
+                1
+                for s in self.store.splits(table.table_id)
+                if s.status == SplitStatus.FINISHED
+                and (chunks is None or s.split.split_no in chunks)
+            )
+        self._progress = self.store.begin_verify(total)
+        try:
+            yield
+        finally:
+            self._progress = None
+            self.store.end_verify()
 
     def _check(self, table: TableState, chunks: list[int] | None) -> _Checked:
         """The first comparison of a table's (or some of its) chunks."""
@@ -219,7 +253,10 @@ class Verifier:
             result.skipped = "it has no snapshot chunks (captured without a snapshot)"
             return _Checked(result)
         found = _Checked(result, schema, splits, rows, marks)
-        self._guarded(found, lambda: setattr(result, "chunks", self._verify_splits(schema, splits)))
+        self._guarded(
+            found,
+            lambda: setattr(result, "chunks", self._verify_splits(schema, splits, counted=True)),
+        )
         return found
 
     def _recheck(self, found: _Checked) -> None:
@@ -263,10 +300,17 @@ class Verifier:
 
     # -- one table ------------------------------------------------------------------------
 
-    def _verify_splits(self, schema: TableSchema, splits: list[SnapshotSplit]) -> list[ChunkResult]:
+    def _verify_splits(
+        self, schema: TableSchema, splits: list[SnapshotSplit], *, counted: bool = False
+    ) -> list[ChunkResult]:
+        """Compare ``splits`` group by group; ``counted``: the first comparison, which the
+        verification's progress counts (a second look at differing chunks is not)."""
         out: list[ChunkResult] = []
         for group in self._groups(schema, splits):
+            began = time.time()
             out.extend(self._verify_group(schema, group))
+            if counted and self._progress is not None:
+                self._progress = self.store.note_verified(self._progress, len(group), began)
         return out
 
     def _groups(

@@ -19,10 +19,10 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from cdc_console.config import PipelineConfig
-from cdc_console.core.lifecycle import Lifecycle, Verdict
+from cdc_console.core.lifecycle import Lifecycle, SplitStatus, Verdict
 from cdc_console.core.schema import TableId
 from cdc_console.sinks.mirror_read import read_delta
-from cdc_console.state.store import StateStore
+from cdc_console.state.store import StateStore, VerifyProgress
 from cdc_console.verify.verifier import Verifier
 from tests.conftest import SourceDb
 from tests.integration.harness import (
@@ -212,11 +212,31 @@ def test_verifications_under_writers_report_no_false_difference(
         for writer in writers:
             writer.start()
         store = StateStore(config.state_path)
+        seen: list[VerifyProgress] = []
+        noted = store.note_verified
+
+        def note(progress: VerifyProgress, chunks: int, started_at: float) -> VerifyProgress:
+            found = noted(progress, chunks, started_at)
+            # others (status, the console, the metrics) see the verification under way
+            assert store.verify_progress() == found
+            seen.append(found)
+            return found
+
         try:
+            chunks = sum(
+                s.status == SplitStatus.FINISHED
+                for t in store.tables()
+                for s in store.splits(t.table_id)
+            )
             verifier = Verifier(config, store)
+            setattr(store, "note_verified", note)  # noqa: B010
             reports = [verifier.run() for _ in range(10)]
+            assert store.verify_progress() is None  # each run ends its progress
         finally:
             store.close()
+        # each run counts up to every finished chunk of the two tables, which it compares
+        finals = [p for p in seen if p.chunks_done == p.chunks_total]
+        assert len(finals) == 10 and all(p.chunks_total == chunks >= 8 for p in seen)
         for writer in writers:
             writer.stop()
             assert not writer.errors, writer.errors

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from textual.pilot import Pilot
 
-from cdc_console.state.store import StateStore
+from cdc_console.state.store import StateStore, VerifyProgress
 from cdc_console.tui.app import ConsoleApp
-from tests.tui.canned import CannedServer, canned_pipeline
+from tests.tui.canned import NOW, CannedServer, canned_pipeline
 from tests.tui.driving import settle
 
 SNAPSHOT_SIZE = (150, 42)
+
+#: 12 of 40 chunks compared, in three groups of four over the last 90 s
+VERIFYING = VerifyProgress(
+    os.getpid(),
+    NOW - 90.0,
+    40,
+    ((4, NOW - 90.0, NOW - 60.0), (4, NOW - 60.0, NOW - 30.0), (4, NOW - 30.0, NOW)),
+)
 
 
 @dataclass(frozen=True)
@@ -26,15 +35,19 @@ class Scenario:
     unsafe_settings: tuple[tuple[str, str, str], ...] = ()
     #: why the job's chunk reads yield to a busy source
     throttled: str | None = None
+    #: a verification under way (this process runs it, so it is alive)
+    verifying: bool = False
 
     def app(self, directory: Path) -> ConsoleApp:
         server = CannedServer(error=self.server_error) if self.server_error else None
         monitor = canned_pipeline(directory, server=server, with_state=self.with_state)
-        if self.unsafe_settings or self.throttled:
+        if self.unsafe_settings or self.throttled or self.verifying:
             store = StateStore(monitor.config.state_path)
             for name, value, expected in self.unsafe_settings:
                 store.record_source_setting(name, value, expected, False)
             store.record_throttled(self.throttled)
+            if self.verifying:
+                store.save_verify_progress(VERIFYING)
             store.close()
         return ConsoleApp([monitor], first_screen=self.screen)
 
@@ -65,6 +78,8 @@ SCENARIOS = (
     ),
     # the source is busy: the job's chunk reads wait, the stream does not
     Scenario("tables-reads-yield", "tables", throttled="Threads_running 61 > 50"),
+    # a verification compared 12 of 40 chunks in its first 90 s: 210 s left at that pace
+    Scenario("tables-verifying", "tables", verifying=True),
     Scenario("help", "tables", press=("question_mark",)),
     # up up: shop.customers (12 splits, so each key is quick); "/ing" keeps the tables whose
     # state or note says so; o x7 then O: by lag, longest first, tables without one last

@@ -607,6 +607,29 @@ async def test_chunk_reads_yielding_to_a_busy_source_show_on_top(shop: PipelineM
         await until(pilot, lambda: "reads yield" not in screen_text(app).split("\n")[0], "gone")
 
 
+async def test_a_verification_under_way_shows_its_progress_and_time_left_on_top(
+    shop: PipelineMonitor,
+) -> None:
+    """12 of 40 chunks compared at 4 chunks per 30 s: 28 left, 210 s at that pace; the note
+    goes when the verification ends."""
+    from tests.tui.scenarios import VERIFYING
+
+    store = StateStore(shop.config.state_path)
+    store.save_verify_progress(VERIFYING)
+    store.close()
+    app = ConsoleApp([shop])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(
+            pilot,
+            lambda: "verifying 12/40, 3 min left" in screen_text(app).split("\n")[0],
+            "the verification on top",
+        )
+        store = StateStore(shop.config.state_path)
+        store.end_verify()
+        store.close()
+        await until(pilot, lambda: "verifying" not in screen_text(app).split("\n")[0], "gone")
+
+
 async def test_a_table_held_at_changes_not_logged_as_rows_says_so_in_its_note(
     shop: PipelineMonitor,
 ) -> None:

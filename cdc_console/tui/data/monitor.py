@@ -32,11 +32,13 @@ from cdc_console.figures import (
     STAGES_WINDOW_SECONDS,
     ReadEstimates,
     ReadPacing,
+    VerifyEstimate,
     binlog_needs,
     lag_stages,
     read_estimates,
     redump_forecast,
     table_position,
+    verify_estimate,
 )
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.source.control import refusal
@@ -262,6 +264,7 @@ class PipelineMonitor:
                 f"{x.name}={x.value or chr(39) * 2}" for x in store.source_settings() if not x.ok
             ),
             throttled=_throttled(store, job),
+            verifying=_verifying(store, now),
             redump_forecast=self._forecast(store, selected, now) if selected else None,
             tables=table_views,
             selected_table=selected,
@@ -628,6 +631,11 @@ def open_monitors(config_paths: Sequence[str | Path]) -> list[PipelineMonitor]:
             )
         )
     return monitors
+
+
+def _verifying(store: StateStore, now: float) -> VerifyEstimate | None:
+    progress = store.verify_progress()
+    return verify_estimate(progress, now) if progress is not None else None
 
 
 def _throttled(store: StateStore, job: JobView) -> str | None:

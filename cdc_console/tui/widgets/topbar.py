@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from cdc_console.tui import format as fmt
 from cdc_console.tui.model import JobStatus, Level, PipelineView
+from cdc_console.units import span
 
 
 class Tab(NamedTuple):
@@ -72,6 +73,12 @@ class TopBar(Static):
                 # the source is busy: chunk reads wait, the binlog stream does not
                 line.append(" │ reads yield ", style="dim")
                 line.append(view.throttled, style=fmt.LEVEL_STYLES[Level.WARN])
+            if view.verifying is not None:
+                found = view.verifying
+                line.append(" │ verifying ", style="dim")
+                line.append(f"{found.chunks_done}/{found.chunks_total}")
+                if found.finish is not None:
+                    line.append(f", {span(found.finish.seconds)} left", style="dim")
             if view.unsafe_settings:
                 # a setting under which new writers' changes are not logged as full rows
                 line.append(" │ source ", style="dim")
