@@ -599,7 +599,7 @@ def write_pipeline_config(
     tables: list[str] | None = None,
     trigger_seconds: float = 0.5,
     spark_conf: Mapping[str, str] | None = None,
-    wake_on_data: bool = False,
+    wake_on_data: bool | None = None,
 ) -> Path:
     """A pipeline TOML for the bench table, with its state, lake and checkpoint in ``folder``;
     ``extra`` adds sections (``{"lake": {...}}``). The defaults are the job's own (a snapshot,
@@ -627,7 +627,7 @@ def write_pipeline_config(
                 "master": master,
                 "trigger_seconds": trigger_seconds,
                 "checkpoint": "checkpoints",
-                **({"wake_on_data": True} if wake_on_data else {}),
+                **({"wake_on_data": wake_on_data} if wake_on_data is not None else {}),
                 **({"conf": dict(spark_conf)} if spark_conf else {}),
             },
             **(extra or {}),

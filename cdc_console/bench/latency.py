@@ -66,8 +66,8 @@ class LatencyOptions(RunOptions):
     rates: str = "1000,4000"
     seconds: float = 30.0
     trigger_seconds: float = 0.2
-    #: ``[spark] wake_on_data``: plan as soon as the binlog moves
-    wake_on_data: bool = False
+    #: ``[spark] wake_on_data``: plan as soon as the binlog moves (the job's default)
+    wake_on_data: bool = True
     #: seconds the pipeline's CPU is measured with no writes, before the first rate
     idle_seconds: float = 10.0
     timeout: float = 600.0
@@ -205,7 +205,7 @@ def run_latency_bench(options: LatencyOptions) -> LatencyFigures:
     print(
         f"\nlatency benchmark: single-row INSERTs into {TABLE}, {options.seconds:g} s per rate, "
         f"{options.master}, trigger_seconds = {options.trigger_seconds:g}"
-        f"{', wake_on_data' if options.wake_on_data else ''}; "
+        f", wake_on_data = {str(options.wake_on_data).lower()}; "
         "commit -> Delta version visible",
         flush=True,
     )

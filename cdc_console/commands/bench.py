@@ -320,8 +320,16 @@ def register(subparsers: Subparsers) -> None:
     )
     latency.add_argument(
         "--wake-on-data",
-        action="store_true",
-        help="the job's [spark] wake_on_data: plan a batch as soon as the binlog moves",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the job's [spark] wake_on_data: plan a batch as soon as the binlog moves "
+        "(default; --no-wake-on-data plans at each trigger)",
+    )
+    latency.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=10.0,
+        help="seconds the idle pipeline's cores are measured over, before the writes (default 10)",
     )
     latency.add_argument("--master", default="local[2]", help="Spark master")
     _run_folder(latency, "seconds for the job to stream")

@@ -53,8 +53,10 @@ from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
 
-#: how often an idle planner looks at the binlog's head with ``[spark] wake_on_data``
+#: how soon a planner with ``[spark] wake_on_data`` looks at the binlog's head again after it
+#: planned a batch; each look that finds nothing new doubles the wait, up to the longest
 WAKE_POLL_SECONDS = 0.05
+WAKE_POLL_LONGEST_SECONDS = 0.4
 
 
 #: transaction starts inside ``(start, end)`` near the given byte positions of ``start``'s file
@@ -106,6 +108,8 @@ class Planner:
         self.config = config
         self.store = StateStore(config.state_path)
         self._conn: pymysql.connections.Connection | None = None
+        #: the wait between two looks at the head with ``[spark] wake_on_data`` (backs off)
+        self._wake_poll = WAKE_POLL_SECONDS
         #: the server planned against: what the executors read (never another of the list)
         self._source = config.source.pinned(*config.source.endpoints()[0])
         self.assigner = HybridSplitAssigner(
@@ -298,15 +302,20 @@ class Planner:
 
     def wait_for_plan(self) -> BatchPlan | None:
         """``next_plan``; with ``[spark] wake_on_data``, while there is nothing to plan, wait for
-        the binlog to move (looking every ``WAKE_POLL_SECONDS``) for up to a trigger.
+        the binlog to move for up to a trigger.
 
-        Spark then triggers back to back, so a change is planned within a poll of its commit
-        rather than at the next trigger (half a trigger later, on average), and an idle
-        pipeline asks the server for its head twenty times a second (a query that reads no
-        table). A queued command waits for the trigger's end, as before.
+        Spark then triggers back to back, so a change is planned within a look of its commit
+        rather than at the next trigger (half a trigger later, on average). The looks back off:
+        ``WAKE_POLL_SECONDS`` after a look that found the head or the applied batch moved,
+        doubling with each look that finds nothing, up to ``WAKE_POLL_LONGEST_SECONDS``. A busy stream is looked at every 50 ms
+        (the next change is near), an idle one about three times a second (each look is a
+        query that reads no table, and an SQLite read). A queued command waits for the
+        trigger's end, as before.
         """
         plan = self.next_plan()
         spark = self.config.spark
+        if plan is not None:
+            self._wake_poll = WAKE_POLL_SECONDS
         if plan is not None or not spark.wake_on_data:
             return plan
         deadline = time.monotonic() + spark.trigger_seconds
@@ -315,13 +324,18 @@ class Planner:
             # held this plan back (``source.plan_past``)
             seen = (self._quick_head(), self.store.last_applied_batch())
             while time.monotonic() < deadline and not self.store.draining():
-                time.sleep(min(WAKE_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+                time.sleep(min(self._wake_poll, max(0.0, deadline - time.monotonic())))
                 now = (self._quick_head(), self.store.last_applied_batch())
-                if now != seen:
-                    plan = self.next_plan()
-                    if plan is not None:
-                        return plan
-                    seen = now
+                if now == seen:
+                    self._wake_poll = min(WAKE_POLL_LONGEST_SECONDS, self._wake_poll * 2)
+                    continue
+                # something moved: a change to plan now, or one held until the batch in
+                # flight is applied, which is near; either way look again soon
+                self._wake_poll = WAKE_POLL_SECONDS
+                plan = self.next_plan()
+                if plan is not None:
+                    return plan
+                seen = now
         except pymysql.err.Error as exc:
             # the next trigger's plan meets the fault and waits it out, visibly
             log.debug("planner: head watch stopped: %s", exc)
