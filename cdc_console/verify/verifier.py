@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -61,6 +64,8 @@ from cdc_console.verify.mirror import MirrorNotReady, MirrorReader
 from cdc_console.verify.report import ChunkResult, TableResult, VerifyReport, hidden_columns
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: rows of consecutive chunks compared at once (integer chunk keys; others compare whole)
 GROUP_ROWS = 200_000
@@ -215,12 +220,12 @@ class Verifier:
                 if s.status == SplitStatus.FINISHED
                 and (chunks is None or s.split.split_no in chunks)
             )
-        self._progress = self.store.begin_verify(total)
+        self._progress = _told(partial(self.store.begin_verify, total))
         try:
             yield
         finally:
             self._progress = None
-            self.store.end_verify()
+            _told(self.store.end_verify)
 
     def _check(self, table: TableState, chunks: list[int] | None) -> _Checked:
         """The first comparison of a table's (or some of its) chunks."""
@@ -310,7 +315,8 @@ class Verifier:
             began = time.time()
             out.extend(self._verify_group(schema, group))
             if counted and self._progress is not None:
-                self._progress = self.store.note_verified(self._progress, len(group), began)
+                note = self.store.note_verified
+                self._progress = _told(partial(note, self._progress, len(group), began))
         return out
 
     def _groups(
@@ -566,3 +572,14 @@ def _confirmed(first: ChunkResult, again: ChunkResult | None) -> ChunkResult:
     if not again.differences:
         again.verdict = Verdict.EQUAL
     return again
+
+
+def _told(record: Callable[[], T]) -> T | None:
+    """Record the verification's progress; a state that cannot take it (locked, full) costs
+    the estimate, never the verification: the progress is no longer recorded for the rest of
+    this verification, and its end still clears it."""
+    try:
+        return record()
+    except sqlite3.Error as exc:
+        log.warning("verify: progress not recorded: %s", exc)
+        return None

@@ -4,6 +4,7 @@ estimated as a read is, shown by ``status``, the metrics and the console's top b
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from cdc_console.figures import verify_estimate
 from cdc_console.metrics.server import JobMetrics
 from cdc_console.state.store import StateStore, VerifyProgress
 from cdc_console.status import HeadProbe, collect_status, format_status
+from cdc_console.verify.verifier import _told
 from tests.tui.canned import HEAD, SERVER_LOGS, build_state, write_config
 from tests.unit.test_metrics import samples, value
 
@@ -84,3 +86,11 @@ def test_status_and_metrics_show_the_verification_under_way(tmp_path: Path) -> N
     expected = value(found, "cdc_verify_finish_seconds", bound="expected")
     assert value(found, "cdc_verify_finish_seconds", bound="low") <= expected
     assert 0 < expected <= value(found, "cdc_verify_finish_seconds", bound="high")
+
+
+def test_a_progress_the_state_cannot_take_costs_the_estimate_not_the_verification() -> None:
+    def locked() -> VerifyProgress:
+        raise sqlite3.OperationalError("database is locked")
+
+    assert _told(locked) is None
+    assert _told(lambda: HALFWAY) == HALFWAY
