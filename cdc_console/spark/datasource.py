@@ -20,7 +20,10 @@ Executors read the password from the same environment variable as the driver
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -92,6 +95,25 @@ class CdcStreamReader(DataSourceStreamReader):
         if self._planner is not None:
             self._planner.close()
             self._planner = None
+        _leave_quietly_if_hung_up()
+
+
+def _leave_quietly_if_hung_up() -> None:
+    """End Spark's streaming-source runner at once when the JVM hung up on it.
+
+    A stopped query ends its runner by closing the socket: the runner's next read fails with
+    ``EOFError``, ``stop`` runs in its ``finally``, and the runner then reports the EOF to the
+    JVM over the closed socket. When the JVM has not killed the process yet (a loaded machine),
+    that last flush raises and the runner prints two tracebacks into the job's log on a clean
+    stop. Nothing is left to say to a JVM that is gone, so the runner leaves here instead.
+    """
+    in_flight = sys.exc_info()[1]
+    if isinstance(in_flight, EOFError):
+        log.debug("the JVM closed the planner's socket: the streaming source runner ends")
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(0)
 
 
 class CdcDataSource(DataSource):
