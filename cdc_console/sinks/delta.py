@@ -38,15 +38,14 @@ Range replace (REDUMP, chunk repair): see ``ReplaceRange``. Its deletes happen a
 high watermark inside the same MERGE and commit, so they are as idempotent as the rest; the
 changelog gets a ``-D`` row with the before image for each, with ``_seq`` = -1.
 
-Performance notes (delta-rs 1.6.6, measured): the MERGE runs with ``streamed_exec=False`` so
-delta-rs can skip target files whose key statistics exclude the batch's keys (4x faster for a
-small batch on a ten-file table). That relies on correct statistics, which delta-rs does not
+The MERGE and its merge-on-read counterpart, and the scans that plan them, are in
+``sinks.delta_merge``; the MERGE prunes files by key statistics, which delta-rs does not
 write for scale-0 decimals beyond int64 (see ``delta_tables.stats_properties``). File layout,
 table properties and the change data feed are in ``delta_tables``; compaction and vacuum in
 ``sinks/maintenance.py``.
 
-Schema evolution: columns added online join the mirror in the batch's own commit; a re-dump
-after a retype migrates the mirror or sets it aside (``_migrate``); any other difference
+Schema evolution (``sinks.delta_shape``): columns added online join the mirror in the batch's
+own commit; a re-dump after a retype migrates the mirror or sets it aside; any other difference
 between a mirror and its table raises ``SinkSchemaError``. Not supported: a source database
 named ``_changelog``.
 """
@@ -54,29 +53,23 @@ named ``_changelog``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
-from deltalake.schema import Field, Schema
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
 from cdc_console.config import LakeConfig
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId, TableSchema
-from cdc_console.core.untyped import DeltaMetrics
-from cdc_console.core.values import CanonicalRow, CanonicalValue
+from cdc_console.core.values import CanonicalRow
 from cdc_console.sinks.base import (
     DataFile,
     InRange,
     Key,
-    KeyBounds,
     ReplaceRange,
-    SinkError,
-    SinkSchemaError,
     SinkStats,
     SnapshotChunk,
     TableBatchSink,
@@ -86,31 +79,38 @@ from cdc_console.sinks.base import (
 from cdc_console.sinks.change_columns import ChangeColumns
 from cdc_console.sinks.counted import MirrorCounts, plan_counted_batch
 from cdc_console.sinks.delta_counted import counts_in_ranges, merge_counted
-from cdc_console.sinks.delta_dv import CommitConflict, merge_by_deletion_vectors
 from cdc_console.sinks.delta_files import check_rows, check_written, write_chunk
+from cdc_console.sinks.delta_merge import (
+    bounds_filter,
+    merge_nets,
+    merge_on_read,
+    merge_stats,
+    mirror_absent,
+    mirror_rows,
+)
+from cdc_console.sinks.delta_shape import (
+    changelog_table,
+    check_shared_column,
+    check_table,
+    migrate_mirror,
+)
 from cdc_console.sinks.delta_tables import (
     check_schema,
     open_or_create,
     open_table,
     reopen,
-    same_schema,
-    set_aside,
     table_properties,
 )
 from cdc_console.sinks.lake_layout import (
-    CHANGELOG_DIR,
     CHANGELOG_FIELDS,
     MirrorNames,
     changelog_path,
     changelog_schema,
-    from_lake,
     lake_schema,
     mirror_path,
     table_app_id,
-    to_lake,
 )
 from cdc_console.sinks.lake_target import LakeTarget
-from cdc_console.sinks.merge_sql import assignments, key_predicate, quote
 from cdc_console.sinks.mirror_read import (
     enable_deletion_vectors,
     has_deletion_vectors,
@@ -126,16 +126,8 @@ from cdc_console.sinks.netting import (
     split_keys,
 )
 from cdc_console.values.arrow import (
-    codec_for,
-    columns_to_table,
     mirror_schema,
-    table_to_rows,
 )
-
-#: tries of a merge-on-read commit whose version another writer took first
-_CONFLICT_ATTEMPTS = 3
-_MERGE_OP = "__cdc_console_merge_op"  # extra source column of the MERGE: 'U' upsert, 'D' delete
-_RESERVED = {_MERGE_OP} | {f.name for f in CHANGELOG_FIELDS}
 
 _log = logging.getLogger(__name__)
 
@@ -206,7 +198,7 @@ class DeltaSink(TableBatchSink):
                     continue
                 index = own.get_field_index(held.name)
                 if index >= 0:
-                    _check_shared_column(schema, own.field(index), held, path)
+                    check_shared_column(schema, own.field(index), held, path)
                 else:
                     theirs.setdefault(held.name, held)
         return own, pa.schema([*own, *theirs.values()])
@@ -247,68 +239,21 @@ class DeltaSink(TableBatchSink):
         watermark inside the batch's single, idempotent MERGE. The mirror's key columns are read
         in full: the predicate is Python, so Delta cannot prune files for it.
         """
-        _check_table(schema)
+        check_table(schema)
         path = self.mirror_path(table_id)
         if not DeltaTable.is_deltatable(str(path)):
             return 0
         table = DeltaTable(str(path))
         _, lake = self._lake_for(schema)
         check_schema(table, lake, path)
-        (absent,) = _mirror_absent(table, schema, [(in_range, present_keys)], full_rows=False)
+        (absent,) = mirror_absent(table, schema, [(in_range, present_keys)], full_rows=False)
         if not absent:
             return 0
         nets: dict[Key, CanonicalRow | None] = dict.fromkeys(absent)
-        metrics = _merge(table, schema, lake, nets, commit_properties=None)
+        metrics = merge_nets(table, schema, lake, nets, commit_properties=None)
         return int(metrics.get("num_target_rows_deleted", 0))
 
     # --- internals ------------------------------------------------------------------------
-
-    def _migrate(self, table_id: TableId, typed: pa.Schema, log_schema: pa.Schema) -> None:
-        """Bring a mirror to the table's new shape before a re-dump writes into it.
-
-        A re-dump is the fix for a table whose columns changed (a DDL stop). The mirror keeps
-        its rows, projected onto the new columns (kept columns cast, new ones null until the
-        re-dump's chunks rewrite each row), in one overwrite commit, so it is never empty. When
-        its rows cannot take the new shape exactly (a text that is no number, a new NOT NULL
-        column), the mirror is set aside whole under a versioned name, readable as it was, and
-        the re-dump fills a fresh one. The changelog is history in the old shape: its folder is
-        set aside the same way and a new one starts. Every step is a no-op once done, so a
-        retried batch skips them.
-        """
-        path = self.mirror_path(table_id)
-        if DeltaTable.is_deltatable(str(path)):
-            mirror = DeltaTable(str(path))
-            if not same_schema(mirror, typed):
-                current = read_delta(mirror)
-                try:
-                    projected = _project(current, typed, path)
-                except SinkSchemaError as exc:
-                    aside = _set_aside(path, mirror.version())
-                    _log.warning(
-                        "%s: the mirror's rows cannot take the new columns (%s); the old mirror "
-                        "is kept, readable, at %s and the re-dump fills a fresh one",
-                        table_id,
-                        exc,
-                        aside,
-                    )
-                else:
-                    write_deltalake(
-                        mirror,
-                        projected,
-                        mode="overwrite",
-                        schema_mode="overwrite",
-                        target_file_size=self.lake.target_file_size,
-                        commit_properties=CommitProperties(
-                            custom_metadata={"cdc_console.migrate": f"{table_id} new shape"}
-                        ),
-                    )
-                    _log.warning("%s: mirror migrated to the new columns %s", table_id, typed.names)
-        log_path = self.changelog_path(table_id)
-        if DeltaTable.is_deltatable(str(log_path)) and not same_schema(
-            DeltaTable(str(log_path)), log_schema
-        ):
-            aside = _set_aside(log_path, DeltaTable(str(log_path)).version())
-            _log.warning("%s: changelog in the old shape kept at %s", table_id, aside)
 
     def _commit(self, batch_id: int, table_id: TableId, what: str) -> CommitProperties:
         return CommitProperties(
@@ -345,7 +290,7 @@ class DeltaSink(TableBatchSink):
         """Commit a batch's first-snapshot chunks of one table: their files, written by the
         readers (``WrittenChunk``) or here (``TypedChunk``), in key order, in one commit per
         table (changelog first) that carries the batch's app transaction."""
-        _check_table(schema)
+        check_table(schema)
         table_id = schema.table_id
         own, lake = self._lake_for(schema)
         for chunk in chunks:
@@ -412,14 +357,21 @@ class DeltaSink(TableBatchSink):
         records: Sequence[ChangeRecord],
         replaces: list[ReplaceRange],
     ) -> SinkStats:
-        _check_table(schema)
+        check_table(schema)
         table_id = schema.table_id
         _, lake = self._lake_for(schema)
         stats = _empty_stats()
         log_schema = changelog_schema(lake)
         if replaces and not schema.routed:
             # a routed mirror holds other tables' rows and columns: never projected away
-            self._migrate(table_id, lake, log_schema)
+            migrate_mirror(
+                table_id,
+                self.mirror_path(table_id),
+                self.changelog_path(table_id),
+                lake,
+                log_schema,
+                self.lake.target_file_size,
+            )
         # Columns added online join the mirror and the changelog in the batch's own commits.
         mirror = self._mirror(table_id, lake, in_write=True)
         mirror_done = _already(mirror, self._app(table_id), batch_id)
@@ -441,16 +393,16 @@ class DeltaSink(TableBatchSink):
         if replaces and not mirror_done:
             presents = split_keys(records, replaces)
             checks = [(r.in_range, presents[r.split_id]) for r in replaces]
-            absent = _mirror_absent(
+            absent = mirror_absent(
                 mirror,
                 schema,
                 checks,
                 full_rows=log is not None,
-                where=_bounds_filter(lake, [r.bounds for r in replaces]),
+                where=bounds_filter(lake, [r.bounds for r in replaces]),
             )
         # Changes logged with partial row images complete the rows the mirror holds.
         patched = patched_keys(records)
-        bases = _mirror_rows(mirror, schema, lake, patched) if patched else {}
+        bases = mirror_rows(mirror, schema, lake, patched) if patched else {}
         # A merge-on-read batch takes the change feed's pre-images from the changes' own before
         # images where they have them, instead of reading those rows back from the mirror.
         befores = not mirror_done and has_deletion_vectors(mirror)
@@ -480,11 +432,11 @@ class DeltaSink(TableBatchSink):
         if plan.nets:
             version = mirror.version()
             if has_deletion_vectors(mirror):
-                metrics = self._merge_on_read(
-                    mirror, schema, lake, plan.nets, batch_id, plan.befores
-                )
+                info = {"cdc_console.batch": f"{batch_id} {table_id} merge", **self._commit_info}
+                app = (self._app(table_id), batch_id)
+                metrics = merge_on_read(mirror, schema, lake, plan.nets, app, info, plan.befores)
             else:
-                metrics = _merge(
+                metrics = merge_nets(
                     mirror,
                     schema,
                     lake,
@@ -492,57 +444,13 @@ class DeltaSink(TableBatchSink):
                     self._commit(batch_id, table_id, "merge"),
                     merge_schema=True,
                 )
-            _merge_stats(stats, metrics)
+            merge_stats(stats, metrics)
             stats["range_deleted"] = plan.range_deleted
             mirror.update_incremental()
             committed = mirror.version() > version
         if not committed:
             self._record_noop(mirror, lake, batch_id, table_id)
         return stats
-
-    def _merge_on_read(
-        self,
-        mirror: DeltaTable,
-        schema: TableSchema,
-        lake: pa.Schema,
-        nets: Mapping[Key, CanonicalRow | None],
-        batch_id: int,
-        befores: Mapping[Key, CanonicalRow],
-    ) -> DeltaMetrics:
-        """The batch's nets by deletion vectors (``sinks.delta_dv``), columns added online in
-        the same commit. A new wall-clock column on a table without the ``timestampNtz``
-        feature joins in a commit of its own first (delta-rs upgrades the protocol; a NULL
-        column in every row the mirror holds is true of the source too)."""
-        held = {f.name for f in table_schema(mirror)}
-        wall_clock = [f for f in lake if f.name not in held and f.type == pa.timestamp("us")]
-        if wall_clock and "timestampNtz" not in (mirror.protocol().writer_features or []):
-            mirror.alter.add_columns([Field.from_arrow(f) for f in wall_clock])
-            mirror.update_incremental()
-        info = {
-            "cdc_console.batch": f"{batch_id} {schema.table_id} merge",
-            **self._commit_info,
-        }
-        attempt = 1
-        while True:
-            try:
-                return merge_by_deletion_vectors(
-                    mirror,
-                    schema,
-                    lake,
-                    nets,
-                    (self._app(schema.table_id), batch_id),
-                    info,
-                    befores,
-                )
-            except CommitConflict:
-                # Another writer (an operator's `lake optimize`, say) took the version: the
-                # batch's net changes are laid on the table as it now is; the files the failed
-                # attempt wrote are referenced by no version, and vacuum removes them.
-                if attempt == _CONFLICT_ATTEMPTS:
-                    raise
-                attempt += 1
-                _log.warning("%s: commit conflict, batch %d tried again", schema.table_id, batch_id)
-                mirror.update_incremental()
 
     def _write_log(
         self,
@@ -554,7 +462,7 @@ class DeltaSink(TableBatchSink):
         stats: SinkStats,
     ) -> None:
         """Append a batch's changelog rows of one table, in the batch's own commit."""
-        data = _changelog_table(schema, log_schema, batch_id, changes)
+        data = changelog_table(schema, log_schema, batch_id, changes)
         write_deltalake(
             log,
             data,
@@ -596,7 +504,7 @@ class DeltaSink(TableBatchSink):
             records = records.records()
         held: list[MirrorCounts] = []
         if replaces and not mirror_done:
-            where = _bounds_filter(lake, [r.bounds for r in replaces])
+            where = bounds_filter(lake, [r.bounds for r in replaces])
             held = counts_in_ranges(mirror, schema, replaces, where)
         plan = plan_counted_batch(schema, records, replaces, held, want_changes=log is not None)
         if log is not None:
@@ -614,7 +522,7 @@ class DeltaSink(TableBatchSink):
             merge_schema=True,
         )
         if metrics is not None:
-            _merge_stats(stats, metrics)
+            merge_stats(stats, metrics)
             mirror.update_incremental()
         stats["range_deleted"] = plan.range_deleted
         if mirror.version() == version:
@@ -642,76 +550,6 @@ def _empty_stats() -> SinkStats:
     }
 
 
-def _set_aside(path: Path, version: int) -> Path:
-    """Move a Delta table's folder to ``<name>.before-v<version>`` and return where (a table
-    reshaped again starts at version 0 each time, so ``set_aside`` numbers a name taken)."""
-    return set_aside(path, f"before-v{version}")
-
-
-def _merge_stats(stats: SinkStats, metrics: DeltaMetrics) -> None:
-    """A MERGE's row and file counts (delta-rs' metrics) into a table's batch stats."""
-    inserted = int(metrics.get("num_target_rows_inserted", 0))
-    updated = int(metrics.get("num_target_rows_updated", 0))
-    stats["inserted"], stats["updated"] = inserted, updated
-    stats["deleted"] = int(metrics.get("num_target_rows_deleted", 0))
-    stats["upserted"] = inserted + updated
-    stats["rows_copied"] = int(metrics.get("num_target_rows_copied", 0))
-    stats["files_added"] = int(metrics.get("num_target_files_added", 0))
-    stats["files_removed"] = int(metrics.get("num_target_files_removed", 0))
-
-
-def _project(current: pa.Table, typed: pa.Schema, path: Path) -> pa.Table:
-    """``current``'s rows on ``typed``'s columns: kept columns cast exactly, new ones null."""
-    columns = []
-    for field_ in typed:
-        if field_.name not in current.column_names:
-            if not field_.nullable and current.num_rows:
-                raise SinkSchemaError(
-                    f"{path} gets a new NOT NULL column {field_.name!r}, which its rows cannot "
-                    "hold until the re-dump rewrites them; move the mirror away and re-dump the "
-                    "table into a fresh one"
-                )
-            columns.append(pa.nulls(current.num_rows, field_.type))
-            continue
-        try:
-            columns.append(current[field_.name].cast(field_.type, safe=True))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise SinkSchemaError(
-                f"column {field_.name!r} of {path} cannot become {field_.type} exactly ({exc}); "
-                "move the mirror away and re-dump the table into a fresh one"
-            ) from None
-    return pa.Table.from_arrays(columns, schema=typed.with_metadata(None))
-
-
-def _check_shared_column(schema: TableSchema, own: pa.Field, held: pa.Field, path: Path) -> None:
-    """A column a routed table shares with its mirror has the mirror's type; a re-dump does
-    not migrate a mirror other tables write too, so a retyped shard parks with what to do."""
-    if _delta_type(own) != _delta_type(held):
-        raise SinkSchemaError(
-            f"{schema.table_id} now maps column {own.name!r} to {own.type}, but the mirror it "
-            f"shares with the other tables of its route ({path}) holds it as {held.type}; a "
-            "shared mirror is not migrated in place: change the column alike on every table "
-            "of the route, then, with the job stopped, set the mirror folder aside and "
-            "re-dump each of them (cdc-console redump --table <db.table>) into a fresh one"
-        )
-
-
-def _delta_type(field_: pa.Field) -> str:
-    return str(Schema.from_arrow(pa.schema([field_])).fields[0].type)
-
-
-def _check_table(schema: TableSchema) -> None:
-    if schema.table_id.database == CHANGELOG_DIR:
-        raise SinkError(f"{schema.table_id}: database name {CHANGELOG_DIR!r} is the sink's own")
-    for name in schema.row_names:
-        if name in _RESERVED:
-            raise SinkError(f"{schema.table_id}: column {name!r} clashes with a sink column")
-    if not schema.key_columns or not all(schema.key_columns):
-        raise SinkError(f"{schema.table_id} has no key columns to MERGE on")
-    for name in schema.key_columns:
-        schema.column(name)  # KeyError names a key column the table lacks
-
-
 def _chunk_order(chunk: SnapshotChunk) -> tuple[int, str]:
     """Chunks of one table by split number (``db.t:N``), i.e. by key range."""
     _, _, number = chunk.split_id.rpartition(":")
@@ -721,161 +559,3 @@ def _chunk_order(chunk: SnapshotChunk) -> tuple[int, str]:
 def _already(table: DeltaTable, app_id: str, batch_id: int) -> bool:
     applied = table.transaction_version(app_id)
     return applied is not None and applied >= batch_id
-
-
-def _merge(
-    table: DeltaTable,
-    schema: TableSchema,
-    lake: pa.Schema,
-    nets: Mapping[Key, CanonicalRow | None],
-    commit_properties: CommitProperties | None,
-    *,
-    merge_schema: bool = False,
-) -> DeltaMetrics:
-    """One MERGE of the net changes into the mirror; returns delta-rs' metrics. With
-    ``merge_schema`` the source's columns the mirror lacks are added in the same commit."""
-    key_columns = list(schema.key_columns)
-    source_rows: list[Mapping[str, CanonicalValue]] = []
-    ops: list[str] = []
-    for key, row in nets.items():
-        if row is not None:
-            source_rows.append(row)
-            ops.append("U")
-        else:
-            if len(key) != len(key_columns):
-                raise SinkError(
-                    f"{schema.table_id}: key {list(key)} does not match key columns {key_columns}"
-                )
-            source_rows.append(dict(zip(key_columns, key, strict=True)))
-            ops.append("D")
-    columns = {name: [row.get(name) for row in source_rows] for name in schema.row_names}
-    source = to_lake(columns_to_table(schema, columns), lake).append_column(
-        pa.field(_MERGE_OP, pa.string()), pa.array(ops, type=pa.string())
-    )
-    is_delete = f"s.{quote(_MERGE_OP)} = 'D'"
-    is_upsert = f"s.{quote(_MERGE_OP)} = 'U'"
-    merger = table.merge(
-        source,
-        predicate=key_predicate(schema, key_columns),
-        source_alias="s",
-        target_alias="t",
-        streamed_exec=False,  # the source is in memory; lets delta-rs prune files by key bounds
-        merge_schema=merge_schema,
-        commit_properties=commit_properties,
-    )
-    # A column the source dropped keeps, in rows it held, the value it had (TableSchema.retired)
-    retired = {c.name for c in schema.retired_row_columns}
-    inserted = [name for name in source.column_names if name != _MERGE_OP]
-    updated = [name for name in inserted if name not in retired]
-    return (
-        merger.when_matched_delete(predicate=is_delete)
-        .when_matched_update(assignments(updated), predicate=is_upsert)
-        .when_not_matched_insert(assignments(inserted), predicate=is_upsert)
-        .execute()
-    )
-
-
-def _bounds_filter(lake: pa.Schema, bounds: Sequence[KeyBounds | None]) -> pc.Expression | None:
-    """The rows of the mirror any of ``bounds`` can hold, as a filter Delta prunes files by;
-    None (read everything) unless every range has integer bounds on one integer column."""
-    if not bounds or any(b is None for b in bounds):
-        return None
-    names = {b.column for b in bounds if b is not None}
-    if len(names) != 1:
-        return None
-    (name,) = names
-    if lake.get_field_index(name) < 0 or not pa.types.is_integer(lake.field(name).type):
-        return None
-    column = pc.field(name)
-    where: pc.Expression | None = None
-    for b in bounds:
-        assert b is not None
-        part = column.is_valid()
-        if b.start is not None:
-            part = part & (column >= b.start)
-        if b.end is not None:
-            part = part & (column < b.end)
-        if b.start is None:
-            part = part | column.is_null()  # a NULL chunk key is the first chunk's
-        where = part if where is None else where | part
-    return where
-
-
-def _mirror_absent(
-    table: DeltaTable,
-    schema: TableSchema,
-    checks: Sequence[tuple[InRange, set[Key]]],
-    full_rows: bool,
-    where: pc.Expression | None = None,
-) -> list[dict[Key, CanonicalRow | None]]:
-    """Per check: mirror keys in its range and not in its present set, with the canonical row
-    when ``full_rows`` (the changelog's before image), else None. One scan for all checks,
-    of the rows ``where`` lets through (a superset of every check's range: ``_bounds_filter``)."""
-    key_columns = list(schema.key_columns)
-    columns = None if full_rows else key_columns
-    read = read_delta(table, columns, where)
-    data = from_lake(read, mirror_schema(schema))
-    result: list[dict[Key, CanonicalRow | None]] = [{} for _ in checks]
-    if data.num_rows == 0:
-        return result
-    key_values = [
-        codec_for(schema.column(name)).array_to_canonical(data.column(name)) for name in key_columns
-    ]
-    hits: list[tuple[int, Key, int]] = []
-    for index, values in enumerate(zip(*key_values, strict=True)):
-        key_row = dict(zip(key_columns, values, strict=True))
-        for check, (in_range, present) in enumerate(checks):
-            if values not in present and in_range(key_row):
-                hits.append((check, values, index))
-    rows: list[CanonicalRow | None] = [None] * len(hits)
-    if full_rows and hits:
-        indices = pa.array([index for _, _, index in hits], type=pa.int64())
-        rows = list(table_to_rows(schema, data.take(indices)))
-    for (check, key, _), row in zip(hits, rows, strict=True):
-        result[check][key] = row
-    return result
-
-
-def _mirror_rows(
-    table: DeltaTable, schema: TableSchema, lake: pa.Schema, keys: Collection[Key]
-) -> dict[Key, CanonicalRow]:
-    """The mirror's rows of ``keys``, canonical: one scan, which Delta prunes by the values of
-    the first key column (file statistics), the rest matched here."""
-    key_columns = list(schema.key_columns)
-    first = key_columns[0]
-    wanted = list({key[0] for key in keys})
-    typed = to_lake(
-        pa.table({first: codec_for(schema.column(first)).to_arrow(wanted)}),
-        pa.schema([lake.field(first)]),
-    )
-    where = pc.field(first).isin(typed.column(first).combine_chunks())
-    read = read_delta(table, where=where)
-    rows = table_to_rows(schema, from_lake(read, mirror_schema(schema)))
-    found: dict[Key, CanonicalRow] = {}
-    for row in rows:
-        key = tuple(row[name] for name in key_columns)
-        if key in keys:
-            found[key] = row
-    return found
-
-
-def _changelog_table(
-    schema: TableSchema,
-    log_schema: pa.Schema,
-    batch_id: int,
-    changes: Sequence[PlannedChange],
-) -> pa.Table:
-    """Typed changelog rows: the row image plus op, position, seq, event time and batch id."""
-    names = schema.row_names
-    lake = pa.schema(list(log_schema)[: len(log_schema) - len(CHANGELOG_FIELDS)])
-    typed = to_lake(
-        columns_to_table(schema, {n: [c.row.get(n) for c in changes] for n in names}), lake
-    )
-    meta = [
-        pa.array([c.op for c in changes], type=pa.string()),
-        *(pa.array([c.position[i] for c in changes], type=pa.int64()) for i in range(4)),
-        pa.array([c.seq for c in changes], type=pa.int64()),
-        pa.array([c.ts_ms for c in changes], type=pa.int64()),
-        pa.array([batch_id] * len(changes), type=pa.int64()),
-    ]
-    return pa.Table.from_arrays([*typed.columns, *meta], schema=log_schema)

@@ -13,8 +13,9 @@ import pytest
 from cdc_console.core.records import ChangeRecord, RecordDict
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks import delta as delta_module
+from cdc_console.sinks.base import SinkError
 from cdc_console.sinks.change_columns import ChangeColumns
-from cdc_console.sinks.delta import DeltaSink, SinkError
+from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.netting import fold_columns, plan_table_batch
 from cdc_console.spark.protocol import RECORD_SCHEMA, change_columns
 

@@ -12,13 +12,14 @@ import pytest
 
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
+from cdc_console.sinks.base import ReplaceRange, SinkError
 from cdc_console.sinks.changelog_json import (
     ChangelogJsonSink,
     ReplayError,
     changelog_line,
     replay_changelog,
 )
-from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError
+from cdc_console.sinks.delta import DeltaSink
 from cdc_console.values.arrow import table_to_rows
 
 # The seed document's demo table (001): orders with a DATETIME(3) column.

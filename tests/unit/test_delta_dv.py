@@ -312,7 +312,7 @@ def test_a_commit_another_writer_took_first_is_laid_again_on_the_new_version(
             DeltaTable(str(sink.mirror_path(ORDERS))).optimize.compact()
         return real(table, *args)
 
-    monkeypatch.setattr("cdc_console.sinks.delta.merge_by_deletion_vectors", racing)
+    monkeypatch.setattr("cdc_console.sinks.delta_merge.merge_by_deletion_vectors", racing)
     monkeypatch.setattr(delta_dv, "merge_by_deletion_vectors", racing)
     sink.apply_batch(1, SCHEMAS, [*feed.update(order(3), order(3, "three"))])
     assert raced

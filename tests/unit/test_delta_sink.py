@@ -21,9 +21,17 @@ from cdc_console.config import LakeConfig
 from cdc_console.core.records import FIELD_NAMES, ChangeRecord
 from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.sinks import delta as delta_module
-from cdc_console.sinks.base import REFUSED, KeyBounds, TypedChunk
+from cdc_console.sinks import delta_merge
+from cdc_console.sinks.base import (
+    REFUSED,
+    KeyBounds,
+    ReplaceRange,
+    SinkError,
+    SinkSchemaError,
+    TypedChunk,
+)
 from cdc_console.sinks.change_columns import ChangeColumns
-from cdc_console.sinks.delta import DeltaSink, ReplaceRange, SinkError, SinkSchemaError
+from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.spark.protocol import RECORD_SCHEMA
 from cdc_console.values.arrow import rows_to_table, table_to_rows
@@ -276,8 +284,8 @@ def test_crash_between_changelog_and_mirror_recovers_exactly_once(
         raise OSError("disk went away")
 
     with monkeypatch.context() as patch:
-        patch.setattr(delta_module, "_merge", crash)
-        patch.setattr(delta_module, "merge_by_deletion_vectors", crash)
+        patch.setattr(delta_module, "merge_nets", crash)
+        patch.setattr(delta_merge, "merge_by_deletion_vectors", crash)
         with pytest.raises(OSError):
             sink.apply_batch(1, SCHEMAS, batch)
     assert mirror(sink) == by_id(order(1))  # the MERGE did not happen

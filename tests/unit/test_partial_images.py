@@ -17,8 +17,8 @@ import pytest
 from cdc_console.core.records import ChangeRecord
 from cdc_console.core.schema import TableId
 from cdc_console.mysql.partial_images import halves, patchable, refusal
-from cdc_console.sinks.base import REFUSED
-from cdc_console.sinks.delta import DeltaSink, SinkError
+from cdc_console.sinks.base import REFUSED, SinkError
+from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.netting import patched_keys
 from tests.unit.test_delta_sink import (
     ITEMS,
