@@ -35,7 +35,6 @@ from cdc_console.bench.common import (
     PASSWORD_ENV,
     RAW_BINLOG_SERVER_ID,
     BenchEnv,
-    BenchError,
     Measured,
     Measurement,
     SnapshotRunOptions,
@@ -47,15 +46,14 @@ from cdc_console.bench.common import (
     load_line,
     machine_line,
     met_line,
-    pipeline_command,
     ratio,
     run_tag,
     seed_rows,
     spark_setups,
     tag_slug,
-    worker_command,
     write_pipeline_config,
 )
+from cdc_console.bench.processes import BenchError, pipeline_command, worker_command
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.mysql.position import current_position
 from cdc_console.state.readonly import batch_times, events_applied

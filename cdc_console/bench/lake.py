@@ -36,13 +36,13 @@ from cdc_console.bench.common import (
     RunOptions,
     bench_env,
     machine_line,
-    pipeline_command,
     seed_rows,
     start_streaming_job,
     wait_caught_up,
     wait_running,
     write_pipeline_config,
 )
+from cdc_console.bench.processes import pipeline_command
 from cdc_console.bench.stream_lag import LagSampler, spread
 from cdc_console.config import LakeConfig, load_config
 from cdc_console.sinks.delta import pipeline_app_id

@@ -31,18 +31,16 @@ from pymysql.constants import CLIENT
 from cdc_console.bench.common import (
     BENCH_DB,
     BenchEnv,
-    BenchError,
     RunOptions,
-    TreeMemorySampler,
     bench_env,
     load_line,
     machine_line,
-    process_cpu,
     start_streaming_job,
     wait_for_state,
     wait_running,
     write_pipeline_config,
 )
+from cdc_console.bench.processes import BenchError, TreeMemorySampler, process_cpu
 from cdc_console.bench.stream_lag import quantile
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.state.store import StateStore

@@ -30,11 +30,11 @@ from cdc_console.bench.common import (
     BENCH_DB,
     BENCH_TABLE,
     BenchEnv,
-    BenchError,
     bench_env,
     load_line,
     machine_line,
 )
+from cdc_console.bench.processes import BenchError
 from cdc_console.bench.stream_lag import (
     LIVE,
     LiveTableOptions,

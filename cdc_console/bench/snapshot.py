@@ -33,8 +33,6 @@ from cdc_console.bench.common import (
     BENCH_TABLE,
     PASSWORD_ENV,
     BenchEnv,
-    BenchError,
-    ChildRun,
     Measured,
     Measurement,
     SnapshotRunOptions,
@@ -42,19 +40,23 @@ from cdc_console.bench.common import (
     bar_line,
     bench_env,
     breakdown_line,
-    failure_note,
     format_table,
     load_line,
     machine_line,
     met_line,
-    pipeline_command,
     ratio,
     run_tag,
     seed_rows,
     spark_setups,
     tag_slug,
-    worker_command,
     write_pipeline_config,
+)
+from cdc_console.bench.processes import (
+    BenchError,
+    ChildRun,
+    failure_note,
+    pipeline_command,
+    worker_command,
 )
 from cdc_console.state.readonly import BatchTimes, batch_times, split_totals
 

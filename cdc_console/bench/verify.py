@@ -34,8 +34,6 @@ from cdc_console.bench.common import (
     BENCH_DB,
     BENCH_TABLE,
     BenchEnv,
-    BenchError,
-    ChildRun,
     Measurement,
     bar_line,
     bench_env,
@@ -44,6 +42,7 @@ from cdc_console.bench.common import (
     machine_line,
     ratio,
 )
+from cdc_console.bench.processes import BenchError, ChildRun
 from cdc_console.bench.snapshot import OURS_WINDOW
 from cdc_console.bench.stream_lag import (
     LIVE,

@@ -19,7 +19,7 @@ import tempfile
 import time
 from typing import TypedDict
 
-from cdc_console.bench.common import RESULT_PREFIX, WorkerResult
+from cdc_console.bench.processes import RESULT_PREFIX, WorkerResult
 from cdc_console.config import SnapshotConfig
 
 

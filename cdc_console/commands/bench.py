@@ -350,7 +350,8 @@ def _run(
     benchmark, and save its figures under ``key`` with ``--json``."""
     from dataclasses import fields
 
-    from cdc_console.bench.common import BenchError, dump_json
+    from cdc_console.bench.common import dump_json
+    from cdc_console.bench.processes import BenchError
 
     names = {f.name for f in fields(options_type)}
     options = options_type(**{**{k: v for k, v in vars(args).items() if k in names}, **given})

@@ -18,7 +18,8 @@ from cdc_console.commands import Subparsers
 from cdc_console.config import PipelineConfig, load_config
 from cdc_console.core.schema import TableSchema
 from cdc_console.errors import ConfigError, redact
-from cdc_console.mysql.checks import CheckResult, run_checks
+from cdc_console.mysql.check_result import CheckResult
+from cdc_console.mysql.checks import run_checks
 from cdc_console.mysql.probe import ServerInfo
 from cdc_console.state.readonly import captured_tables
 

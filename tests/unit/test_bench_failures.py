@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cdc_console.bench.common import BenchError, failure_note
+from cdc_console.bench.processes import BenchError, failure_note
 
 JVM_LOG = """\
 Traceback (most recent call last):
