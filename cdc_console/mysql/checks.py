@@ -21,24 +21,26 @@ import logging
 import re
 import struct
 from collections.abc import Callable, Collection
-from dataclasses import asdict, dataclass, replace
-from typing import Literal
 
 import pymysql
 
-from cdc_console.config import PipelineConfig, SourceConfig, parse_table_pattern
-from cdc_console.core.schema import COUNT_COLUMN, TableId, TableSchema, quote_ident
+from cdc_console.config import PipelineConfig, SourceConfig
+from cdc_console.core.schema import TableId, TableSchema, quote_ident
 from cdc_console.core.untyped import Connection
-from cdc_console.core.values import JSONObject
 from cdc_console.errors import CdcError, ConfigError, SourceError, redact
+from cdc_console.mysql.check_result import (
+    ACCESS_DENIED_ERRORS,
+    CheckResult,
+    failed,
+    my_cnf_line,
+    passed,
+)
 from cdc_console.mysql.connection import connect, translate_error
-from cdc_console.mysql.key_weights import orderable
 from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.probe import (
     ServerInfo,
     check_companions,
     chunk_key_for,
-    expand_pattern,
     probe_server,
     with_columns_left_out,
     with_invalid_dates,
@@ -47,54 +49,14 @@ from cdc_console.mysql.probe import (
 )
 from cdc_console.mysql.schema import load_table_schema
 from cdc_console.mysql.source_load import ACCESS_DENIED, REPLICA_LAG, read_load, replica_lag
+from cdc_console.mysql.table_checks import checks_of_table, key_check, select_check
 
 log = logging.getLogger(__name__)
 
-Severity = Literal["error", "warning"]
-Area = Literal["server", "privilege", "config"]
 
 COM_BINLOG_DUMP = 0x12
 BINLOG_DUMP_NON_BLOCK = 0x01
-#: Error codes meaning "not allowed" (1045 can come back when a proxy re-authenticates).
-_ACCESS_DENIED = (1044, 1045, 1142, 1143, 1227)
 _MIN_RETENTION_SECONDS = 86400.0
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One requirement, whether it holds, and (when not) what to run or change to meet it.
-
-    ``severity`` "error" blocks the pipeline; "warning" is shown but does not. ``area`` tells a
-    server-side problem (fix on the server) from a config mistake (fix the TOML file).
-    """
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    severity: Severity = "error"
-    area: Area = "server"
-
-    @property
-    def blocking(self) -> bool:
-        return not self.ok and self.severity == "error"
-
-    def to_dict(self) -> JSONObject:
-        return asdict(self)
-
-
-def _ok(name: str, detail: str, area: Area = "server") -> CheckResult:
-    return CheckResult(name, True, detail, "", "error", area)
-
-
-def _fail(
-    name: str, detail: str, fix: str, area: Area = "server", severity: Severity = "error"
-) -> CheckResult:
-    return CheckResult(name, False, redact(detail), redact(fix), severity, area)
-
-
-def _my_cnf(line: str) -> str:
-    return f"and add '{line}' under [mysqld] in my.cnf so it survives a restart"
 
 
 def _account(conn: Connection, source: SourceConfig) -> str:
@@ -117,27 +79,27 @@ def _connect_check(config: PipelineConfig) -> tuple[Connection | None, CheckResu
     try:
         conn = connect(source)
     except ConfigError as exc:
-        return None, _fail("connect", exc.message, exc.hint, area="config")
+        return None, failed("connect", exc.message, exc.hint, area="config")
     except CdcError as exc:
-        return None, _fail("connect", exc.message, exc.hint)
+        return None, failed("connect", exc.message, exc.hint)
     except pymysql.err.MySQLError as exc:
         error = translate_error(exc, source)
-        return None, _fail("connect", error.message, error.hint)
-    return conn, _ok("connect", f"connected as {where}")
+        return None, failed("connect", error.message, error.hint)
+    return conn, passed("connect", f"connected as {where}")
 
 
 def _server_check(server: ServerInfo) -> CheckResult:
     zone = server.variable("time_zone") or "?"
     if zone == "SYSTEM":
         zone = f"SYSTEM ({server.variable('system_time_zone') or '?'})"
-    return _ok("server", f"{server.label}; {server.gtid_summary}; time_zone {zone}")
+    return passed("server", f"{server.label}; {server.gtid_summary}; time_zone {zone}")
 
 
 def _log_bin_check(server: ServerInfo) -> CheckResult:
     value = (server.variable("log_bin") or "").upper()
     if value in ("ON", "1"):
-        return _ok("log_bin", "binary logging is on")
-    return _fail(
+        return passed("log_bin", "binary logging is on")
+    return failed(
         "log_bin",
         f"binary logging is off (log_bin = {value or 'absent'}): there is no change stream to read",
         "log_bin cannot be switched on at runtime: add 'log_bin = binlog' and 'server_id = 1' "
@@ -149,25 +111,25 @@ def _variable_check(server: ServerInfo, name: str, wanted: str, why: str) -> Che
     """``name`` must equal ``wanted``; its absence means a server too old for row-based CDC."""
     value = server.variable(name)
     if value is None:
-        return _fail(
+        return failed(
             name,
             f"the server reports no {name} variable ({server.label}); {why}",
             "use MySQL 5.7+ or MariaDB 10.3+",
         )
     if value.upper() == wanted:
-        return _ok(name, f"{name} = {value}")
-    return _fail(
+        return passed(name, f"{name} = {value}")
+    return failed(
         name,
         f"{name} is {value}, must be {wanted}: {why}",
         f"SET GLOBAL {name} = '{wanted}'; (applies to new connections: reconnect the "
-        f"applications) {_my_cnf(f'{name} = {wanted}')}",
+        f"applications) {my_cnf_line(f'{name} = {wanted}')}",
     )
 
 
 def _row_metadata_check(server: ServerInfo) -> CheckResult:
     why = "without it binlog row events carry no column names"
     if server.variable("binlog_row_metadata") is None:
-        return _fail(
+        return failed(
             "binlog_row_metadata",
             f"{server.label} predates binlog_row_metadata (MySQL 8.0.14, MariaDB 10.5): {why}, "
             "so columns map by position and a column added mid-stream goes unnoticed",
@@ -176,11 +138,11 @@ def _row_metadata_check(server: ServerInfo) -> CheckResult:
         )
     value = server.variable("binlog_row_metadata") or ""
     if value.upper() == "FULL":
-        return _ok("binlog_row_metadata", f"binlog_row_metadata = {value}")
-    return _fail(
+        return passed("binlog_row_metadata", f"binlog_row_metadata = {value}")
+    return failed(
         "binlog_row_metadata",
         f"binlog_row_metadata is {value}, must be FULL: {why}",
-        "SET GLOBAL binlog_row_metadata = FULL; " + _my_cnf("binlog_row_metadata = FULL"),
+        "SET GLOBAL binlog_row_metadata = FULL; " + my_cnf_line("binlog_row_metadata = FULL"),
     )
 
 
@@ -189,13 +151,13 @@ def _server_id_check(server: ServerInfo, source: SourceConfig) -> CheckResult:
     own = int(text) if text and text.isdigit() else None
     ids = source.server_ids
     if own == 0:
-        return _fail(
+        return failed(
             "server_id",
             "the server's server_id is 0: it refuses binlog readers",
-            "SET GLOBAL server_id = 1; " + _my_cnf("server_id = 1"),
+            "SET GLOBAL server_id = 1; " + my_cnf_line("server_id = 1"),
         )
     if own is not None and own in ids:
-        return _fail(
+        return failed(
             "server_id",
             f"source.server_id range {ids.start}-{ids.stop - 1} includes the server's own "
             f"server_id {own}: every binlog reader needs an id unique in the replication topology",
@@ -203,7 +165,7 @@ def _server_id_check(server: ServerInfo, source: SourceConfig) -> CheckResult:
             f'{own + 5400 + len(ids) - 1}"',
             area="config",
         )
-    return _ok(
+    return passed(
         "server_id",
         f"server_id {own if own is not None else '?'}; readers use {ids.start}-{ids.stop - 1}",
         area="config",
@@ -214,7 +176,7 @@ def _retention_check(server: ServerInfo) -> CheckResult:
     seconds = server.binlog_retention_seconds
     if seconds is None:
         purge = "unknown" if server.binlog_purge_unknown else "never by age"
-        return _ok("binlog_retention", f"binlogs purged: {purge}")
+        return passed("binlog_retention", f"binlogs purged: {purge}")
     hours = seconds / 3600.0
     if seconds < _MIN_RETENTION_SECONDS:
         # Servers before MySQL 8.0 / MariaDB 10.6 only know the days form.
@@ -223,14 +185,14 @@ def _retention_check(server: ServerInfo) -> CheckResult:
             if server.variable("binlog_expire_logs_seconds") is not None
             else "expire_logs_days = 7"
         )
-        return _fail(
+        return failed(
             "binlog_retention",
             f"binlogs are purged after {hours:.1f} h: a snapshot or an outage longer than that "
             "loses the position and forces a fresh snapshot",
-            f"SET GLOBAL {setting}; " + _my_cnf(setting),
+            f"SET GLOBAL {setting}; " + my_cnf_line(setting),
             severity="warning",
         )
-    return _ok("binlog_retention", f"binlogs kept {hours:.0f} h")
+    return passed("binlog_retention", f"binlogs kept {hours:.0f} h")
 
 
 def _max_load_check(
@@ -256,14 +218,14 @@ def _max_load_check(
                 privilege = "SLAVE MONITOR" if server.flavour == "mariadb" else "REPLICATION CLIENT"
                 why = f" (the source user may not read the replica's status: {exc.args[1]})"
                 fix = f"GRANT {privilege} ON *.* TO {account}, or drop replica_lag"
-        return _fail(
+        return failed(
             "max_load",
             f"source.max_load names {', '.join(missing)}, which the server does not report{why}",
             fix,
             area="config",
         )
     shown = ", ".join(f"{n} {values[n]:g} (limit {limit:g})" for n, limit in limits.items())
-    return _ok("max_load", f"chunk reads yield above the limits: now {shown}", area="config")
+    return passed("max_load", f"chunk reads yield above the limits: now {shown}", area="config")
 
 
 def _global_privileges(conn: Connection) -> set[str]:
@@ -306,10 +268,10 @@ def _trigger_check(conn: Connection, tables: list[TableSchema], account: str) ->
     schemas = sorted({t.table_id.database for t in tables})
     unseen = [] if everywhere else [s for s in schemas if s not in granted]
     if not unseen:
-        return _ok(name, "the reader sees the triggers of every captured schema", "privilege")
+        return passed(name, "the reader sees the triggers of every captured schema", "privilege")
     # Not a warning: with least privilege it is always so, and it matters only once a writer
     # leaves ROW logging, which the job itself reports as it happens.
-    return _ok(
+    return passed(
         name,
         f"no: {account} cannot see the triggers of {', '.join(unseen)} "
         "(information_schema.TRIGGERS needs the TRIGGER privilege), so a DML logged as SQL "
@@ -346,7 +308,7 @@ def try_binlog_dump(source: SourceConfig) -> tuple[bool | None, str]:
     except pymysql.err.MySQLError as exc:
         code = exc.args[0] if exc.args else None
         text = redact(str(exc.args[1]) if len(exc.args) > 1 else str(exc))
-        return (False if code in _ACCESS_DENIED else None), text
+        return (False if code in ACCESS_DENIED_ERRORS else None), text
     finally:
         # A half-read dump may leave the socket unusable for COM_QUIT; it is closed either way.
         with contextlib.suppress(Exception):
@@ -360,9 +322,9 @@ def _replication_slave_check(
     fix = f"GRANT REPLICATION SLAVE ON *.* TO {account};"
     allowed, error = try_binlog_dump(source)
     if allowed:
-        return _ok(name, "the server accepted a binlog dump request", area="privilege")
+        return passed(name, "the server accepted a binlog dump request", area="privilege")
     if allowed is False:
-        return _fail(
+        return failed(
             name,
             f"{account} lacks REPLICATION SLAVE, needed to read the binlog: the server refused a "
             f"binlog dump ({error})",
@@ -371,8 +333,8 @@ def _replication_slave_check(
         )
     granted = _global_privileges(conn)
     if granted & {"REPLICATION SLAVE", "ALL PRIVILEGES", "ALL"}:
-        return _ok(name, f"granted (SHOW GRANTS); a test dump failed: {error}", area="privilege")
-    return _fail(
+        return passed(name, f"granted (SHOW GRANTS); a test dump failed: {error}", area="privilege")
+    return failed(
         name,
         f"not verified: a test binlog dump failed ({error}) and SHOW GRANTS does not list "
         "REPLICATION SLAVE (it may come through a role)"
@@ -393,7 +355,7 @@ def _position_check(
     )
     name = f"privilege {privilege}"
     if not binlog_on:
-        return _fail(
+        return failed(
             name,
             "not verified: binary logging is off",
             "enable log_bin, then re-run the check",
@@ -406,273 +368,18 @@ def _position_check(
         position = current_position(conn)
         files = binary_logs(conn)
     except SourceError as exc:
-        return _fail(name, f"{exc.message} (as {account}); {why}", fix, area="privilege")
+        return failed(name, f"{exc.message} (as {account}); {why}", fix, area="privilege")
     except pymysql.err.MySQLError as exc:
         code = exc.args[0] if exc.args else None
         text = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
-        if code in _ACCESS_DENIED:
-            return _fail(name, f"{account} lacks {privilege}: {text}; {why}", fix, "privilege")
-        return _fail(name, f"cannot read the binlog position: {text}", "", "privilege")
-    return _ok(
+        if code in ACCESS_DENIED_ERRORS:
+            return failed(name, f"{account} lacks {privilege}: {text}; {why}", fix, "privilege")
+        return failed(name, f"cannot read the binlog position: {text}", "", "privilege")
+    return passed(
         name,
         f"binlog position {position.file}:{position.pos}; {len(files)} binlog file(s) on the server",
         area="privilege",
     )
-
-
-def _order_check(conn: Connection, schema: TableSchema) -> list[CheckResult]:
-    """A warning when the chunk key cannot be ordered outside the server, so that the table is
-    read as one chunk (``mysql.key_weights``); nothing when it can."""
-    column = schema.column(schema.chunk_key)
-    if orderable(conn, column):
-        return []
-    table_id = schema.table_id
-    return [
-        _fail(
-            f"order {table_id}",
-            f"{table_id}'s chunk key {column.name} is in collation {column.collation}, whose "
-            "server weights disagree with its own comparisons: the snapshot reads the table as "
-            "one chunk (correct, but one long read)",
-            f"chunk on another unique column (snapshot.chunk_key), or ALTER TABLE "
-            f"{table_id.quoted()} MODIFY {quote_ident(column.name)} ... COLLATE <another>",
-            area="config",
-            severity="warning",
-        )
-    ]
-
-
-def _key_check(schema: TableSchema, configured: str | None) -> CheckResult:
-    table_id = schema.table_id
-    name = f"key {table_id}"
-    setting = f'snapshot.chunk_key = {{ "{table_id}" = "<column>" }}'
-    if configured is not None and configured.lower() not in {
-        n.lower() for n in schema.column_names
-    }:
-        return _fail(
-            name,
-            f"snapshot.chunk_key names column {configured!r}, which {table_id} does not have "
-            f"(columns: {', '.join(schema.column_names)})",
-            f"correct the column name in snapshot.chunk_key for {table_id}",
-            area="config",
-        )
-    if schema.primary_key:
-        detail = f"primary key ({', '.join(schema.primary_key)}), chunks on {schema.chunk_key}"
-        if configured is not None and schema.column(schema.chunk_key).nullable:
-            return _fail(
-                name,
-                f"{detail}: chunk key column {schema.chunk_key} is nullable, and rows whose chunk key is "
-                "NULL are all read with the first chunk",
-                f"choose a NOT NULL column in snapshot.chunk_key for {table_id}, or remove the entry "
-                "to chunk on the primary key",
-                area="config",
-                severity="warning",
-            )
-        return _ok(name, detail, area="config")
-    if not schema.counted:
-        how = "configured" if configured is not None else "its own UNIQUE index"
-        return _ok(
-            name, f"no primary key; rows told apart by {schema.chunk_key} ({how})", area="config"
-        )
-    column = schema.column(schema.chunk_key)
-    detail = (
-        f"no unique key: rows are told apart by their whole content, duplicates counted "
-        f"({COUNT_COLUMN} in the mirror); chunks on {column.name}"
-    )
-    if column.nullable:
-        return _fail(
-            name,
-            f"{detail}, which is nullable: rows where it is NULL are all read with the first chunk",
-            f"if many rows have no {column.name}, set {setting} to a NOT NULL column",
-            area="config",
-            severity="warning",
-        )
-    return _ok(name, detail, area="config")
-
-
-def _select_check(conn: Connection, table_id: TableId, account: str) -> CheckResult:
-    name = f"select {table_id}"
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT 1 FROM {table_id.quoted()} LIMIT 0")
-            cur.fetchall()
-    except pymysql.err.MySQLError as exc:
-        code = exc.args[0] if exc.args else None
-        text = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
-        fix = f"GRANT SELECT ON {table_id.quoted()} TO {account};" if code in _ACCESS_DENIED else ""
-        return _fail(name, f"cannot read {table_id}: {text}", fix, area="privilege")
-    return _ok(name, "readable", area="privilege")
-
-
-def _unused_chunk_keys(config: PipelineConfig, tables: list[TableSchema]) -> list[CheckResult]:
-    """A chunk_key entry that matches no captured table is most likely a typo: say so."""
-    results = []
-    for entry in config.snapshot.chunk_key:
-        try:
-            pattern = parse_table_pattern(entry)
-        except ConfigError as exc:
-            results.append(_fail(f"chunk_key {entry}", exc.message, exc.hint, area="config"))
-            continue
-        if any(pattern.matches(t.table_id.database, t.table_id.table) for t in tables):
-            continue
-        results.append(
-            _fail(
-                f"chunk_key {entry}",
-                f"snapshot.chunk_key names {entry}, which matches none of the captured tables",
-                "correct the table name in snapshot.chunk_key or remove the entry",
-                area="config",
-                severity="warning",
-            )
-        )
-    return results
-
-
-def _gone(table_id: TableId) -> CheckResult:
-    """A table the pipeline captured that the source no longer has: a state, not a mistake."""
-    return _fail(
-        f"gone {table_id}",
-        f"{table_id} was captured but is gone from the source (dropped or renamed); the job "
-        "keeps it parked (NEEDS_REDUMP) with its mirror as it was, and captures the others",
-        f"re-create it and run 'cdc-console redump --table {table_id}', or leave it out of "
-        "source.tables",
-        area="config",
-        severity="warning",
-    )
-
-
-def _table_checks(
-    conn: Connection, config: PipelineConfig, account: str, known: Collection[TableId] = ()
-) -> tuple[list[TableSchema], list[CheckResult]]:
-    results: list[CheckResult] = []
-    tables: list[TableSchema] = []
-    loaded: list[TableSchema] = []
-    seen: set[TableId] = set()
-    overrides = config.snapshot.chunk_key
-    for pattern in config.source.tables:
-        try:
-            table_ids = expand_pattern(conn, pattern, account)
-        except ConfigError as exc:
-            matched = [t for t in sorted(known) if pattern.matches(t.database, t.table)]
-            if matched:
-                results += [_gone(t) for t in matched]
-            else:
-                results.append(_fail(f"table {pattern}", exc.message, exc.hint, area="config"))
-            continue
-        results += [
-            _gone(t)
-            for t in sorted(known)
-            if pattern.matches(t.database, t.table) and t not in table_ids
-        ]
-        fresh = [t for t in table_ids if t not in seen]
-        seen.update(fresh)
-        names = ", ".join(t.table for t in table_ids[:8]) + (", ..." if len(table_ids) > 8 else "")
-        results.append(
-            _ok(f"table {pattern}", f"{len(table_ids)} table(s): {names}", area="config")
-        )
-        for table_id in fresh:
-            configured = chunk_key_for(table_id, overrides)
-            try:
-                schema = with_invalid_dates(
-                    load_table_schema(conn, table_id, configured), config.invalid_dates
-                )
-                try:
-                    schema = with_columns_left_out(schema, config.exclude_columns)
-                    schema = with_masks(schema, config.mask_columns, config.mask_key_env)
-                    schema = check_companions(schema)
-                    schema = with_route(schema, config.sink.mirrors)
-                except ConfigError as exc:
-                    # one table's rule that cannot hold (a masked column retyped while the job
-                    # was down, a key missing) parks that table, never the others, and never
-                    # lets its values out unshaped: the job reads nothing of it
-                    results.append(
-                        _fail(
-                            f"table {table_id}",
-                            f"{exc.message}; the job parks this table (NEEDS_REDUMP) and "
-                            "captures the others",
-                            exc.hint,
-                            area="config",
-                            severity="warning",
-                        )
-                    )
-                    refused = replace(schema, refused=f"{exc.message} (fix: {exc.hint})")
-                    loaded.append(refused)
-                    tables.append(refused)  # registered, to be parked: not gone
-                    continue
-            except LookupError:
-                results.append(
-                    _fail(
-                        f"table {table_id}",
-                        f"{table_id} vanished or its columns are invisible to {account}",
-                        f"GRANT SELECT ON {table_id.quoted()} TO {account};",
-                        area="privilege",
-                    )
-                )
-                continue
-            loaded.append(schema)
-            select = _select_check(conn, table_id, account)
-            key = _key_check(schema, configured)
-            results += [select, key]
-            if not key.blocking and schema.chunk_key in schema.column_names:
-                results += _order_check(conn, schema)
-            if schema.uncaptured:
-                results.append(
-                    _fail(
-                        f"types {table_id}",
-                        f"{table_id}: {schema.uncaptured}; the job parks this table "
-                        "(NEEDS_REDUMP) and captures the others",
-                        f"change the column's type (ALTER TABLE {table_id.quoted()} MODIFY ...) "
-                        f"and run 'cdc-console redump --table {table_id}', or leave the table "
-                        "out of source.tables",
-                        severity="warning",
-                    )
-                )
-            if select.ok and not key.blocking:
-                tables.append(schema)
-    results += _unused_chunk_keys(config, loaded)
-    tables, routes = _route_keys(config, tables)
-    return tables, results + routes
-
-
-def _route_keys(
-    config: PipelineConfig, tables: list[TableSchema]
-) -> tuple[list[TableSchema], list[CheckResult]]:
-    """The tables one ``[sink] mirrors`` pattern routes into one mirror must tell their rows
-    apart by the same key (columns of the same names and types): the mirror's files are
-    searched by it. A table whose key differs from the first one's (by name) is parked."""
-    first: dict[str, tuple[TableId, tuple[tuple[str, str], ...]]] = {}
-    results: list[CheckResult] = []
-    kept: list[TableSchema] = []
-    for schema in sorted(tables, key=lambda t: t.table_id):
-        if not schema.routed or schema.refused:
-            kept.append(schema)
-            continue
-        place = config.sink.mirrors[schema.table_id]
-        key = tuple(
-            (n, schema.column(n).column_type.lower())
-            for n in schema.key_columns
-            if n not in schema.origin
-        )
-        reference = first.setdefault(place, (schema.table_id, key))
-        if reference[1] == key:
-            kept.append(schema)
-            continue
-        why = (
-            f"{schema.table_id} is routed into {place} with the key "
-            f"{', '.join(f'{n} {t}' for n, t in key)}, where {reference[0]} has "
-            f"{', '.join(f'{n} {t}' for n, t in reference[1])}"
-        )
-        fix = "route only tables of one key there (a narrower pattern), or give it its own mirror"
-        results.append(
-            _fail(
-                f"route {schema.table_id}",
-                f"{why}; the job parks this table (NEEDS_REDUMP) and captures the others",
-                fix,
-                area="config",
-                severity="warning",
-            )
-        )
-        kept.append(replace(schema, refused=f"{why} (fix: {fix})"))
-    order = {t.table_id: i for i, t in enumerate(tables)}
-    return sorted(kept, key=lambda t: order[t.table_id]), results
 
 
 def run_checks(
@@ -686,7 +393,7 @@ def run_checks(
     ``source.tables`` entry: it names tables, and per table: SELECT works, a key to chunk on.
     When the connection fails nothing else can be checked: ``(None, [], [that failure])``.
     The returned schemas are the tables that passed their checks. ``known`` are the tables the
-    pipeline's state holds: one of them gone from the source is a warning (``_gone``),
+    pipeline's state holds: one of them gone from the source is a warning (``table_gone``),
     not a config mistake, so that one dropped table never keeps the others from starting.
     """
     conn, connected = _connect_check(config)
@@ -721,22 +428,22 @@ def run_checks(
         if config.source.max_load:
             steps.append(lambda: _max_load_check(conn, config.source, server, account))
         results += [step() for step in steps]
-        tables, table_results = _table_checks(conn, config, account, known)
+        tables, table_results = checks_of_table(conn, config, account, known)
         results += table_results
         if tables:
             results.append(_trigger_check(conn, tables, account))
     except pymysql.err.MySQLError as exc:
         error = translate_error(exc, config.source)
-        results.append(_fail("source", error.message, error.hint))
+        results.append(failed("source", error.message, error.hint))
         return None, [], results
     finally:
         conn.close()
     return server, tables, results
 
 
-def format_failures(failed: list[CheckResult]) -> str:
+def format_failures(results: list[CheckResult]) -> str:
     lines = [
-        f"  ✗ {r.name}: {r.detail}" + (f"\n      fix: {r.fix}" if r.fix else "") for r in failed
+        f"  ✗ {r.name}: {r.detail}" + (f"\n      fix: {r.fix}" if r.fix else "") for r in results
     ]
     return "\n".join(lines)
 
@@ -754,8 +461,8 @@ def preflight(
     for result in results:
         if not result.ok and not result.blocking:
             log.warning("preflight: %s: %s (fix: %s)", result.name, result.detail, result.fix)
-    failed = [r for r in results if r.blocking]
-    if not failed and server is not None:
+    blocking = [r for r in results if r.blocking]
+    if not blocking and server is not None:
         loaded = {t.table_id for t in tables}
         gone = [
             t
@@ -764,12 +471,12 @@ def preflight(
         ]
         return server, tables, gone
     kind: type[CdcError] = (
-        ConfigError if failed and all(r.area == "config" for r in failed) else SourceError
+        ConfigError if blocking and all(r.area == "config" for r in blocking) else SourceError
     )
-    if len(failed) == 1:
-        raise kind(failed[0].detail, failed[0].fix)
+    if len(blocking) == 1:
+        raise kind(blocking[0].detail, blocking[0].fix)
     raise kind(
-        f"{len(failed)} preflight checks failed:\n{format_failures(failed)}",
+        f"{len(blocking)} preflight checks failed:\n{format_failures(blocking)}",
         "fix each item above, then run 'cdc-console check --config <file>' again",
     )
 
@@ -797,7 +504,7 @@ def check_table(conn: Connection, config: PipelineConfig, table_id: TableId) -> 
             f"{table_id} does not exist on the source server, or {account} cannot see it",
             f"check the name; if it exists: GRANT SELECT ON {table_id.quoted()} TO {account};",
         ) from None
-    for result in (_select_check(conn, table_id, account), _key_check(schema, configured)):
+    for result in (select_check(conn, table_id, account), key_check(schema, configured)):
         if result.blocking:
             raise SourceError(result.detail, result.fix or "")
     return schema

@@ -22,7 +22,8 @@ import pytest
 from cdc_console.commands import check as check_command
 from cdc_console.config import load_config
 from cdc_console.errors import ConfigError, SourceError
-from cdc_console.mysql.checks import CheckResult, preflight, run_checks
+from cdc_console.mysql.check_result import CheckResult
+from cdc_console.mysql.checks import preflight, run_checks
 from cdc_console.mysql.sandbox import MySQLSandbox, SandboxError, find_server_binary
 from tests.conftest import CDC_PASSWORD_ENV, CDC_USER, SourceDb
 

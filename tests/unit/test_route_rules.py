@@ -217,7 +217,7 @@ def test_a_retyped_shard_is_refused_with_what_to_do(tmp_path: Path) -> None:
 
 
 def test_a_routed_table_whose_key_differs_from_its_routes_is_parked() -> None:
-    from cdc_console.mysql.checks import _route_keys
+    from cdc_console.mysql.table_checks import route_keys
 
     config = config_from_dict(
         {
@@ -227,7 +227,7 @@ def test_a_routed_table_whose_key_differs_from_its_routes_is_parked() -> None:
     )
     region = ColumnInfo("region", "varchar", "varchar(8)", nullable=False)
     odd = TableSchema(B, (ID, NAME, region), ("id", "region"), "id", routed=True)
-    kept, results = _route_keys(config, [shard(A), odd])
+    kept, results = route_keys(config, [shard(A), odd])
     assert [t.table_id for t in kept] == [A, B]
     assert not kept[0].refused
     assert kept[1].refused.startswith(
@@ -235,7 +235,7 @@ def test_a_routed_table_whose_key_differs_from_its_routes_is_parked() -> None:
         "varchar(8), where user_1.user_table_1_1 has id bigint(20)"
     )
     assert [r.name for r in results] == ["route user_2.user_table_2_1"]
-    same, none = _route_keys(config, [shard(A), shard(B)])
+    same, none = route_keys(config, [shard(A), shard(B)])
     assert not any(t.refused for t in same) and none == []
 
 
