@@ -26,8 +26,9 @@ from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.core.values import CanonicalRow, CanonicalValue, RawKey
 from cdc_console.errors import SchemaChangedError, SourceError, redact
 from cdc_console.mysql import partial_images
-from cdc_console.mysql.binlog import RowEvent, read_window_events
+from cdc_console.mysql.binlog import read_window_events
 from cdc_console.mysql.key_weights import key_order
+from cdc_console.mysql.window_walk import RowEvent
 from cdc_console.source.jsonvalues import compact_encoder
 from cdc_console.values.canonical import RowNormalizer, raw_chunk_key
 

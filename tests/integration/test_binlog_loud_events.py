@@ -23,12 +23,12 @@ from cdc_console.core.schema import TableId
 from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.errors import SchemaChangedError
-from cdc_console.mysql import binlog as binlog_module
-from cdc_console.mysql import charsets, library_events
-from cdc_console.mysql.binlog import RowEvent, read_window_events
+from cdc_console.mysql import charsets, library_events, window_walk
+from cdc_console.mysql.binlog import read_window_events
 from cdc_console.mysql.connection import connect
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import load_table_schema
+from cdc_console.mysql.window_walk import RowEvent
 from cdc_console.source.binlog_reader import BinlogSplitReader
 from cdc_console.values.canonical import RowNormalizer
 from tests.conftest import CDC_USER, SourceDb
@@ -261,7 +261,7 @@ def test_an_undecodable_row_holds_its_table_only(
     two_tables: SourceDb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = two_tables
-    monkeypatch.setattr(binlog_module, "_UNDECODABLE_FOR_TESTS", f"{db.name}.t")
+    monkeypatch.setattr(window_walk, "_UNDECODABLE_FOR_TESTS", f"{db.name}.t")
     start = _position(db)
     db.execute("UPDATE t SET a = 'bad' WHERE id = 1", "INSERT INTO other VALUES (5, 'fine')")
     events, held = _read(db, start)

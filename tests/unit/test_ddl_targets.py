@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cdc_console.core.schema import TableId
-from cdc_console.mysql.binlog import _ddl_targets
+from cdc_console.mysql.binlog_ddl import ddl_targets
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ from cdc_console.mysql.binlog import _ddl_targets
     ],
 )
 def test_table_ddl_names_only_its_tables(query: str, expected: list[str]) -> None:
-    targets = _ddl_targets(query, "shop")
+    targets = ddl_targets(query, "shop")
     assert targets is not None
     assert [str(t) for t in targets] == expected
 
@@ -46,8 +46,8 @@ def test_table_ddl_names_only_its_tables(query: str, expected: list[str]) -> Non
     ],
 )
 def test_other_statements_are_not_table_ddl(query: str) -> None:
-    assert _ddl_targets(query, "shop") is None
+    assert ddl_targets(query, "shop") is None
 
 
 def test_default_schema_applies_to_unqualified_names() -> None:
-    assert _ddl_targets("DROP TABLE t", "db") == [TableId("db", "t")]
+    assert ddl_targets("DROP TABLE t", "db") == [TableId("db", "t")]
