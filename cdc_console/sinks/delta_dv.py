@@ -20,9 +20,7 @@ copy-on-write (``sinks.delta_counted``).
 from __future__ import annotations
 
 import json
-import os
 import time
-import uuid
 from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,14 +33,20 @@ from deltalake import DeltaTable, Schema
 from deltalake.schema import Field
 
 from cdc_console.core.schema import TableSchema
-from cdc_console.core.untyped import Loaded
 from cdc_console.core.values import CanonicalRow, JSONObject
-from cdc_console.sinks.base import Key, SinkError
+from cdc_console.sinks.base import Key
 from cdc_console.sinks.deletion_vectors import inline_vector, write_dv_file
-from cdc_console.sinks.delta_files import dictionary_columns
 from cdc_console.sinks.delta_log import ActiveFile, active_files
+from cdc_console.sinks.dv_actions import (
+    plain_action,
+    put_if_absent,
+    remove_action,
+    with_num_records,
+    write_change_file,
+    write_data_file,
+)
 from cdc_console.sinks.file_keys import FILE_KEYS
-from cdc_console.sinks.lake_layout import ROW_GROUP_ROWS, from_lake, to_lake
+from cdc_console.sinks.lake_layout import from_lake, to_lake
 from cdc_console.sinks.mirror_read import (
     live_rows,
     read_positions,
@@ -51,16 +55,10 @@ from cdc_console.sinks.mirror_read import (
 )
 from cdc_console.values.arrow import codec_for, columns_to_table
 
-#: the stats of the new data file: the columns of these types get min/max (data skipping)
-_BOUNDED = (pa.types.is_integer, pa.types.is_date)
 #: a vector of at most this many rows is written inline in the log, a larger one to a file
 INLINE_ROWS = 16
 CHANGE_FEED = "delta.enableChangeDataFeed"
 CHANGE_TYPE = "_change_type"
-
-
-class CommitConflict(SinkError):
-    """Another writer committed the version this batch was planned on; plan it again."""
 
 
 @dataclass
@@ -153,11 +151,11 @@ def merge_by_deletion_vectors(
                 index = new_rows.schema.get_field_index(name)
                 new_rows = new_rows.set_column(index, lake.field(name), values)
         new_rows = new_rows.select(lake.names)
-        actions.append({"add": _write_data_file(root, new_rows, now)})
+        actions.append({"add": write_data_file(root, new_rows, now)})
     if feed and (actions or new_rows is not None):
         changes = _change_rows(schema, lake, live, known, deleted, updated, new_rows)
         if changes is not None:
-            actions.append({"cdc": _write_change_file(root, changes)})
+            actions.append({"cdc": write_change_file(root, changes)})
     if not actions:
         return metrics
     app_id, batch_id = txn
@@ -187,7 +185,7 @@ def merge_by_deletion_vectors(
         {"txn": {"appId": app_id, "version": batch_id, "lastUpdated": now}},
         *([widened] if widened is not None else []),
     ]
-    _put_if_absent(root / "_delta_log" / f"{version + 1:020}.json", [*head, *actions])
+    put_if_absent(root / "_delta_log" / f"{version + 1:020}.json", [*head, *actions])
     return metrics
 
 
@@ -248,7 +246,7 @@ def rewrite_deleted(
     now = int(time.time() * 1000)
     actions: list[JSONObject] = []
     for file in doomed:
-        remove = _remove(file, now)
+        remove = remove_action(file, now)
         remove["dataChange"] = False
         actions.append({"remove": remove})
     added = 0
@@ -258,7 +256,7 @@ def rewrite_deleted(
     def write() -> None:
         nonlocal added, held
         if held:
-            add = _write_data_file(root, pa.concat_tables(group), now)
+            add = write_data_file(root, pa.concat_tables(group), now)
             add["dataChange"] = False
             actions.append({"add": add})
             added += 1
@@ -285,9 +283,7 @@ def rewrite_deleted(
         "clientVersion": "cdc-console",
         **dict(commit_info),
     }
-    _put_if_absent(
-        root / "_delta_log" / f"{version + 1:020}.json", [{"commitInfo": info}, *actions]
-    )
+    put_if_absent(root / "_delta_log" / f"{version + 1:020}.json", [{"commitInfo": info}, *actions])
     return len(doomed), added
 
 
@@ -345,24 +341,14 @@ def _vectors(
     actions: list[JSONObject] = []
     for path in sorted(merged):
         old_file = active[path]
-        actions.append({"remove": _remove(old_file, now)})
+        actions.append({"remove": remove_action(old_file, now)})
         if path in vectors:
-            add = _plain(old_file.action)
+            add = plain_action(old_file.action)
             add.update(dataChange=True, modificationTime=now)
-            add["stats"] = _with_num_records(add.get("stats"), rows[path])
+            add["stats"] = with_num_records(add.get("stats"), rows[path])
             add["deletionVector"] = vectors[path].to_json()
             actions.append({"add": add})
     return actions
-
-
-def _with_num_records(stats: Loaded, rows: int) -> str:
-    """A file's stats with its physical row count, which a file with a vector must have, and
-    ``tightBounds: false``: its min/max and null counts were taken before rows were deleted, so
-    they only bound the valid rows (a reader may answer ``MIN(col)`` from tight bounds)."""
-    parsed = json.loads(stats) if isinstance(stats, str) and stats else {}
-    parsed["numRecords"] = rows
-    parsed["tightBounds"] = False
-    return json.dumps(parsed, separators=(",", ":"))
 
 
 def _change_rows(
@@ -505,101 +491,3 @@ def _may_hold(file: ActiveFile, column: str, ordered: Sequence[int]) -> bool:
         return True
     index = bisect_left(ordered, low)
     return index < len(ordered) and ordered[index] <= high
-
-
-def _plain(action: Mapping[str, Loaded]) -> dict[str, Loaded]:
-    """An action read from the log (JSON or a checkpoint's struct) as JSON again."""
-    out: dict[str, Loaded] = {}
-    for name, value in action.items():
-        if value is None:
-            continue
-        if name in ("partitionValues", "tags") and isinstance(value, list):
-            value = dict(value)  # a checkpoint's map arrives as (key, value) pairs
-        out[name] = value
-    out.setdefault("partitionValues", {})
-    return out
-
-
-def _remove(file: ActiveFile, now: int) -> dict[str, Loaded]:
-    add = _plain(file.action)
-    remove: dict[str, Loaded] = {
-        "path": add["path"],
-        "deletionTimestamp": now,
-        "dataChange": True,
-        "extendedFileMetadata": True,
-        "partitionValues": add.get("partitionValues", {}),
-        "size": add.get("size"),
-    }
-    if "deletionVector" in add:
-        remove["deletionVector"] = add["deletionVector"]
-    # No stats: they are optional on a remove, and a batch of random changes removes and
-    # re-adds every file of the table, so they would double its log entry.
-    return remove
-
-
-def _write_data_file(root: Path, data: pa.Table, now: int) -> dict[str, Loaded]:
-    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    pq.write_table(
-        data,
-        root / name,
-        compression="snappy",
-        row_group_size=ROW_GROUP_ROWS,
-        # a dictionary tried on unique values and abandoned leaves files a quarter larger
-        use_dictionary=dictionary_columns(data),
-    )
-    nulls: dict[str, Loaded] = {}
-    lows: dict[str, Loaded] = {}
-    highs: dict[str, Loaded] = {}
-    for column_field in data.schema:
-        column = data.column(column_field.name)
-        nulls[column_field.name] = column.null_count
-        bounded = any(test(column_field.type) for test in _BOUNDED)
-        if bounded and column.null_count < len(column):
-            low, high = pc.min_max(column).values()
-            lows[column_field.name] = _stat(low.as_py())
-            highs[column_field.name] = _stat(high.as_py())
-    stats = {"numRecords": data.num_rows, "nullCount": nulls, "minValues": lows, "maxValues": highs}
-    return {
-        "path": name,
-        "partitionValues": {},
-        "size": (root / name).stat().st_size,
-        "modificationTime": now,
-        "dataChange": True,
-        "stats": json.dumps(stats, separators=(",", ":")),
-    }
-
-
-def _stat(value: Loaded) -> Loaded:
-    """A statistic as the log writes it: a date as ``YYYY-MM-DD``."""
-    isoformat = getattr(value, "isoformat", None)
-    return str(isoformat()) if isoformat is not None else value
-
-
-def _write_change_file(root: Path, changes: pa.Table) -> dict[str, Loaded]:
-    folder = root / "_change_data"
-    folder.mkdir(exist_ok=True)
-    name = f"_change_data/cdc-00000-{uuid.uuid4()}.snappy.parquet"
-    pq.write_table(changes, root / name, compression="snappy")
-    return {
-        "path": name,
-        "partitionValues": {},
-        "size": (root / name).stat().st_size,
-        "dataChange": False,
-    }
-
-
-def _put_if_absent(path: Path, actions: Sequence[JSONObject]) -> None:
-    """Write a commit file only if that version does not exist yet (the protocol's "never
-    overwrite a log entry"): a temporary file, linked into place."""
-    staged = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with staged.open("w", encoding="utf-8") as handle:
-        for action in actions:
-            handle.write(json.dumps(action, separators=(",", ":")) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    try:
-        os.link(staged, path)
-    except FileExistsError:
-        raise CommitConflict(f"{path.name} was committed by another writer") from None
-    finally:
-        staged.unlink(missing_ok=True)

@@ -28,7 +28,8 @@ from cdc_console.core.schema import TableSchema
 from cdc_console.core.untyped import DeltaMetrics
 from cdc_console.core.values import CanonicalRow, CanonicalValue
 from cdc_console.sinks.base import InRange, Key, KeyBounds, SinkError, SinkStats
-from cdc_console.sinks.delta_dv import CommitConflict, merge_by_deletion_vectors
+from cdc_console.sinks.delta_dv import merge_by_deletion_vectors
+from cdc_console.sinks.dv_actions import CommitConflict
 from cdc_console.sinks.lake_layout import from_lake, to_lake
 from cdc_console.sinks.merge_sql import assignments, key_predicate, quote
 from cdc_console.sinks.mirror_read import read_delta, table_schema

@@ -271,7 +271,7 @@ def test_a_crash_before_the_commit_loses_and_doubles_nothing_and_vacuum_takes_it
         raise OSError("killed before the commit")
 
     with monkeypatch.context() as patch:
-        patch.setattr(delta_dv, "_put_if_absent", crash)
+        patch.setattr(delta_dv, "put_if_absent", crash)
         with pytest.raises(OSError):
             sink.apply_batch(1, SCHEMAS, batch)
     root = sink.mirror_path(ORDERS)
