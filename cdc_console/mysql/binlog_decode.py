@@ -61,6 +61,7 @@ from cdc_console.mysql.binlog_events import (
     is_opaque,
     plain_packet,
 )
+from cdc_console.mysql.decoded_rows import DecodedRows, library_partial, row_kind
 from cdc_console.mysql.library_events import (
     SUBSTITUTES,
     CachedTableMapEvent,
@@ -116,95 +117,6 @@ class _DecodingPacketWrapper(BinLogPacketWrapper):  # type: ignore[misc]
             cdc_cache.group_start = self.log_pos - self.event_size
         elif kind == BINLOG.ROTATE_EVENT:
             cdc_cache.group_start = None
-
-
-class DecodedRows:
-    """One row event of a table the reader follows: what a window reader needs of it.
-
-    ``columns`` is the TABLE_MAP's column list (one list per parsed TABLE_MAP, so a changed
-    table brings a new one), ``log_pos`` the position after the event and ``event_size`` its
-    size: ``log_pos - event_size`` is where it starts. ``rows`` (the library's row dicts) are
-    decoded on first use, so a reader that passes over an event (a table it does not capture,
-    one left out since its DDL, an event before a table's resume position) never decodes it,
-    nor fails on a value it could not decode; as with the library's own lazy rows, that use
-    must come before the reader moves on.
-    """
-
-    __slots__ = (
-        "_decode",
-        "_reader",
-        "_rows",
-        "_turn",
-        "columns",
-        "event_size",
-        "kind",
-        "log_pos",
-        "partial",
-        "schema",
-        "table",
-        "timestamp",
-    )
-
-    def __init__(
-        self,
-        kind: str,
-        schema: str,
-        table: str,
-        columns: BinlogLibObject,
-        timestamp: int,
-        log_pos: int,
-        event_size: int,
-        reader: CachingBinLogStreamReader,
-        decode: tuple[BinlogLibObject, ...],
-        partial: bool = False,
-    ) -> None:
-        self.kind = kind  # insert | update | delete
-        #: an image lacks some of the table's columns (``binlog_row_image`` MINIMAL/NOBLOB):
-        #: the library reads an absent column as None, which is not the column's value
-        self.partial = partial
-        self.schema = schema
-        self.table = table
-        self.columns = columns
-        self.timestamp = timestamp
-        self.log_pos = log_pos
-        self.event_size = event_size
-        self._rows: list[RowDict] | None = None
-        #: how to decode: ``(library_event,)``, or ``_FastPath.decode``'s arguments
-        self._decode = decode
-        self._reader = reader
-        self._turn = reader._turn
-
-    @property
-    def rows(self) -> list[RowDict]:
-        if self._rows is None:
-            if self._reader._turn != self._turn:
-                raise RuntimeError(
-                    "a row event's rows were first asked for after the reader moved on"
-                )
-            decode = self._decode
-            fast = self._reader._fast_path
-            if len(decode) == 1 or fast is None:
-                self._rows = decode[0].rows
-            else:
-                self._rows = fast.decode(*decode)
-        return self._rows
-
-
-def _library_partial(event: BinlogLibObject) -> bool:
-    """Whether a library row event's images lack columns (its present-columns bitmaps)."""
-    columns = event.number_of_columns
-    if not full_bitmap(bytes(event.columns_present_bitmap), columns):
-        return True
-    second = getattr(event, "columns_present_bitmap2", None)
-    return second is not None and not full_bitmap(bytes(second), columns)
-
-
-def _row_kind(event: BinlogLibObject) -> str:
-    if isinstance(event, WriteRowsEvent):
-        return "insert"
-    if isinstance(event, DeleteRowsEvent):
-        return "delete"
-    return "update"
 
 
 #: Row event type -> (kind, the post-header length the library reads, the library's class).
@@ -476,7 +388,7 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
                 packet.event_size = self._original_size
             if isinstance(event, RowsEvent):
                 yield DecodedRows(
-                    _row_kind(event),
+                    row_kind(event),
                     event.schema,
                     event.table,
                     event.columns,
@@ -485,7 +397,7 @@ class CachingBinLogStreamReader(BinLogStreamReader):  # type: ignore[misc]
                     packet.event_size,
                     self,
                     (event,),
-                    _library_partial(event),
+                    library_partial(event),
                 )
             else:
                 yield event

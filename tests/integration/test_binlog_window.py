@@ -34,8 +34,9 @@ from cdc_console.core.splits import (
 )
 from cdc_console.errors import BinlogPurgedError, SchemaChangedError, SourceError
 from cdc_console.mysql.binlog import RowChange, read_window, read_window_events, stream_settings
-from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader, DecodedRows
+from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader
 from cdc_console.mysql.connection import connect
+from cdc_console.mysql.decoded_rows import DecodedRows
 from cdc_console.mysql.position import current_position
 from cdc_console.mysql.schema import load_table_schema
 from cdc_console.mysql.window_end import transaction_starts

@@ -30,11 +30,8 @@ from pymysqlreplication.row_event import (
 )
 
 from cdc_console.mysql import binlog_decode
-from cdc_console.mysql.binlog_decode import (
-    CachingBinLogStreamReader,
-    DecodedRows,
-    _DecodingPacketWrapper,
-)
+from cdc_console.mysql.binlog_decode import CachingBinLogStreamReader, _DecodingPacketWrapper
+from cdc_console.mysql.decoded_rows import DecodedRows
 from cdc_console.mysql.library_events import BASE_EVENT_ATTRS, SUBSTITUTES, DecodeCache
 from cdc_console.values.canonical import JSON_NULL_SOURCE
 
