@@ -70,7 +70,8 @@ from cdc_console.mysql.library_events import (
     FastUpdateRowsEvent,
     FastWriteRowsEvent,
 )
-from cdc_console.mysql.row_images import NoneSources, RowDict, RowsPlan
+from cdc_console.mysql.row_images import RowDict, RowsPlan
+from cdc_console.mysql.row_readers import NoneSources
 
 __all__ = ["CachingBinLogStreamReader", "DecodeCache", "DecodedRows"]
 

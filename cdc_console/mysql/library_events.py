@@ -23,7 +23,8 @@ from pymysqlreplication.row_event import (
 
 from cdc_console.core.untyped import BinlogLibObject, Connection, PassThrough
 from cdc_console.mysql.charsets import python_codec
-from cdc_console.mysql.row_images import NoneSources, RowsPlan
+from cdc_console.mysql.row_images import RowsPlan
+from cdc_console.mysql.row_readers import NoneSources
 
 _log = logging.getLogger(__name__)
 
