@@ -31,13 +31,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import Protocol, cast
 
 from cdc_console import launcher
 from cdc_console.config import PipelineConfig, SnapshotConfig, load_config
 from cdc_console.config_writer import write_config
 from cdc_console.core.lifecycle import Lifecycle
-from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.values import JSONObject, JSONValue
 from cdc_console.demo import (
     ADMIN_PASSWORD_ENV,
@@ -47,14 +46,18 @@ from cdc_console.demo import (
     DEFAULT_ROWS,
     shop,
 )
+from cdc_console.demo.report import (
+    DemoResult,
+    _captured,
+    _progress,
+    job_failure,
+    summary,
+)
 from cdc_console.demo.server import DemoSandbox, DemoServer, external_server, read_record
-from cdc_console.demo.workload import Workload, WorkloadCounts, WorkloadMix
-from cdc_console.errors import CdcError, UsageError, redact, register_secret
+from cdc_console.demo.workload import Workload, WorkloadMix
+from cdc_console.errors import CdcError, UsageError, register_secret
 from cdc_console.logs import logging_to
-from cdc_console.state.store import StateStore, TableState
-
-if TYPE_CHECKING:
-    from cdc_console.demo.verify import VerifyReport
+from cdc_console.state.store import StateStore
 
 log = logging.getLogger("cdc_console.demo")
 
@@ -134,18 +137,6 @@ def load_console() -> ConsoleFactory:
             "run the demo without a screen: 'cdc-console demo --headless --duration 60'",
         ) from None
     return ConsoleApp
-
-
-@dataclass
-class DemoResult:
-    server_label: str = ""
-    seeded: shop.SeedReport | None = None
-    reused_rows: int | None = None
-    counts: WorkloadCounts | None = None
-    catch_up_seconds: float | None = None
-    chunks: tuple[int, int] = (0, 0)
-    report: VerifyReport | None = None  # once compared
-    failure: str | None = None
 
 
 class Demo:
@@ -393,31 +384,6 @@ class Demo:
             launcher.stop_job(pid, timeout=60)
             log.info("job stopped in %.1f s", time.monotonic() - started)
 
-    def _job_failure(self, config: PipelineConfig) -> str | None:
-        """Why the launched job is no longer running, or None while it runs."""
-        if self.job_pid is None or launcher.is_alive(self.job_pid):
-            return None
-        code = launcher.exit_code(self.job_pid)
-        error = None
-        if config.state_path.exists():
-            store = StateStore(config.state_path)
-            try:
-                runs = store.runs(1)
-            finally:
-                store.close()
-            # Only this job's own run: an earlier run of a reused state may have failed too.
-            if runs and runs[0].pid == self.job_pid:
-                error = runs[0].error
-        if not error:
-            error = _last_error_line(self.job_log)
-        if error:
-            why = f"the job exited (code {code}): {redact(error)}"
-        elif code is not None and code < 0:
-            why = f"the job was killed by signal {-code} ({_signal_name(-code)})"
-        else:
-            why = f"the job exited (code {code}) without an error message"
-        return f"{why}; see {self.job_log}"
-
     # -- headless -------------------------------------------------------------------------------
 
     def _headless(self, config: PipelineConfig, workload: Workload) -> int:
@@ -433,7 +399,7 @@ class Demo:
         announced_ui = False
         while time.monotonic() < deadline:
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-            failure = self._job_failure(config)
+            failure = job_failure(self.job_pid, config, self.job_log)
             if failure:
                 workload.stop()
                 return self._finish_failed(config, failure)
@@ -467,7 +433,7 @@ class Demo:
             self.result.report = verify_mirrors(config, store)
         finally:
             store.close()
-        print(self._summary(config))
+        print(summary(self.result, config, self.config_path, self.job_log, self.started))
         return 0 if self.result.report.equal else 1
 
     def _announce_ui(self, config: PipelineConfig) -> bool:
@@ -496,7 +462,7 @@ class Demo:
         conn = connect(config.source)
         try:
             while True:
-                failure = self._job_failure(config)
+                failure = job_failure(self.job_pid, config, self.job_log)
                 if failure:
                     return failure
                 if config.state_path.exists():
@@ -521,46 +487,8 @@ class Demo:
     def _finish_failed(self, config: PipelineConfig, failure: str) -> int:
         self.result.failure = failure
         log.error("%s", failure)
-        print(self._summary(config))
+        print(summary(self.result, config, self.config_path, self.job_log, self.started))
         return 1
-
-    def _summary(self, config: PipelineConfig) -> str:
-        r = self.result
-        report = r.report
-        if r.failure:
-            verdict = f"FAIL: {r.failure}"
-        elif report is not None and report.equal:
-            verdict = "PASS: every mirror equals its source, row for row"
-        else:
-            differing = sum(not t.equal for t in report.tables) if report else 0
-            verdict = f"FAIL: {differing} mirror(s) differ from their source"
-        lines = [f"cdc-console demo: {verdict}", f"  source    {r.server_label}"]
-        if r.seeded is not None:
-            lines.append(
-                f"  seeded    {r.seeded.total:,} rows in {len(r.seeded.rows)} tables "
-                f"in {r.seeded.seconds:.1f} s"
-            )
-        elif r.reused_rows is not None:
-            lines.append(f"  seeded    reused from an earlier run ({r.reused_rows:,} rows)")
-        if r.counts is not None:
-            lines.append(f"  workload  {r.counts.summary()}")
-        if r.catch_up_seconds is not None:
-            lines.append(
-                f"  job       snapshot {r.chunks[0]}/{r.chunks[1]} chunks; caught up "
-                f"{r.catch_up_seconds:.1f} s after the workload stopped"
-            )
-        if report is not None:
-            lines.append(
-                f"  mirrors   {len(report.tables)} tables, {report.rows:,} source rows compared"
-            )
-            lines += [f"            {line}" for line in report.describe().splitlines()]
-        lines += [
-            f"  files     config {self.config_path}",
-            f"            mirrors {config.sink.path}, state {config.state_path}",
-            f"            job log {self.job_log}",
-            f"  time      {time.monotonic() - self.started:.1f} s",
-        ]
-        return "\n".join(lines)
 
     # -- with the console -----------------------------------------------------------------------
 
@@ -589,51 +517,3 @@ class Demo:
                 f"{self.config_path}"
             )
         return 0
-
-
-def _captured(config: PipelineConfig) -> tuple[list[TableState], BinlogOffset | None]:
-    """The captured (not removed) tables and the committed position, from the state database."""
-    store = StateStore(config.state_path)
-    try:
-        tables = [t for t in store.tables() if t.state != Lifecycle.REMOVED]
-        return tables, store.committed_offset()
-    finally:
-        store.close()
-
-
-def _progress(config: PipelineConfig) -> str:
-    """One line on where the job is, from its state database."""
-    if not config.state_path.exists():
-        return "job starting (no state yet)"
-    tables, committed = _captured(config)
-    if not tables:
-        return "job starting (preflight)"
-    streaming = sum(t.state == Lifecycle.STREAMING for t in tables)
-    done = sum(t.splits_done for t in tables)
-    total = sum(t.splits_total or 0 for t in tables)
-    events = sum(t.events_applied for t in tables)
-    return (
-        f"job: {streaming}/{len(tables)} tables streaming, chunks {done}/{total}, "
-        f"{events:,} binlog changes applied, committed {committed or 'nothing yet'}"
-    )
-
-
-def _last_error_line(path: Path) -> str | None:
-    """The job's own ``error: ...`` line (and its ``fix:``) from the end of its log, if any."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()[-300:]
-    except OSError:
-        return None
-    for index in range(len(lines) - 1, -1, -1):
-        if lines[index].startswith("error: "):
-            found = lines[index][len("error: ") :].strip()
-            following = lines[index + 1].strip() if index + 1 < len(lines) else ""
-            return f"{found} ({following})" if following.startswith("fix:") else found
-    return None
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return "unknown signal"
