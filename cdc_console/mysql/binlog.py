@@ -214,25 +214,7 @@ def read_window_events(
     """
     if start >= end:
         return
-    schemas = sorted({t.database for t in tables})
-    stream = CachingBinLogStreamReader(
-        connection_settings=stream_settings(source),
-        server_id=server_id,
-        log_file=start.file,
-        log_pos=start.pos,
-        resume_stream=True,
-        blocking=False,
-        is_mariadb=False,
-        only_events=[
-            WriteRowsEvent,
-            UpdateRowsEvent,
-            DeleteRowsEvent,
-            QueryEvent,
-            RotateEvent,
-        ],
-        only_schemas=schemas or None,
-        enable_logging=False,
-    )
+    stream = _window_stream(source, server_id, start, tables)
     cache = stream.cdc_cache
     walk = WindowWalk(
         start,
@@ -276,6 +258,32 @@ def read_window_events(
         raise _translate(exc, start) from None
     finally:
         stream.close()
+
+
+def _window_stream(
+    source: SourceConfig, server_id: int, start: BinlogOffset, tables: Collection[TableId]
+) -> CachingBinLogStreamReader:
+    """The non-blocking stream a window is read from, from ``start``: the events that can carry
+    a change of ``tables`` (the rest arrive as ``OpaqueEvent`` or are passed over unparsed)."""
+    schemas = sorted({t.database for t in tables})
+    return CachingBinLogStreamReader(
+        connection_settings=stream_settings(source),
+        server_id=server_id,
+        log_file=start.file,
+        log_pos=start.pos,
+        resume_stream=True,
+        blocking=False,
+        is_mariadb=False,
+        only_events=[
+            WriteRowsEvent,
+            UpdateRowsEvent,
+            DeleteRowsEvent,
+            QueryEvent,
+            RotateEvent,
+        ],
+        only_schemas=schemas or None,
+        enable_logging=False,
+    )
 
 
 def _catalogue_loader(source: SourceConfig) -> Callable[[], StoredWriters]:

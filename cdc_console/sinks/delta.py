@@ -255,6 +255,12 @@ class DeltaSink(TableBatchSink):
 
     # --- internals ------------------------------------------------------------------------
 
+    def _migrate(self, table_id: TableId, typed: pa.Schema, log_schema: pa.Schema) -> None:
+        """The mirror and its change feed brought to the table's new shape before a re-dump
+        writes into them (``delta_shape.migrate_mirror``)."""
+        mirror, log = self.mirror_path(table_id), self.changelog_path(table_id)
+        migrate_mirror(table_id, mirror, log, typed, log_schema, self.lake.target_file_size)
+
     def _commit(self, batch_id: int, table_id: TableId, what: str) -> CommitProperties:
         return CommitProperties(
             app_transactions=[Transaction(self._app(table_id), batch_id)],
@@ -364,14 +370,7 @@ class DeltaSink(TableBatchSink):
         log_schema = changelog_schema(lake)
         if replaces and not schema.routed:
             # a routed mirror holds other tables' rows and columns: never projected away
-            migrate_mirror(
-                table_id,
-                self.mirror_path(table_id),
-                self.changelog_path(table_id),
-                lake,
-                log_schema,
-                self.lake.target_file_size,
-            )
+            self._migrate(table_id, lake, log_schema)
         # Columns added online join the mirror and the changelog in the batch's own commits.
         mirror = self._mirror(table_id, lake, in_write=True)
         mirror_done = _already(mirror, self._app(table_id), batch_id)
