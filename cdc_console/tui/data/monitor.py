@@ -28,39 +28,30 @@ from cdc_console.core.schema import TableId
 from cdc_console.core.values import JSONValue
 from cdc_console.errors import CdcError
 from cdc_console.figures import (
-    READING,
-    STAGES_WINDOW_SECONDS,
     ReadEstimates,
     ReadPacing,
     VerifyEstimate,
     binlog_needs,
-    lag_stages,
     read_estimates,
     redump_forecast,
-    table_position,
     verify_estimate,
 )
 from cdc_console.mysql.lag import binlog_distance
 from cdc_console.source.control import refusal
-from cdc_console.state.lake import LakeTableState, lake_tables
+from cdc_console.state.lake import lake_tables
 from cdc_console.state.store import (
     LAG_SAMPLES_KEPT,
-    HeldChanges,
     RunRow,
     StateStore,
     TableState,
     VerificationRow,
 )
 from cdc_console.status import (
-    finish_note,
     held_changes_by_table,
-    held_note,
     mirror_shape,
     shape_note,
     skip_reason,
     split_verification,
-    table_note,
-    verification_note,
 )
 from cdc_console.tui.data import assess
 from cdc_console.tui.data.history import ProgressTracker, RateTracker
@@ -69,26 +60,20 @@ from cdc_console.tui.data.logtail import last_meaningful, tail
 from cdc_console.tui.data.server import ServerProbe, ServerStatus
 from cdc_console.tui.data.splits import SplitReader
 from cdc_console.tui.data.units import shown_path
-from cdc_console.tui.data.views import (
-    default_table,
-    event_view,
-)
+from cdc_console.tui.data.views import binlog_view, default_table, event_view, table_view
 from cdc_console.tui.model import (
     BinlogView,
     EventView,
     JobStatus,
     JobView,
-    Level,
     Notice,
     PipelineView,
-    TableView,
 )
 
 RUNS_SHOWN = 10
 T = TypeVar("T")
 EVENTS_SHOWN = 300
 COMMANDS_SHOWN = 100
-LAG_HISTORY_SHOWN = 120
 STOP_GRACE_SECONDS = 30.0
 NEEDS_TTL_SECONDS = 5.0
 
@@ -227,7 +212,7 @@ class PipelineMonitor:
             },
         )
         table_views = tuple(
-            self._table(
+            table_view(
                 t,
                 head,
                 now,
@@ -236,6 +221,9 @@ class PipelineMonitor:
                 held.get(str(t.table_id), []),
                 estimates,
                 shapes.get(t.table_id, ""),
+                self.history,
+                self.rates,
+                self.config,
             )
             for t in tables
         )
@@ -256,7 +244,7 @@ class PipelineMonitor:
             needs.append(("the stream", committed))
         return replace(
             self._view(
-                now, log_tail, job, self._binlog(store, committed, behind, tables, needs, now)
+                now, log_tail, job, self._binlog_view(store, committed, behind, tables, needs, now)
             ),
             has_state=True,
             pipeline_paused=paused,
@@ -364,54 +352,7 @@ class PipelineMonitor:
         alive = self.jobs.is_alive(pid)
         return assess.Launch(pid, at, alive, None if alive else self.jobs.exit_code(pid))
 
-    def _table(
-        self,
-        table: TableState,
-        head: BinlogOffset | None,
-        now: float,
-        mirrors: dict[str, LakeTableState],
-        verified: list[VerificationRow],
-        held: list[HeldChanges],
-        estimates: ReadEstimates,
-        shape: str,
-    ) -> TableView:
-        name = str(table.table_id)
-        mirror = mirrors.get(name)
-        position = table_position(table)
-        lag = (
-            assess.position_lag(position, head, self.history, now, self.config.console)
-            if position is not None
-            else None
-        )
-        return TableView(
-            table=name,
-            state=table.state,
-            splits_done=table.splits_done,
-            splits_total=table.splits_total,
-            rows_snapshotted=table.rows_snapshotted,
-            events_applied=table.events_applied,
-            events_per_second=self.rates.add(name, now, table.events_applied),
-            lag=lag,
-            position=position,
-            chunk_size=self.config.snapshot.chunk_size,
-            note=" · ".join(
-                n
-                for n in (
-                    table_note(table),
-                    held_note(held, now),
-                    verification_note(verified, now),
-                    finish_note(estimates.tables.get(table.table_id))
-                    if table.state in READING
-                    else "",
-                    shape,
-                )
-                if n
-            ),
-            lake_files=mirror.files if mirror else None,
-            lake_bytes=mirror.disk_bytes if mirror else None,
-        )
-
-    def _binlog(
+    def _binlog_view(
         self,
         store: StateStore | None,
         committed: BinlogOffset | None,
@@ -420,41 +361,16 @@ class PipelineMonitor:
         needs: list[tuple[str, BinlogOffset]],
         now: float,
     ) -> BinlogView:
-        console = self.config.console
-        server = self._server
-        head = server.head if server else None
-        stamps = [t.last_event_ts for t in tables if t.last_event_ts]
-        probe_age = now - server.probed_at if server and server.reachable else None
-        samples = store.lag_samples(LAG_HISTORY_SHOWN) if store is not None else []
-        return BinlogView(
-            committed=committed,
-            head=head,
-            server=server.version if server else None,
-            server_error=server.error if server else None,
-            probe_age=probe_age,
-            probe_level=Level.ALERT
-            if server is not None and not server.reachable
-            else assess.stale_level(probe_age, console),
-            bytes_behind=behind[0],
-            files_behind=behind[1],
-            event_lag=assess.event_lag(
-                committed, head, max(stamps) if stamps else None, self.history, now, console
-            ),
-            lag_history=tuple(
-                s.event_lag_ms / 1000.0 for s in samples if s.event_lag_ms is not None
-            ),
-            binlog_files=len(server.logs) if server else 0,
-            binlog_bytes=sum(size for _, size in server.logs) if server else 0,
-            oldest_file=server.logs[0][0] if server and server.logs else None,
-            newest_file=server.logs[-1][0] if server and server.logs else None,
-            needs=tuple(
-                (who, where, assess.position_lag(where, head, self.history, now, console))
-                for who, where in sorted(needs, key=lambda need: need[1])
-            ),
-            purge=assess.purge_risk(needs, server, self.history, now, console),
-            stages=lag_stages(store.applied_batches(now - STAGES_WINDOW_SECONDS), now)
-            if store is not None
-            else None,
+        return binlog_view(
+            store,
+            self._server,
+            committed,
+            behind,
+            tables,
+            needs,
+            now,
+            self.history,
+            self.config.console,
         )
 
     def _stateless_view(self, now: float, log_tail: tuple[str, ...]) -> PipelineView:
@@ -471,7 +387,7 @@ class PipelineMonitor:
             now=now,
             config=self.config.console,
         )
-        binlog = self._binlog(None, None, (None, None), [], [], now)
+        binlog = self._binlog_view(None, None, (None, None), [], [], now)
         return replace(self._view(now, log_tail, job, binlog), notices=tuple(self._drain()))
 
     def _collect_notices(self, store: StateStore) -> tuple[Notice, ...]:
