@@ -187,6 +187,26 @@ class TableResult:
         )
         return f"{key}: {columns}"
 
+    def journal_entry(self) -> tuple[str, str]:
+        """The line the Events screen shows for this verification, and its level: a
+        difference is an error (f on Events repairs it), a verification that failed a
+        warning."""
+        verdict = self.verdict
+        if verdict == Verdict.EQUAL:
+            message = (
+                f"verify {self.table_id}: equal ({self.rows:,} rows, {len(self.chunks)} chunks)"
+            )
+        elif verdict == Verdict.DIFFERS:
+            chunks = "; ".join(
+                f"chunk {c.split_no} {c.range}: {self.chunk_summary(c)}"
+                for c in self.differing_chunks()
+            )
+            message = f"verify {self.table_id}: {chunks} (f on Events repairs)"
+        else:
+            message = "verify " + " ".join(self.describe())
+        level = {Verdict.DIFFERS: "error", Verdict.ERROR: "warning"}.get(verdict, "info")
+        return message, level
+
 
 @dataclass
 class VerifyReport:

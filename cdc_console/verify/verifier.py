@@ -28,7 +28,7 @@ import fcntl
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -43,10 +43,7 @@ from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.options import SinkKind
 from cdc_console.core.schema import TableId, TableSchema, companions_of
 from cdc_console.core.splits import SnapshotSplit
-from cdc_console.core.values import CanonicalRow
 from cdc_console.errors import CdcError, ConfigError, redact
-from cdc_console.mysql import partial_images
-from cdc_console.mysql.binlog import RowChange, read_window
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.key_weights import key_order
 from cdc_console.mysql.position import current_position
@@ -58,9 +55,10 @@ from cdc_console.source.throttle import LoadThrottle
 from cdc_console.state.store import StateStore, TableState, VerifyProgress
 from cdc_console.status import skip_reason
 from cdc_console.values.arrow import rows_to_table
-from cdc_console.values.canonical import RowNormalizer, canonical_chunk_key, raw_chunk_key
-from cdc_console.verify.compare import Difference, Fold, Key, compare, overlay
-from cdc_console.verify.mirror import MirrorNotReady, MirrorReader
+from cdc_console.values.canonical import canonical_chunk_key
+from cdc_console.verify.compare import Difference, Fold, compare, overlay
+from cdc_console.verify.fold_window import SourceChunk, fold_window
+from cdc_console.verify.mirror import MirrorNotReady, MirrorReader, MirrorSnapshot
 from cdc_console.verify.report import ChunkResult, TableResult, VerifyReport, hidden_columns
 
 log = logging.getLogger(__name__)
@@ -106,14 +104,6 @@ def verify_server_id(config: PipelineConfig) -> int:
             f'widen it, e.g. server_id = "{low}-{low + config.snapshot.parallelism + 2}"',
         )
     return ids[-1]
-
-
-@dataclass
-class _SourceChunk:
-    split: SnapshotSplit
-    rows: pa.Table
-    high_watermark: BinlogOffset
-    seconds: float
 
 
 @dataclass
@@ -301,7 +291,8 @@ class Verifier:
     def _record(self, result: TableResult) -> None:
         for chunk in result.chunks:
             self.store.record_verification(chunk.state_row(result.hide))
-        self._journal(result)
+        message, level = result.journal_entry()
+        self.store.log_event("verify", message, level=level, table_id=result.table_id)
 
     # -- one table ------------------------------------------------------------------------
 
@@ -347,7 +338,7 @@ class Verifier:
     def _verify_group(self, schema: TableSchema, splits: list[SnapshotSplit]) -> list[ChunkResult]:
         source = self.config.source
         table_id = schema.table_id
-        chunks: list[_SourceChunk] = []
+        chunks: list[SourceChunk] = []
         conn = open_text_mode(source)
         try:
             reader = SnapshotSplitReader(
@@ -371,7 +362,7 @@ class Verifier:
                     else rows_to_table(schema, read.rows)
                 )
                 chunks.append(
-                    _SourceChunk(split, rows, read.high_watermark, time.monotonic() - clock)
+                    SourceChunk(split, rows, read.high_watermark, time.monotonic() - clock)
                 )
                 self._pace(rows.num_rows)
         finally:
@@ -385,23 +376,8 @@ class Verifier:
             self.config.source,
             self.config.sink.mirrors,
         ).read(schema, ranges)
-        head_conn = connect(source)
-        try:
-            head = current_position(head_conn)
-        finally:
-            close_quietly(head_conn)
-        source_folds = [Fold() for _ in chunks]
-        mirror_fold = Fold()
-        if mirror.position is not None:
-            mirror_at = [mirror.position] * len(chunks)
-        else:
-            mirror_at = [self._snapshot_watermark(c.split) for c in chunks]
-        start = min([*mirror_at, *(c.high_watermark for c in chunks)])
-        if start < head:
-            self._fold(schema, chunks, source_folds, mirror_fold, mirror_at, start, head)
-        sides = [overlay(schema, c.rows, f) for c, f in zip(chunks, source_folds, strict=True)]
+        head, sides, mirror_rows = self._at_head(schema, chunks, mirror)
         source_rows = pa.concat_tables(sides) if sides else rows_to_table(schema, [])
-        mirror_rows = overlay(schema, mirror.rows, mirror_fold)
         differences = compare(schema, source_rows, mirror_rows)
         shared = time.monotonic() - clock
         by_chunk = _by_chunk(schema, splits, differences, self.config.source)
@@ -432,71 +408,28 @@ class Verifier:
             for c, side in zip(chunks, sides, strict=True)
         ]
 
-    def _fold(
-        self,
-        schema: TableSchema,
-        chunks: list[_SourceChunk],
-        source_folds: list[Fold],
-        mirror_fold: Fold,
-        mirror_at: list[BinlogOffset],
-        start: BinlogOffset,
-        head: BinlogOffset,
-    ) -> None:
-        """Step 3 of the module docstring."""
-        table_id = schema.table_id
-        normalizer = RowNormalizer(schema)
-        column = schema.column(schema.chunk_key)
-        order = key_order(column, self.config.source)
-
-        def chunk_of(image: Mapping[str, object] | None) -> int | None:
-            if image is None:
-                return None
-            key = raw_chunk_key(column, image.get(schema.chunk_key), binlog=True)
-            for index, chunk in enumerate(chunks):
-                if chunk.split.range.contains(key, order):
-                    return index
-            return None
-
-        def apply(
-            change: RowChange, index: int | None, key: Key, image: CanonicalRow, upsert: bool
-        ) -> None:
-            if index is None:
-                return
-            row = image if upsert else None
-            for fold, since in (
-                (source_folds[index], chunks[index].high_watermark),
-                (mirror_fold, mirror_at[index]),
-            ):
-                if change.position >= since:
-                    if change.kind == "patch":
-                        fold.patch(key, image)
-                    elif schema.counted:
-                        fold.count(key, image, -1 if row is None else 1)
-                    elif row is None:
-                        fold.delete(key)
-                    else:
-                        fold.upsert(key, row)
-
-        expected = {table_id: schema.binlog_names}
-        # partial row images: a patch, or a delete by its key (``mysql.partial_images``)
-        image_of = normalizer.binlog_columns
-        for change in read_window(
-            self.config.source,
-            self.server_id,
-            start,
-            head,
-            [table_id],
-            expected,
-            patchable=partial_images.patchable([schema]),
-        ):
-            if change.before is not None:
-                convert = image_of if change.partial else normalizer.binlog_row
-                before = convert(change.before, change.before_none_sources)
-                apply(change, chunk_of(change.before), normalizer.key_of(before), before, False)
-            if change.after is not None:
-                convert = image_of if change.partial else normalizer.binlog_row
-                after = convert(change.after, change.after_none_sources)
-                apply(change, chunk_of(change.after), normalizer.key_of(after), after, True)
+    def _at_head(
+        self, schema: TableSchema, chunks: list[SourceChunk], mirror: MirrorSnapshot
+    ) -> tuple[BinlogOffset, list[pa.Table], pa.Table]:
+        """Both sides brought to the server's head (step 3): the head, each chunk's rows and
+        the mirror's rows there."""
+        head_conn = connect(self.config.source)
+        try:
+            head = current_position(head_conn)
+        finally:
+            close_quietly(head_conn)
+        source_folds = [Fold() for _ in chunks]
+        mirror_fold = Fold()
+        if mirror.position is not None:
+            mirror_at = [mirror.position] * len(chunks)
+        else:
+            mirror_at = [self._snapshot_watermark(c.split) for c in chunks]
+        start = min([*mirror_at, *(c.high_watermark for c in chunks)])
+        if start < head:
+            folds = (source_folds, mirror_fold, mirror_at)
+            fold_window(self.config.source, self.server_id, schema, chunks, *folds, start, head)
+        sides = [overlay(schema, c.rows, f) for c, f in zip(chunks, source_folds, strict=True)]
+        return head, sides, overlay(schema, mirror.rows, mirror_fold)
 
     def _snapshot_watermark(self, split: SnapshotSplit) -> BinlogOffset:
         """Where a snapshot-only mirror's chunk stands: the high watermark it was read at."""
@@ -522,24 +455,6 @@ class Verifier:
         elapsed = time.monotonic() - self._paced_since
         if due > elapsed:
             self._sleep(due - elapsed)
-
-    def _journal(self, result: TableResult) -> None:
-        verdict = result.verdict
-        if verdict == Verdict.EQUAL:
-            message = (
-                f"verify {result.table_id}: equal ({result.rows:,} rows, "
-                f"{len(result.chunks)} chunks)"
-            )
-        elif verdict == Verdict.DIFFERS:
-            chunks = "; ".join(
-                f"chunk {c.split_no} {c.range}: {result.chunk_summary(c)}"
-                for c in result.differing_chunks()
-            )
-            message = f"verify {result.table_id}: {chunks} (f on Events repairs)"
-        else:
-            message = "verify " + " ".join(result.describe())
-        level = {Verdict.DIFFERS: "error", Verdict.ERROR: "warning"}.get(verdict, "info")
-        self.store.log_event("verify", message, level=level, table_id=result.table_id)
 
 
 def _by_chunk(
