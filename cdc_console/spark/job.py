@@ -16,38 +16,38 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from types import FrameType
 from typing import TYPE_CHECKING, TypeVar
 
 from cdc_console import errors
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import (
-    BatchStatus,
     CommandKind,
     CommandStatus,
     Lifecycle,
 )
-from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.options import SinkKind, StartupMode
 from cdc_console.core.schema import TableId, TableSchema
-from cdc_console.errors import CdcError, ConfigError, UsageError, redact
-from cdc_console.figures import binlog_needs
+from cdc_console.errors import CdcError, UsageError, redact
 from cdc_console.metrics.server import serve_metrics
 from cdc_console.mysql import native
 from cdc_console.mysql.checks import preflight
 from cdc_console.mysql.connection import close_quietly, connect
-from cdc_console.mysql.position import binary_logs, current_position
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
-from cdc_console.retention import missing_binlog
 from cdc_console.sinks.mirror_places import check_mirror_places
 from cdc_console.sinks.schema_history import record_followed
 from cdc_console.source.failover import connect_following
-from cdc_console.source.parking import PARKABLE, is_purged, park_table
-from cdc_console.source.registration import TableRegistration, rebuilding
+from cdc_console.source.registration import TableRegistration
 from cdc_console.spark.lag_monitor import LagMonitor
 from cdc_console.spark.query_restarts import QueryRestarts
 from cdc_console.spark.shutdown import drain, quiet_cancellations, stop_query
+from cdc_console.spark.start_checks import (
+    check_binlog_available,
+    check_lake_matches_state,
+    narrow_pending_plan,
+    read_head,
+    snapshot_only_done,
+)
 from cdc_console.spark.verify_schedule import VerifySchedule
 from cdc_console.state.readonly import captured_tables
 from cdc_console.state.store import StateStore
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
     from cdc_console.metrics.server import MetricsServer
-    from cdc_console.sinks.base import TableBatchSink
     from cdc_console.spark.applier import BatchApplier
 
 log = logging.getLogger(__name__)
@@ -103,7 +102,10 @@ class PipelineJob:
             else None
         )
         TableRegistration(
-            store, self.config, lambda: self._with_source("start-up", self._read_head), followed
+            store,
+            self.config,
+            lambda: self._with_source("start-up", functools.partial(read_head, self.config.source)),
+            followed,
         ).register(schemas, gone)
 
     def wait_for_source(self) -> bool:
@@ -188,9 +190,11 @@ class PipelineJob:
             # was read from, so a failover is followed only once none is left.
             self._follow_source(store)
             narrow_pending_plan(store)
-            self.check_lake_matches_state(store, applier.sink)
-            self.check_binlog_available(store)
-            if self._snapshot_only_done(store):
+            check_lake_matches_state(store, applier.sink, self.config.sink.path)
+            check_binlog_available(
+                store, self.config, functools.partial(self._with_source, "start-up")
+            )
+            if snapshot_only_done(self.config, store):
                 code = 0
             else:
                 code = self._stream(store, applier, until_caught_up)
@@ -206,77 +210,6 @@ class PipelineJob:
             raise error from None
         self._finish(store, "stopped", code, None)
         return code
-
-    def check_lake_matches_state(self, store: StateStore, sink: TableBatchSink) -> None:
-        """Refuse a lake that holds batches the state database never made.
-
-        Delta commits carry the batch number, and a batch a mirror already holds is skipped as
-        a retry. A state database deleted (or pointed at another lake) restarts numbering at 1,
-        so every batch up to the lake's last one would be skipped without a word: the mirror
-        would silently stop changing. After recovery, the state knows every batch it staged.
-        """
-        last = store.last_batch()
-        known = last.batch_no if last is not None else 0
-        for table in store.tables():
-            in_lake = sink.applied_batch(table.table_id)
-            if in_lake is not None and in_lake > known:
-                raise ConfigError(
-                    f"the lake's mirror of {table.table_id} already holds batch {in_lake}, but "
-                    f"the state database {store.path} only planned batches up to {known}: the "
-                    "state was reset, or belongs to another lake",
-                    f"move the lake folder {self.config.sink.path} away to snapshot afresh, or "
-                    "restore the state database that wrote it",
-                )
-
-    def check_binlog_available(self, store: StateStore) -> None:
-        """Fail before Spark starts when the binlog the pipeline resumes from is gone.
-
-        Otherwise the first binlog task would fail inside Spark, after a ten-second start, with
-        the reason buried in a Java trace; and nothing could be applied anyway. When only some
-        streaming (or paused) tables need purged files, those are parked in NEEDS_REDUMP, as
-        the planner does mid-stream, and the job starts for the others.
-        """
-        needs = binlog_needs(store)
-        if not needs:
-            return
-        logs = self._with_source("start-up", self._binary_logs)
-        files = [name for name, _size in logs]
-        parkable = {str(t.table_id) for t in store.tables() if t.state in PARKABLE}
-        purged = {table for table, position in needs if is_purged(position, files)}
-        if purged and purged <= parkable and len(purged) < len(needs):
-            # Some tables were left behind by a purge; the others need not wait for them.
-            for table, position in needs:
-                if table in purged:
-                    park_table(store, TableId.parse(table), position, files)
-            narrow_pending_plan(store)
-            needs = [need for need in needs if need[0] not in purged]
-        problem = missing_binlog(needs, logs, self.config)
-        if problem is not None:
-            raise problem
-
-    def _read_head(self) -> BinlogOffset:
-        conn = connect(self.config.source)
-        try:
-            return current_position(conn)
-        finally:
-            close_quietly(conn)
-
-    def _binary_logs(self) -> list[tuple[str, int]]:
-        conn = connect(self.config.source)
-        try:
-            return binary_logs(conn)
-        finally:
-            close_quietly(conn)
-
-    def _snapshot_only_done(self, store: StateStore) -> bool:
-        """snapshot-only with every table already snapshotted: nothing to do, no Spark needed."""
-        if self.config.snapshot.startup_mode != StartupMode.SNAPSHOT_ONLY:
-            return False
-        active = [t for t in store.tables() if t.state != Lifecycle.REMOVED]
-        if active and all(t.state == Lifecycle.SNAPSHOT_DONE for t in active):
-            log.info("snapshot-only: every table was already snapshotted, nothing to do")
-            return True
-        return False
 
     def _finish(self, store: StateStore, status: str, code: int, error: str | None) -> None:
         store.close_outages(f"job {status}")
@@ -500,46 +433,6 @@ def retire_stale_stops(store: StateStore, started: float) -> None:
                 CommandStatus.FAILED,
                 "no job was running when it was issued (this run started after it)",
             )
-
-
-def narrow_pending_plan(store: StateStore) -> None:
-    """Drop REMOVED and parked tables, and tables about to be re-dumped, from a planned batch
-    that never ran.
-
-    Plans are persisted so that a replay reads the same thing, but a batch that is still only
-    planned applied nothing, so it may be narrowed under its number (Spark's checkpoint replays
-    it by number). Without this, the batch that stopped on a DDL would be replayed after the
-    user removed the table, and stop on the same DDL again.
-    """
-    last = store.last_batch()
-    if last is None or last.status != BatchStatus.PLANNED:
-        return
-    plan = last.plan
-    tables = store.tables()
-    parked = {t.table_id for t in tables if t.state == Lifecycle.NEEDS_REDUMP}
-    removed = parked | {
-        t.table_id for t in tables if t.state == Lifecycle.REMOVED or rebuilding(store, t.table_id)
-    }
-    binlog = plan.binlog
-    if binlog is not None:
-        kept = tuple(f for f in binlog.tables if f.table_id not in removed)
-        start = binlog.start
-        if any(f.table_id in parked for f in binlog.tables):
-            # A parked table's start lies in a purged file: the window must not begin there.
-            # The others' filters skip everything before their own resume position anyway.
-            starts = [f.resume_from for f in kept if f.resume_from is not None]
-            start = max(start, min(starts).at_event_boundary()) if starts else binlog.end
-        binlog = replace(binlog, start=start, tables=kept)
-    narrowed = replace(
-        plan,
-        snapshot=tuple(p for p in plan.snapshot if p.split.table_id not in removed),
-        binlog=binlog,
-    )
-    if narrowed == plan:
-        return
-    released = [p.split.split_id for p in plan.snapshot if p.split.table_id in removed]
-    store.narrow_batch(narrowed, released)
-    log.info("batch %d re-planned without removed tables: %s", plan.batch_no, narrowed.describe())
 
 
 # The message runs over following lines (a multi-line DDL statement) up to the fix line, a blank

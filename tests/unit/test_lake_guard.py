@@ -13,6 +13,7 @@ from cdc_console.core.schema import TableId
 from cdc_console.errors import ConfigError
 from cdc_console.sinks.changelog_json import ChangelogJsonSink
 from cdc_console.spark.job import PipelineJob
+from cdc_console.spark.start_checks import check_lake_matches_state
 from cdc_console.state.store import StateStore
 
 ORDERS = TableId("shop", "orders")
@@ -37,7 +38,7 @@ def test_lake_ahead_of_a_fresh_state_is_refused(job: PipelineJob, tmp_path: Path
     store = StateStore(tmp_path / "state.sqlite")
     store.ensure_table(ORDERS, "id", Lifecycle.SNAPSHOTTING)
     with pytest.raises(ConfigError) as info:
-        job.check_lake_matches_state(store, Lake({ORDERS: 7}))
+        check_lake_matches_state(store, Lake({ORDERS: 7}), job.config.sink.path)
     assert "already holds batch 7" in str(info.value) and "up to 0" in str(info.value)
     assert "move the lake folder" in info.value.hint
     store.close()
@@ -46,9 +47,9 @@ def test_lake_ahead_of_a_fresh_state_is_refused(job: PipelineJob, tmp_path: Path
 def test_lake_behind_or_equal_to_the_state_is_fine(job: PipelineJob, tmp_path: Path) -> None:
     store = StateStore(tmp_path / "state.sqlite")
     store.ensure_table(ORDERS, "id", Lifecycle.SNAPSHOTTING)
-    job.check_lake_matches_state(store, Lake({}))  # no mirror yet
+    check_lake_matches_state(store, Lake({}), job.config.sink.path)  # no mirror yet
     # a sink without batch numbers (the base class's applied_batch: it cannot tell)
-    job.check_lake_matches_state(store, ChangelogJsonSink(tmp_path / "json"))
+    check_lake_matches_state(store, ChangelogJsonSink(tmp_path / "json"), job.config.sink.path)
     store.create_batch(1, {"batch": 1, "snapshot": [], "binlog": None}, [])
-    job.check_lake_matches_state(store, Lake({ORDERS: 1}))
+    check_lake_matches_state(store, Lake({ORDERS: 1}), job.config.sink.path)
     store.close()
