@@ -18,6 +18,7 @@ from cdc_console.sinks.delta import DeltaSink
 from cdc_console.sinks.delta_log import active_files
 from cdc_console.sinks.maintenance import LakeTable, vacuum
 from cdc_console.sinks.mirror_read import has_deletion_vectors, read_delta
+from tests.mirror_readers import read_mirror
 from tests.unit.test_delta_sink import ORDERS, SCHEMAS, Feed, by_id, order
 
 
@@ -148,8 +149,8 @@ def test_random_batches_read_the_same_through_delta_kernel_ours_and_the_model(
     tmp_path: Path,
 ) -> None:
     """Random inserts, updates and deletes over many batches, with delta-rs' checkpoint,
-    compaction and vacuum in between: after each batch the mirror read by DataFusion, by our
-    reader and the model agree (our log replay follows delta-rs' checkpoints and rewrites)."""
+    compaction and vacuum in between: after each batch the mirror read by DataFusion, Polars,
+    our reader and the model agree (our log replay follows delta-rs' checkpoints and rewrites)."""
     import random
 
     rng = random.Random(2026)
@@ -180,6 +181,7 @@ def test_random_batches_read_the_same_through_delta_kernel_ours_and_the_model(
             table.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
         expected = [model[k] for k in sorted(model)]
         assert ours(sink) == by_query(sink), batch
+        read_mirror(sink.mirror_path(ORDERS))  # Polars' readers agree too
         assert [(r["id"], r["name"], str(r["amount"])) for r in ours(sink)] == [
             (r["id"], r["name"], r["amount"]) for r in expected
         ], batch
