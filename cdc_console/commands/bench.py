@@ -136,6 +136,15 @@ def register(subparsers: Subparsers) -> None:
         "and peak memory of the pipeline and of the obvious alternatives.",
     )
     sub = parser.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    _snapshot_parser(sub)
+    _binlog_parser(sub)
+    _lake_parser(sub)
+    _verify_parser(sub)
+    _redump_parser(sub)
+    _latency_parser(sub)
+
+
+def _snapshot_parser(sub: Subparsers) -> None:
     snap = sub.add_parser(
         "snapshot",
         help="read a whole table: pymysql chunk scan, Spark JDBC, ours",
@@ -163,6 +172,9 @@ def register(subparsers: Subparsers) -> None:
     )
     _common(snap, SNAPSHOT_CONTENDERS)
     snap.set_defaults(handler=handle_snapshot)
+
+
+def _binlog_parser(sub: Subparsers) -> None:
     binlog = sub.add_parser(
         "binlog",
         help="apply a backlog of binlog changes: raw BinLogStreamReader, the server's C "
@@ -195,6 +207,9 @@ def register(subparsers: Subparsers) -> None:
     )
     _common(binlog, BINLOG_CONTENDERS)
     binlog.set_defaults(handler=handle_binlog)
+
+
+def _lake_parser(sub: Subparsers) -> None:
     lake = sub.add_parser(
         "lake",
         help="what the Delta mirror costs under steady writes: disk, files, rows copied",
@@ -224,6 +239,9 @@ def register(subparsers: Subparsers) -> None:
     lake.add_argument("--master", default="local[2]", help="Spark master")
     _run_folder(lake, "seconds per job run")
     lake.set_defaults(handler=handle_lake)
+
+
+def _verify_parser(sub: Subparsers) -> None:
     verify = sub.add_parser(
         "verify",
         help="verify a mirror online: rows/s next to the snapshot's, same run",
@@ -264,6 +282,9 @@ def register(subparsers: Subparsers) -> None:
         help="seconds of lag measured before the verification starts (default 20)",
     )
     verify.set_defaults(handler=handle_verify)
+
+
+def _redump_parser(sub: Subparsers) -> None:
     redump = sub.add_parser(
         "redump",
         help="the other tables' lag while one table is re-dumped",
@@ -300,6 +321,9 @@ def register(subparsers: Subparsers) -> None:
         help="seconds of lag measured before the re-dump starts (default 15)",
     )
     redump.set_defaults(handler=handle_redump)
+
+
+def _latency_parser(sub: Subparsers) -> None:
     latency = sub.add_parser(
         "latency",
         help="change -> mirror latency of single-row inserts, seen from outside",

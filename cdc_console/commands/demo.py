@@ -11,8 +11,6 @@ from cdc_console.errors import UsageError
 
 def register(subparsers: Subparsers) -> None:
     from cdc_console.demo import (
-        ADMIN_PASSWORD_ENV,
-        DEFAULT_DATABASE,
         DEFAULT_DIR,
         DEFAULT_MIX,
         DEFAULT_RATE,
@@ -57,6 +55,18 @@ def register(subparsers: Subparsers) -> None:
         action="store_true",
         help="leave the sandbox running on exit; the next demo in the same folder reuses it",
     )
+    _source_options(parser)
+    _headless_options(parser)
+    parser.add_argument(
+        "--chunk-size", type=int, help="snapshot chunk size (default: about 40 chunks in all)"
+    )
+    parser.set_defaults(handler=handle)
+
+
+def _source_options(parser: argparse.ArgumentParser) -> None:
+    """A server of the user's own instead of the sandbox."""
+    from cdc_console.demo import ADMIN_PASSWORD_ENV, DEFAULT_DATABASE
+
     parser.add_argument(
         "--source",
         metavar="HOST:PORT",
@@ -74,6 +84,9 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--database", default=DEFAULT_DATABASE, help="name of the demo database (default shop)"
     )
+
+
+def _headless_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--headless",
         action="store_true",
@@ -92,10 +105,6 @@ def register(subparsers: Subparsers) -> None:
         default=600.0,
         help="headless: seconds to wait for the job to catch up after the workload (default 600)",
     )
-    parser.add_argument(
-        "--chunk-size", type=int, help="snapshot chunk size (default: about 40 chunks in all)"
-    )
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

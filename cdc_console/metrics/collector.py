@@ -37,148 +37,10 @@ class PipelineCollector(Collector):
         name = self.config.name
         status = self._status()
         now = time.time()
-
-        def gauge(metric: str, doc: str, labels: tuple[str, ...] = ()) -> GaugeMetricFamily:
-            return GaugeMetricFamily(f"{PREFIX}_{metric}", doc, labels=["pipeline", *labels])
-
-        lag = gauge("event_lag_seconds", "How long ago the last applied change was written")
-        if status.event_lag_ms is not None:
-            lag.add_metric([name], status.event_lag_ms / 1000)
-        yield lag
-        behind = gauge(
-            "binlog_bytes_behind", "Binlog bytes between the committed position and the head"
-        )
-        files = gauge(
-            "binlog_files_behind", "Binlog files between the committed position and the head"
-        )
-        if status.bytes_behind is not None:
-            behind.add_metric([name], status.bytes_behind)
-        if status.files_behind is not None:
-            files.add_metric([name], status.files_behind)
-        yield behind
-        yield files
-        headroom = gauge(
-            "binlog_purge_headroom_seconds",
-            "Time before the server may expire the oldest binlog the pipeline still needs "
-            "(0: purged or due at the next rotation; +Inf: nothing can expire)",
-        )
-        seconds = status.purge_headroom.seconds if status.purge_headroom else None
-        if seconds is not None:
-            headroom.add_metric([name], seconds)
-        yield headroom
-
-        throttled = gauge(
-            "reads_throttled_seconds",
-            "How long chunk reads (snapshot, re-dump) have yielded to a busy source "
-            "([source] max_load; 0: they go on)",
-        )
-        since = status.throttled["since_at"] if status.throttled else None
-        throttled.add_metric([name], max(0.0, now - since) if isinstance(since, float) else 0.0)
-        yield throttled
-
-        finish = gauge(
-            "reads_finish_seconds",
-            "Time left to every chunk read under way (snapshot, re-dump, added table) at the pace "
-            "of the chunks done: expected, and the fast and slow ends of its range",
-            ("bound",),
-        )
-        if status.finish:
-            for bound, key in (
-                ("expected", "seconds"),
-                ("low", "low_seconds"),
-                ("high", "high_seconds"),
-            ):
-                value = status.finish[key]
-                if isinstance(value, int | float):
-                    finish.add_metric([name, bound], value)
-        yield finish
-
-        verifying = gauge(
-            "verify_chunks_left",
-            "Chunks a verification under way has still to compare (no sample: none runs)",
-        )
-        verify_finish = gauge(
-            "verify_finish_seconds",
-            "Time left to the verification under way at the pace of the chunks it compared: "
-            "expected, and the fast and slow ends of its range",
-            ("bound",),
-        )
-        if status.verifying:
-            done, total = status.verifying["chunks_done"], status.verifying["chunks_total"]
-            if isinstance(done, int) and isinstance(total, int):
-                verifying.add_metric([name], max(0, total - done))
-            ends = status.verifying["finish"]
-            if isinstance(ends, dict):
-                for bound, key in (
-                    ("expected", "seconds"),
-                    ("low", "low_seconds"),
-                    ("high", "high_seconds"),
-                ):
-                    value = ends[key]
-                    if isinstance(value, int | float):
-                        verify_finish.add_metric([name, bound], value)
-        yield verifying
-        yield verify_finish
-
-        stages = gauge(
-            "lag_stage_seconds",
-            "Seconds of the last minute the pipeline spent in each stage: "
-            + ", ".join(f"{stage.key} ({stage})" for stage in LagStage),
-            ("stage",),
-        )
-        for stage in LagStage:
-            spent = status.stages.get(f"{stage.key}_seconds") if status.stages else None
-            stages.add_metric([name, stage.key], spent if isinstance(spent, int | float) else 0.0)
-        yield stages
-
-        commits = gauge(
-            "table_commit_seconds",
-            "Seconds of the last minute the sink's commit spent on each table",
-            ("table",),
-        )
-        committed = status.stages.get("commit_by_table") if status.stages else None
-        if isinstance(committed, dict):
-            for committed_table, spent in committed.items():
-                if isinstance(spent, int | float):
-                    commits.add_metric([name, committed_table], spent)
-        yield commits
-
-        states = gauge("tables", "Captured tables by lifecycle state", ("state",))
-        counts = {state: 0 for state in Lifecycle}
-        for table in status.tables:
-            counts[Lifecycle(table.state)] += 1
-        for state, count in counts.items():
-            states.add_metric([name, str(state)], count)
-        yield states
-
-        per_table = {
-            "table_lag_seconds": "How long ago the server wrote the position a table has applied",
-            "table_chunks_finished": "Snapshot chunks of the table read so far",
-            "table_chunks_total": "Snapshot chunks of the table",
-            "table_rows_snapshotted": "Rows the table's snapshot has read",
-            "table_finish_seconds": "Time left to the table's chunk reads, at their pace so far",
-        }
-        families = {key: gauge(key, doc, ("table",)) for key, doc in per_table.items()}
-        events = CounterMetricFamily(
-            f"{PREFIX}_table_events_applied",
-            "Binlog row changes of the table applied to its mirror (all runs)",
-            labels=["pipeline", "table"],
-        )
-        for table in status.tables:
-            labels = [name, table.table]
-            if table.lag_seconds is not None:
-                families["table_lag_seconds"].add_metric(labels, table.lag_seconds)
-            families["table_chunks_finished"].add_metric(labels, table.chunks_done)
-            if table.chunks_total is not None:
-                families["table_chunks_total"].add_metric(labels, table.chunks_total)
-            families["table_rows_snapshotted"].add_metric(labels, table.rows_snapshotted)
-            left = table.finish["seconds"] if table.finish else None
-            if isinstance(left, int | float):
-                families["table_finish_seconds"].add_metric(labels, left)
-            events.add_metric(labels, table.events_applied)
-        yield from families.values()
-        yield events
-
+        yield from _position(name, status)
+        yield from _reads(name, status, now)
+        yield from _stages(name, status)
+        yield from _tables(name, status)
         yield from self._source_and_job(name, now)
         yield from self._verification(name)
         yield from self._watched(name)
@@ -256,3 +118,150 @@ class PipelineCollector(Collector):
             last.add_metric([name, table], oldest[table])
         yield chunks
         yield last
+
+
+def _gauge(metric: str, doc: str, labels: tuple[str, ...] = ()) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"{PREFIX}_{metric}", doc, labels=["pipeline", *labels])
+
+
+def _add_bounds(family: GaugeMetricFamily, name: str, ends: object) -> None:
+    """An estimate's expected value and the fast and slow ends of its range, one sample each."""
+    if not isinstance(ends, dict):
+        return
+    for bound, key in (("expected", "seconds"), ("low", "low_seconds"), ("high", "high_seconds")):
+        value = ends[key]
+        if isinstance(value, int | float):
+            family.add_metric([name, bound], value)
+
+
+def _position(name: str, status: PipelineStatus) -> Iterator[Metric]:
+    """How far behind the server the pipeline is, and how long the server keeps what it needs."""
+    lag = _gauge("event_lag_seconds", "How long ago the last applied change was written")
+    if status.event_lag_ms is not None:
+        lag.add_metric([name], status.event_lag_ms / 1000)
+    yield lag
+    behind = _gauge(
+        "binlog_bytes_behind", "Binlog bytes between the committed position and the head"
+    )
+    files = _gauge(
+        "binlog_files_behind", "Binlog files between the committed position and the head"
+    )
+    if status.bytes_behind is not None:
+        behind.add_metric([name], status.bytes_behind)
+    if status.files_behind is not None:
+        files.add_metric([name], status.files_behind)
+    yield behind
+    yield files
+    headroom = _gauge(
+        "binlog_purge_headroom_seconds",
+        "Time before the server may expire the oldest binlog the pipeline still needs "
+        "(0: purged or due at the next rotation; +Inf: nothing can expire)",
+    )
+    seconds = status.purge_headroom.seconds if status.purge_headroom else None
+    if seconds is not None:
+        headroom.add_metric([name], seconds)
+    yield headroom
+
+
+def _reads(name: str, status: PipelineStatus, now: float) -> Iterator[Metric]:
+    """The chunk reads and the verification under way: whether they yield, and time left."""
+    throttled = _gauge(
+        "reads_throttled_seconds",
+        "How long chunk reads (snapshot, re-dump) have yielded to a busy source "
+        "([source] max_load; 0: they go on)",
+    )
+    since = status.throttled["since_at"] if status.throttled else None
+    throttled.add_metric([name], max(0.0, now - since) if isinstance(since, float) else 0.0)
+    yield throttled
+    finish = _gauge(
+        "reads_finish_seconds",
+        "Time left to every chunk read under way (snapshot, re-dump, added table) at the pace "
+        "of the chunks done: expected, and the fast and slow ends of its range",
+        ("bound",),
+    )
+    if status.finish:
+        _add_bounds(finish, name, status.finish)
+    yield finish
+    verifying = _gauge(
+        "verify_chunks_left",
+        "Chunks a verification under way has still to compare (no sample: none runs)",
+    )
+    verify_finish = _gauge(
+        "verify_finish_seconds",
+        "Time left to the verification under way at the pace of the chunks it compared: "
+        "expected, and the fast and slow ends of its range",
+        ("bound",),
+    )
+    if status.verifying:
+        done, total = status.verifying["chunks_done"], status.verifying["chunks_total"]
+        if isinstance(done, int) and isinstance(total, int):
+            verifying.add_metric([name], max(0, total - done))
+        _add_bounds(verify_finish, name, status.verifying["finish"])
+    yield verifying
+    yield verify_finish
+
+
+def _stages(name: str, status: PipelineStatus) -> Iterator[Metric]:
+    """Where the last minute went: each lag stage, and the sink's commit per table."""
+    stages = _gauge(
+        "lag_stage_seconds",
+        "Seconds of the last minute the pipeline spent in each stage: "
+        + ", ".join(f"{stage.key} ({stage})" for stage in LagStage),
+        ("stage",),
+    )
+    for stage in LagStage:
+        spent = status.stages.get(f"{stage.key}_seconds") if status.stages else None
+        stages.add_metric([name, stage.key], spent if isinstance(spent, int | float) else 0.0)
+    yield stages
+    commits = _gauge(
+        "table_commit_seconds",
+        "Seconds of the last minute the sink's commit spent on each table",
+        ("table",),
+    )
+    committed = status.stages.get("commit_by_table") if status.stages else None
+    if isinstance(committed, dict):
+        for committed_table, spent in committed.items():
+            if isinstance(spent, int | float):
+                commits.add_metric([name, committed_table], spent)
+    yield commits
+
+
+#: the per-table gauges, by name
+PER_TABLE = {
+    "table_lag_seconds": "How long ago the server wrote the position a table has applied",
+    "table_chunks_finished": "Snapshot chunks of the table read so far",
+    "table_chunks_total": "Snapshot chunks of the table",
+    "table_rows_snapshotted": "Rows the table's snapshot has read",
+    "table_finish_seconds": "Time left to the table's chunk reads, at their pace so far",
+}
+
+
+def _tables(name: str, status: PipelineStatus) -> Iterator[Metric]:
+    """The tables by state, and each table's lag, chunks, rows and changes applied."""
+    states = _gauge("tables", "Captured tables by lifecycle state", ("state",))
+    counts = {state: 0 for state in Lifecycle}
+    for table in status.tables:
+        counts[Lifecycle(table.state)] += 1
+    for state, count in counts.items():
+        states.add_metric([name, str(state)], count)
+    yield states
+    families = {key: _gauge(key, doc, ("table",)) for key, doc in PER_TABLE.items()}
+    events = CounterMetricFamily(
+        f"{PREFIX}_table_events_applied",
+        "Binlog row changes of the table applied to its mirror (all runs)",
+        labels=["pipeline", "table"],
+    )
+    for table in status.tables:
+        labels = [name, table.table]
+        if table.lag_seconds is not None:
+            families["table_lag_seconds"].add_metric(labels, table.lag_seconds)
+        families["table_chunks_finished"].add_metric(labels, table.chunks_done)
+        if table.chunks_total is not None:
+            families["table_chunks_total"].add_metric(labels, table.chunks_total)
+        families["table_rows_snapshotted"].add_metric(labels, table.rows_snapshotted)
+        left = table.finish["seconds"] if table.finish else None
+        if isinstance(left, int | float):
+            families["table_finish_seconds"].add_metric(labels, left)
+        events.add_metric(labels, table.events_applied)
+    yield from families.values()
+    yield events
