@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.estimate import FinishEstimate
+from cdc_console.core.head_history import HeadHistory
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.values import JSONObject, JSONValue
 from cdc_console.errors import redact
@@ -19,6 +20,7 @@ from cdc_console.figures import (
     READING,
     STAGES_WINDOW_SECONDS,
     PurgeHeadroom,
+    ReadEstimates,
     head_history,
     lag_stages,
     last_event_ms,
@@ -205,56 +207,12 @@ def collect_status(
     if committed is not None and head is not None:
         bytes_behind, files_behind = binlog_distance(committed, head, logs)
     now = time.time()
-    verified: dict[str, list[VerificationRow]] = {}
-    for row in store.verifications():
-        verified.setdefault(str(row.table_id), []).append(row)
-    held_by_table = held_changes_by_table(store)
     history = head_history(store.lag_samples(LAG_SAMPLES_KEPT))
     if head is not None:
         history.add(now, head)
-
-    def lag_of(table: TableState) -> float | None:
-        lag = position_lag(table_position(table), head, history, now)
-        return round(lag.seconds, 3) if lag is not None else None
-
     all_tables = store.tables()
     estimates = read_estimates(store, all_tables, now)
-    schemas = store.schemas()
-
-    def finish_of(table: TableState) -> JSONObject | None:
-        found = estimates.tables.get(table.table_id)
-        return dict(found.to_dict()) if found is not None else None
-
-    tables = [
-        TableStatus(
-            table=str(t.table_id),
-            state=t.state,
-            chunks_done=t.splits_done,
-            chunks_total=t.splits_total,
-            rows_snapshotted=t.rows_snapshotted,
-            events_applied=t.events_applied,
-            stream_from=str(t.stream_from) if t.stream_from else None,
-            paused_at=str(t.paused_at) if t.paused_at else None,
-            resume_state=t.resume_state,
-            generation=t.generation,
-            redump_chunk=t.redump_chunk,
-            origin=t.origin,
-            note="; ".join(
-                n
-                for n in (
-                    table_note(t),
-                    held_note(held_by_table.get(str(t.table_id), []), now),
-                    finish_note(estimates.tables.get(t.table_id)) if t.state in READING else "",
-                )
-                if n
-            ),
-            verified=verification_note(verified.get(str(t.table_id), []), now),
-            lag_seconds=lag_of(t),
-            finish=finish_of(t),
-            shape=mirror_shape(config, t.table_id, schemas.get(t.table_id)),
-        )
-        for t in all_tables
-    ]
+    tables = _table_statuses(config, store, all_tables, estimates, head, history, now)
     runs = store.runs(1)
     job = runs[0] if runs else None
     event = figures_event_lag(committed, head, last_event_ms(all_tables), history, now)
@@ -289,17 +247,7 @@ def collect_status(
         purge=purge_report(room, probed.expire_setting),
         purge_headroom=room,
         source_settings=[asdict(x) for x in store.source_settings()],
-        held_changes=[
-            {
-                "table": str(h.table_id),
-                "cause": h.cause,
-                "count": h.count,
-                "last_at": h.last_at,
-                "last_position": str(h.last_position) if h.last_position else None,
-                "last_what": h.last_what,
-            }
-            for h in store.held_changes()
-        ],
+        held_changes=_held_changes(store),
         throttled=(
             {"reason": throttled.reason, "since_at": throttled.since} if throttled else None
         ),
@@ -307,6 +255,77 @@ def collect_status(
         stages=_stages(store, now),
         verifying=_verifying(store, now),
     )
+
+
+def _table_statuses(
+    config: PipelineConfig,
+    store: StateStore,
+    all_tables: list[TableState],
+    estimates: ReadEstimates,
+    head: BinlogOffset | None,
+    history: HeadHistory,
+    now: float,
+) -> list[TableStatus]:
+    """Each captured table's row: its progress, lag, notes, verification and mirror shape."""
+    verified: dict[str, list[VerificationRow]] = {}
+    for row in store.verifications():
+        verified.setdefault(str(row.table_id), []).append(row)
+    held_by_table = held_changes_by_table(store)
+    schemas = store.schemas()
+
+    def lag_of(table: TableState) -> float | None:
+        lag = position_lag(table_position(table), head, history, now)
+        return round(lag.seconds, 3) if lag is not None else None
+
+    def finish_of(table: TableState) -> JSONObject | None:
+        found = estimates.tables.get(table.table_id)
+        return dict(found.to_dict()) if found is not None else None
+
+    return [
+        TableStatus(
+            table=str(t.table_id),
+            state=t.state,
+            chunks_done=t.splits_done,
+            chunks_total=t.splits_total,
+            rows_snapshotted=t.rows_snapshotted,
+            events_applied=t.events_applied,
+            stream_from=str(t.stream_from) if t.stream_from else None,
+            paused_at=str(t.paused_at) if t.paused_at else None,
+            resume_state=t.resume_state,
+            generation=t.generation,
+            redump_chunk=t.redump_chunk,
+            origin=t.origin,
+            note="; ".join(
+                n
+                for n in (
+                    table_note(t),
+                    held_note(held_by_table.get(str(t.table_id), []), now),
+                    finish_note(estimates.tables.get(t.table_id)) if t.state in READING else "",
+                )
+                if n
+            ),
+            verified=verification_note(verified.get(str(t.table_id), []), now),
+            lag_seconds=lag_of(t),
+            finish=finish_of(t),
+            shape=mirror_shape(config, t.table_id, schemas.get(t.table_id)),
+        )
+        for t in all_tables
+    ]
+
+
+def _held_changes(store: StateStore) -> list[JSONObject]:
+    """The changes each table's binlog did not carry as full rows, by cause."""
+    return [
+        {
+            "table": str(h.table_id),
+            "cause": h.cause,
+            "count": h.count,
+            "last_at": h.last_at,
+            "last_position": str(h.last_position) if h.last_position else None,
+            "last_what": h.last_what,
+        }
+        for h in store.held_changes()
+    ]
 
 
 def _verifying(store: StateStore, now: float) -> JSONObject | None:

@@ -20,17 +20,32 @@ from cdc_console.units import span
 
 def format_status(status: PipelineStatus, now: float | None = None) -> str:
     now = now or time.time()
-    lines = [f"pipeline {status.name}"]
+    lines = [f"pipeline {status.name}", *_job_lines(status, now), ""]
+    lines += _table_lines(status)
+    lines.append("")
+    lines += _binlog_lines(status)
+    lines += _source_lines(status, now)
+    lines.append(f"  last error: {status.last_error or 'none'}")
+    if status.recent_commands:
+        lines += ["", "  recent commands:"]
+        for c in status.recent_commands:
+            outcome = f": {c['reason']}" if c["reason"] else ""
+            lines.append(f"    #{c['id']} {c['what']} - {c['status']}{outcome}")
+    return "\n".join(lines)
+
+
+def _job_lines(status: PipelineStatus, now: float) -> list[str]:
+    """The job, and what holds the whole pipeline: an outage, a pause, a busy source."""
     job = status.job
     if job:
-        lines.append(
+        lines = [
             f"  job: run {job['run_id']} {job['status']} (pid {job['pid']}, "
             f"master {job['master']}, UI {job.get('spark_ui') or '-'}"
             + (f", metrics {job['metrics_url']}/metrics" if job.get("metrics_url") else "")
             + ")"
-        )
+        ]
     else:
-        lines.append("  job: never ran")
+        lines = ["  job: never ran"]
     if status.outage:
         lines.append(f"  source: {status.outage['summary']}")
     if status.pipeline_paused:
@@ -43,10 +58,14 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
         )
     if status.verifying:
         lines.append(f"  {status.verifying['summary']}")
+    return lines
+
+
+def _table_lines(status: PipelineStatus) -> list[str]:
     header = (
         f"  {'table':<32} {'state':<14} {'chunks':>11} {'rows read':>11} {'events':>9} {'lag':>10}"
     )
-    lines += ["", header]
+    lines = [header]
     for t in status.tables:
         chunks = f"{t.chunks_done}/{t.chunks_total if t.chunks_total is not None else '?'}"
         note = "; ".join(n for n in (t.note, t.verified, shape_note(t.shape)) if n)
@@ -55,7 +74,11 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
             f"  {t.table:<32} {t.state:<14} {chunks:>11} {t.rows_snapshotted:>11} "
             f"{t.events_applied:>9} {lag:>10}" + (f"  {note}" if note else "")
         )
-    lines.append("")
+    return lines
+
+
+def _binlog_lines(status: PipelineStatus) -> list[str]:
+    """Where the pipeline is against the server: positions, lag, its stages, what is left."""
     committed = _fmt_offset(status.committed)
     head = (
         _fmt_offset(status.head)
@@ -64,7 +87,7 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
         if status.head_error
         else "not asked (--no-probe)"
     )
-    lines.append(f"  binlog: committed {committed}, server head {head}")
+    lines = [f"  binlog: committed {committed}, server head {head}"]
     if status.bytes_behind is not None:
         lines.append(f"  behind: {status.bytes_behind} bytes, {status.files_behind} files")
     lag = "-" if status.event_lag_ms is None else f"{status.event_lag_ms / 1000:.1f} s"
@@ -88,6 +111,12 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
                 else ""
             )
         )
+    return lines
+
+
+def _source_lines(status: PipelineStatus, now: float) -> list[str]:
+    """The server's settings we cannot read under, and the changes it did not log as rows."""
+    lines = []
     for setting in status.source_settings:
         if not setting["ok"]:
             lines.append(
@@ -101,13 +130,7 @@ def format_status(status: PipelineStatus, now: float | None = None) -> str:
                 f"    {held['table']}: {held['count']} {held['cause']}, last at "
                 f"{held['last_position']} {_ago(held['last_at'], now)} ago"
             )
-    lines.append(f"  last error: {status.last_error or 'none'}")
-    if status.recent_commands:
-        lines += ["", "  recent commands:"]
-        for c in status.recent_commands:
-            outcome = f": {c['reason']}" if c["reason"] else ""
-            lines.append(f"    #{c['id']} {c['what']} - {c['status']}{outcome}")
-    return "\n".join(lines)
+    return lines
 
 
 def _stage_list(stages: JSONObject) -> str:
