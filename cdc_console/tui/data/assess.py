@@ -15,7 +15,7 @@ from cdc_console.config import ConsoleConfig
 from cdc_console.core.head_history import HeadHistory
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
-from cdc_console.figures import PurgeState
+from cdc_console.figures import PurgeHeadroom, PurgeState
 from cdc_console.state.store import RunRow
 from cdc_console.status import outage_note
 from cdc_console.tui.data.jobs import ProcessSample
@@ -139,50 +139,99 @@ def job_view(
         "runs": history,
     }
     if launch is not None and (run is None or run.started_at < launch.at - LAUNCH_SLACK_SECONDS):
-        if launch.alive:
-            return JobView(
-                JobStatus.STARTING,
-                Level.WARN,
-                f"started pid {launch.pid}; preflight runs before its first run record",
-                pid=launch.pid,
-                uptime=now - launch.at,
-                **common,
-            )
-        code = f" with status {launch.exit_code}" if launch.exit_code is not None else ""
-        why = f": {log_last_line}" if log_last_line else " (see the job log)"
-        common["last_error"] = log_last_line or last_error
+        return _launch_view(launch, common, log_last_line, last_error, now)
+    if sample is not None:
+        return _live_view(
+            sample,
+            run,
+            common,
+            stopping=stopping,
+            stalled=stalled,
+            outage=outage,
+            heartbeat_age=heartbeat_age,
+            now=now,
+            config=config,
+        )
+    return _recorded_view(run, common, last_error, heartbeat_age, local_host, now, config)
+
+
+def _launch_view(
+    launch: Launch,
+    common: _RunFields,
+    log_last_line: str | None,
+    last_error: str | None,
+    now: float,
+) -> JobView:
+    """A job the console launched that has not recorded its run yet: starting, or gone."""
+    if launch.alive:
         return JobView(
-            JobStatus.FAILED,
-            Level.ALERT,
-            f"pid {launch.pid} exited{code} before it started a run{why}",
+            JobStatus.STARTING,
+            Level.WARN,
+            f"started pid {launch.pid}; preflight runs before its first run record",
             pid=launch.pid,
+            uptime=now - launch.at,
             **common,
         )
-    if sample is not None:
-        measured: _ProcessFields = {
-            "pid": sample.pid,
-            "uptime": now - run.started_at if run else None,
-            "cpu_percent": sample.cpu_percent,
-            "rss_bytes": sample.rss_bytes,
-            "processes": sample.processes,
-        }
-        if stopping:
-            return JobView(JobStatus.STOPPING, Level.WARN, "stop requested", **measured, **common)
-        if outage is not None:
-            # Waiting out a source fault is the job working as designed: not stalled, not failed.
-            note = outage_note(outage, now)
-            return JobView(JobStatus.RECONNECTING, Level.WARN, note, **measured, **common)
-        stale = heartbeat_age is not None and heartbeat_age >= config.stale_alert_seconds
-        if stalled or stale:
-            detail = (
-                f"alive, but no heartbeat for {heartbeat_age:.0f} s"
-                if stale and heartbeat_age is not None
-                else f"alive, but no progress for {config.stale_alert_seconds:.0f} s "
-                "while the lag grew"
-            )
-            return JobView(JobStatus.STALLED, Level.ALERT, detail, **measured, **common)
-        where = f"run {run.run_id} since {span(now - run.started_at)}" if run else "no run yet"
-        return JobView(JobStatus.RUNNING, Level.OK, where, **measured, **common)
+    code = f" with status {launch.exit_code}" if launch.exit_code is not None else ""
+    why = f": {log_last_line}" if log_last_line else " (see the job log)"
+    common["last_error"] = log_last_line or last_error
+    return JobView(
+        JobStatus.FAILED,
+        Level.ALERT,
+        f"pid {launch.pid} exited{code} before it started a run{why}",
+        pid=launch.pid,
+        **common,
+    )
+
+
+def _live_view(
+    sample: ProcessSample,
+    run: RunRow | None,
+    common: _RunFields,
+    *,
+    stopping: bool,
+    stalled: bool,
+    outage: Outage | None,
+    heartbeat_age: float | None,
+    now: float,
+    config: ConsoleConfig,
+) -> JobView:
+    """A job whose process is alive here: stopping, reconnecting, stalled or running."""
+    measured: _ProcessFields = {
+        "pid": sample.pid,
+        "uptime": now - run.started_at if run else None,
+        "cpu_percent": sample.cpu_percent,
+        "rss_bytes": sample.rss_bytes,
+        "processes": sample.processes,
+    }
+    if stopping:
+        return JobView(JobStatus.STOPPING, Level.WARN, "stop requested", **measured, **common)
+    if outage is not None:
+        # Waiting out a source fault is the job working as designed: not stalled, not failed.
+        note = outage_note(outage, now)
+        return JobView(JobStatus.RECONNECTING, Level.WARN, note, **measured, **common)
+    stale = heartbeat_age is not None and heartbeat_age >= config.stale_alert_seconds
+    if stalled or stale:
+        detail = (
+            f"alive, but no heartbeat for {heartbeat_age:.0f} s"
+            if stale and heartbeat_age is not None
+            else f"alive, but no progress for {config.stale_alert_seconds:.0f} s while the lag grew"
+        )
+        return JobView(JobStatus.STALLED, Level.ALERT, detail, **measured, **common)
+    where = f"run {run.run_id} since {span(now - run.started_at)}" if run else "no run yet"
+    return JobView(JobStatus.RUNNING, Level.OK, where, **measured, **common)
+
+
+def _recorded_view(
+    run: RunRow | None,
+    common: _RunFields,
+    last_error: str | None,
+    heartbeat_age: float | None,
+    local_host: str,
+    now: float,
+    config: ConsoleConfig,
+) -> JobView:
+    """A job with no live process here: what its last run record says."""
     if run is None:
         return JobView(JobStatus.NEVER_RAN, Level.IDLE, "never ran", **common)
     if run.status == "running":
@@ -256,33 +305,43 @@ def purge_risk(
         time_left=None,
         bound="",
     )
-    needed = room.needed
-    state = room.state
-    if state == PurgeState.NOTHING_NEEDED or needed is None:
+    if room.state == PurgeState.NOTHING_NEEDED or room.needed is None:
         return replace(base, summary="no binlog needed yet")
-    if state == PurgeState.UNLISTED:
+    return _lost(base, room, room.needed) or _expiry(base, room, room.needed, config)
+
+
+def _lost(base: PurgeRisk, room: PurgeHeadroom, needed: BinlogOffset) -> PurgeRisk | None:
+    """The needed binlog is gone or cannot be seen; None while it is there."""
+    if room.state == PurgeState.UNLISTED:
         return replace(base, level=Level.IDLE, summary="unknown: the server lists no binlogs")
-    if state == PurgeState.PURGED:
+    if room.state == PurgeState.PURGED:
         return replace(
             base,
             level=Level.ALERT,
             summary=f"PURGED: {needed.file} (needed by {room.needed_by}) is gone; "
             f"the oldest left is {room.oldest_on_server}",
         )
-    if state == PurgeState.MISSING:
+    if room.state == PurgeState.MISSING:
         return replace(
             base,
             level=Level.ALERT,
             summary=f"{needed.file} (needed by {room.needed_by}) is not on the server: binlog "
             "reset?",
         )
+    return None
+
+
+def _expiry(
+    base: PurgeRisk, room: PurgeHeadroom, needed: BinlogOffset, config: ConsoleConfig
+) -> PurgeRisk:
+    """When the needed binlog may expire, judged against the console's thresholds."""
     spare = room.spare_files
     base = replace(
         base, margin=f"{spare} older file(s) go first" if spare else "it is the oldest file left"
     )
-    if state == PurgeState.NEVER:
+    if room.state == PurgeState.NEVER:
         return replace(base, summary="binlogs never expire", bound="never")
-    if state == PurgeState.OPEN:
+    if room.state == PurgeState.OPEN:
         return replace(
             base,
             summary=f"{needed.file} is still being written; its expiry starts when it is closed",
