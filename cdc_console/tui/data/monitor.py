@@ -68,6 +68,8 @@ from cdc_console.tui.model import (
     JobView,
     Notice,
     PipelineView,
+    SplitView,
+    TableView,
 )
 
 RUNS_SHOWN = 10
@@ -198,47 +200,16 @@ class PipelineMonitor:
         errors = [e for e in events if e.level == "error" and e.kind != "verify"]
         outage = store.open_outage() if sample is not None else None
         job = self._job(sample, all_runs, paused, behind[0], errors, log_tail, now, outage)
-        mirrors = {t.name: t for t in lake_tables(store) if t.kind == "mirror"}
         verified: dict[str, list[VerificationRow]] = {}
         for row in store.verifications():
             verified.setdefault(str(row.table_id), []).append(row)
-        held = held_changes_by_table(store)
-        estimates = self._estimates(store, tables, now)
-        shapes, _ = self._shapes_cache.get(
-            now,
-            "",
-            lambda: {
-                t: shape_note(mirror_shape(self.config, t, d)) for t, d in store.schemas().items()
-            },
-        )
-        table_views = tuple(
-            table_view(
-                t,
-                head,
-                now,
-                mirrors,
-                verified.get(str(t.table_id), []),
-                held.get(str(t.table_id), []),
-                estimates,
-                shapes.get(t.table_id, ""),
-                self.history,
-                self.rates,
-                self.config,
-            )
-            for t in tables
-        )
+        table_views = self._table_views(store, tables, verified, head, now)
         names = [t.table for t in table_views]
         if selected not in names:
             selected = default_table(table_views)
         splits = self.splits.read(store, selected) if selected else ()
         if selected in verified:
-            by_chunk = {r.split_no: r for r in verified[selected]}
-            splits = tuple(
-                replace(s, verified=split_verification(by_chunk[s.split_no], now))
-                if s.split_no in by_chunk
-                else s
-                for s in splits
-            )
+            splits = _with_verifications(splits, verified[selected], now)
         needs = self._needs(store, now)
         if committed is not None:
             needs.append(("the stream", committed))
@@ -260,6 +231,43 @@ class PipelineMonitor:
             events=tuple(events),
             commands=tuple(store.commands(COMMANDS_SHOWN)),
             notices=self._collect_notices(store),
+        )
+
+    def _table_views(
+        self,
+        store: StateStore,
+        tables: list[TableState],
+        verified: dict[str, list[VerificationRow]],
+        head: BinlogOffset | None,
+        now: float,
+    ) -> tuple[TableView, ...]:
+        """The Tables screen's rows, each with its mirror, verification, held changes and
+        estimate."""
+        mirrors = {t.name: t for t in lake_tables(store) if t.kind == "mirror"}
+        held = held_changes_by_table(store)
+        estimates = self._estimates(store, tables, now)
+        shapes, _ = self._shapes_cache.get(
+            now,
+            "",
+            lambda: {
+                t: shape_note(mirror_shape(self.config, t, d)) for t, d in store.schemas().items()
+            },
+        )
+        return tuple(
+            table_view(
+                t,
+                head,
+                now,
+                mirrors,
+                verified.get(str(t.table_id), []),
+                held.get(str(t.table_id), []),
+                estimates,
+                shapes.get(t.table_id, ""),
+                self.history,
+                self.rates,
+                self.config,
+            )
+            for t in tables
         )
 
     def _view(
@@ -560,3 +568,16 @@ def _throttled(store: StateStore, job: JobView) -> str | None:
         return None
     throttled = store.throttled()
     return throttled.reason if throttled is not None else None
+
+
+def _with_verifications(
+    splits: tuple[SplitView, ...], rows: Sequence[VerificationRow], now: float
+) -> tuple[SplitView, ...]:
+    """The selected table's chunks, each with its last verification's verdict."""
+    by_chunk = {r.split_no: r for r in rows}
+    return tuple(
+        replace(s, verified=split_verification(by_chunk[s.split_no], now))
+        if s.split_no in by_chunk
+        else s
+        for s in splits
+    )
