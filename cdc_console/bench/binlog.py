@@ -269,31 +269,7 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
         )
         result.notes.append(load_line("before"))
         if "raw" not in options.skip:
-            params = {
-                **env.source_params(),
-                "server_id": RAW_BINLOG_SERVER_ID,
-                "start": start.to_dict(),
-                "end": end.to_dict(),
-            }
-            run = env.run(
-                worker_command("binlog-decode", params),
-                env.next_dir("binlog-decode") / "worker.log",
-                options.timeout,
-            )
-            decoded = int(run.result["rows"])
-            if decoded != writer.written:
-                result.notes.append(
-                    f"WARNING: raw decode saw {decoded:,} rows, {writer.written:,} were written"
-                )
-            result.measurements.append(
-                Measurement.of(
-                    run,
-                    RAW,
-                    decoded,
-                    run.result["seconds"],
-                    note=f"{run.result['events']:,} row events",
-                )
-            )
+            _raw_decode(env, start, end, writer.written, options, result)
         if "c" not in options.skip:
             _c_decode(env, start, end, writer.written, options, result)
         if "ours" not in options.skip:
@@ -302,6 +278,46 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
                 state_copy = other.parent / "state" / "pipeline.sqlite"
                 _ours(env, other, state_copy, writer.written, options, result, later)
         result.notes.append(load_line("after"))
+    _report(options, writer, result)
+    return result
+
+
+def _raw_decode(
+    env: BenchEnv,
+    start: BinlogOffset,
+    end: BinlogOffset,
+    written: int,
+    options: BinlogOptions,
+    result: BinlogResult,
+) -> None:
+    """The pure-Python contender: python-mysql-replication's reader over the same window."""
+    params = {
+        **env.source_params(),
+        "server_id": RAW_BINLOG_SERVER_ID,
+        "start": start.to_dict(),
+        "end": end.to_dict(),
+    }
+    run = env.run(
+        worker_command("binlog-decode", params),
+        env.next_dir("binlog-decode") / "worker.log",
+        options.timeout,
+    )
+    decoded = int(run.result["rows"])
+    if decoded != written:
+        result.notes.append(f"WARNING: raw decode saw {decoded:,} rows, {written:,} were written")
+    result.measurements.append(
+        Measurement.of(
+            run,
+            RAW,
+            decoded,
+            run.result["seconds"],
+            note=f"{run.result['events']:,} row events",
+        )
+    )
+
+
+def _report(options: BinlogOptions, writer: ChangeWriter, result: BinlogResult) -> None:
+    """The table of contenders, the notes, and ours against the decoders and the bars."""
     print(
         "\n"
         + format_table(
@@ -323,7 +339,6 @@ def run_binlog_bench(options: BinlogOptions) -> BinlogResult:
         )
     print(bar_line("stream vs raw decode", window, STREAM_BAR, "window vs decode"), flush=True)
     print(met_line("stream window vs raw decode", window, 3.0, "x", "the target"), flush=True)
-    return result
 
 
 def _binlog_files(env: BenchEnv, start: BinlogOffset, end: BinlogOffset) -> list[str]:
