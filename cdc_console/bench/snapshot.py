@@ -126,46 +126,7 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
         for connections in (1, 2):
             _c_read(env, size, connections, options, result)
     if "jdbc" not in options.skip:
-        jar = options.jdbc_jar
-        if jar is None or not jar.exists():
-            result.notes.append(
-                f"spark jdbc skipped: no JDBC jar at {jar} (Debian: apt-get install "
-                "libmariadb-java, or pass --jdbc-jar)"
-            )
-        else:
-            folder = env.next_dir("spark-jdbc")
-            low, high = _id_bounds(env)
-            jdbc_params = {
-                **params,
-                "jar": str(jar),
-                "master": options.master,
-                "min_id": low,
-                "max_id": high,
-                "out_dir": str(folder),
-            }
-            try:
-                run = env.run(
-                    worker_command("spark-jdbc", jdbc_params),
-                    folder / "worker.log",
-                    options.timeout,
-                )
-            except BenchError as exc:
-                # The reference failing (at 10M rows it has) must not cost ours' figures.
-                result.notes.append(failure_note("spark jdbc", exc))
-            else:
-                rows, seconds = run.result["rows"], run.result["seconds"]
-                result.measurements.append(
-                    Measurement.of(
-                        run,
-                        JDBC_JOB,
-                        rows,
-                        seconds,
-                        note=f"Spark start-up {run.result['startup']:.1f}s excluded",
-                    )
-                )
-                result.measurements.append(Measurement.of(run, JDBC_WALL, rows, run.wall))
-                result.notes.append(f"spark jdbc CPU: {run.cpu_line()}")
-                result.notes.append(f"spark jdbc memory: {run.memory_line()}")
+        _jdbc(env, params, options, result)
     if "ours" not in options.skip:
         setups = spark_setups(options.master, options.executors)
         for mode in options.snapshot_writes:
@@ -173,6 +134,58 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
                 variant = mode if mode != options.snapshot_writes[0] else ""
                 _ours(env, size, options, result, mode, setup, tag=run_tag(variant, setup))
     result.notes.append(load_line("after"))
+    _report(size, options, result)
+    return result
+
+
+def _jdbc(
+    env: BenchEnv, params: dict[str, str | int], options: SnapshotOptions, result: SizeResult
+) -> None:
+    """The peer: Spark's own JDBC reader writing Parquet, split on the key as ours is."""
+    jar = options.jdbc_jar
+    if jar is None or not jar.exists():
+        result.notes.append(
+            f"spark jdbc skipped: no JDBC jar at {jar} (Debian: apt-get install "
+            "libmariadb-java, or pass --jdbc-jar)"
+        )
+    else:
+        folder = env.next_dir("spark-jdbc")
+        low, high = _id_bounds(env)
+        jdbc_params = {
+            **params,
+            "jar": str(jar),
+            "master": options.master,
+            "min_id": low,
+            "max_id": high,
+            "out_dir": str(folder),
+        }
+        try:
+            run = env.run(
+                worker_command("spark-jdbc", jdbc_params),
+                folder / "worker.log",
+                options.timeout,
+            )
+        except BenchError as exc:
+            # The reference failing (at 10M rows it has) must not cost ours' figures.
+            result.notes.append(failure_note("spark jdbc", exc))
+        else:
+            rows, seconds = run.result["rows"], run.result["seconds"]
+            result.measurements.append(
+                Measurement.of(
+                    run,
+                    JDBC_JOB,
+                    rows,
+                    seconds,
+                    note=f"Spark start-up {run.result['startup']:.1f}s excluded",
+                )
+            )
+            result.measurements.append(Measurement.of(run, JDBC_WALL, rows, run.wall))
+            result.notes.append(f"spark jdbc CPU: {run.cpu_line()}")
+            result.notes.append(f"spark jdbc memory: {run.memory_line()}")
+
+
+def _report(size: int, options: SnapshotOptions, result: SizeResult) -> None:
+    """The table of contenders, the notes, and ours against the client's read and the bars."""
     reference = JDBC_JOB if result.get(JDBC_JOB) else PYMYSQL
     print(
         "\n"
@@ -207,7 +220,6 @@ def _one_size(env: BenchEnv, size: int, options: SnapshotOptions) -> SizeResult:
     )
     for line in round2_lines(result):
         print(line, flush=True)
-    return result
 
 
 def round2_lines(result: SizeResult) -> list[str]:
