@@ -159,7 +159,6 @@ def checks_of_table(
     tables: list[TableSchema] = []
     loaded: list[TableSchema] = []
     seen: set[TableId] = set()
-    overrides = config.snapshot.chunk_key
     for pattern in config.source.tables:
         try:
             table_ids = expand_pattern(conn, pattern, account)
@@ -182,67 +181,78 @@ def checks_of_table(
             passed(f"table {pattern}", f"{len(table_ids)} table(s): {names}", area="config")
         )
         for table_id in fresh:
-            configured = chunk_key_for(table_id, overrides)
-            try:
-                schema = with_invalid_dates(
-                    load_table_schema(conn, table_id, configured), config.invalid_dates
-                )
-                try:
-                    schema = with_columns_left_out(schema, config.exclude_columns)
-                    schema = with_masks(schema, config.mask_columns, config.mask_key_env)
-                    schema = check_companions(schema)
-                    schema = with_route(schema, config.sink.mirrors)
-                except ConfigError as exc:
-                    # one table's rule that cannot hold (a masked column retyped while the job
-                    # was down, a key missing) parks that table, never the others, and never
-                    # lets its values out unshaped: the job reads nothing of it
-                    results.append(
-                        failed(
-                            f"table {table_id}",
-                            f"{exc.message}; the job parks this table (NEEDS_REDUMP) and "
-                            "captures the others",
-                            exc.hint,
-                            area="config",
-                            severity="warning",
-                        )
-                    )
-                    refused = replace(schema, refused=f"{exc.message} (fix: {exc.hint})")
-                    loaded.append(refused)
-                    tables.append(refused)  # registered, to be parked: not gone
-                    continue
-            except LookupError:
-                results.append(
-                    failed(
-                        f"table {table_id}",
-                        f"{table_id} vanished or its columns are invisible to {account}",
-                        f"GRANT SELECT ON {table_id.quoted()} TO {account};",
-                        area="privilege",
-                    )
-                )
-                continue
-            loaded.append(schema)
-            select = select_check(conn, table_id, account)
-            key = key_check(schema, configured)
-            results += [select, key]
-            if not key.blocking and schema.chunk_key in schema.column_names:
-                results += _order_check(conn, schema)
-            if schema.uncaptured:
-                results.append(
-                    failed(
-                        f"types {table_id}",
-                        f"{table_id}: {schema.uncaptured}; the job parks this table "
-                        "(NEEDS_REDUMP) and captures the others",
-                        f"change the column's type (ALTER TABLE {table_id.quoted()} MODIFY ...) "
-                        f"and run 'cdc-console redump --table {table_id}', or leave the table "
-                        "out of source.tables",
-                        severity="warning",
-                    )
-                )
-            if select.ok and not key.blocking:
+            schema, captured, found = _check_table(conn, config, account, table_id)
+            results += found
+            if schema is not None:
+                loaded.append(schema)
+            if captured and schema is not None:
                 tables.append(schema)
     results += _unused_chunk_keys(config, loaded)
     tables, routes = route_keys(config, tables)
     return tables, results + routes
+
+
+def _check_table(
+    conn: Connection, config: PipelineConfig, account: str, table_id: TableId
+) -> tuple[TableSchema | None, bool, list[CheckResult]]:
+    """One table's checks: its schema as the job will capture it (None when it cannot be
+    read), whether the job captures it (a refused table is captured to be parked), and the
+    checks' results."""
+    results: list[CheckResult] = []
+    configured = chunk_key_for(table_id, config.snapshot.chunk_key)
+    try:
+        schema = with_invalid_dates(
+            load_table_schema(conn, table_id, configured), config.invalid_dates
+        )
+        try:
+            schema = with_columns_left_out(schema, config.exclude_columns)
+            schema = with_masks(schema, config.mask_columns, config.mask_key_env)
+            schema = check_companions(schema)
+            schema = with_route(schema, config.sink.mirrors)
+        except ConfigError as exc:
+            # one table's rule that cannot hold (a masked column retyped while the job
+            # was down, a key missing) parks that table, never the others, and never
+            # lets its values out unshaped: the job reads nothing of it
+            results.append(
+                failed(
+                    f"table {table_id}",
+                    f"{exc.message}; the job parks this table (NEEDS_REDUMP) and "
+                    "captures the others",
+                    exc.hint,
+                    area="config",
+                    severity="warning",
+                )
+            )
+            refused = replace(schema, refused=f"{exc.message} (fix: {exc.hint})")
+            return refused, True, results  # registered, to be parked: not gone
+    except LookupError:
+        results.append(
+            failed(
+                f"table {table_id}",
+                f"{table_id} vanished or its columns are invisible to {account}",
+                f"GRANT SELECT ON {table_id.quoted()} TO {account};",
+                area="privilege",
+            )
+        )
+        return None, False, results
+    select = select_check(conn, table_id, account)
+    key = key_check(schema, configured)
+    results += [select, key]
+    if not key.blocking and schema.chunk_key in schema.column_names:
+        results += _order_check(conn, schema)
+    if schema.uncaptured:
+        results.append(
+            failed(
+                f"types {table_id}",
+                f"{table_id}: {schema.uncaptured}; the job parks this table "
+                "(NEEDS_REDUMP) and captures the others",
+                f"change the column's type (ALTER TABLE {table_id.quoted()} MODIFY ...) "
+                f"and run 'cdc-console redump --table {table_id}', or leave the table "
+                "out of source.tables",
+                severity="warning",
+            )
+        )
+    return schema, select.ok and not key.blocking, results
 
 
 def route_keys(
