@@ -30,7 +30,7 @@ from fractions import Fraction
 
 from cdc_console.core.chunk import ChunkRange
 from cdc_console.core.mysqltypes import TypeFamily, is_enum
-from cdc_console.core.schema import ColumnInfo, TableSchema, param_safe, quote_ident
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema, param_safe, quote_ident
 from cdc_console.core.splits import SnapshotSplit
 from cdc_console.core.untyped import Connection, DriverRow
 from cdc_console.core.values import RawKey
@@ -232,26 +232,9 @@ class ChunkSplitter:
             log.info("split %s: one distinct %s value (%r), one chunk", table, column.name, min_key)
             return self._chose("one distinct key value: one chunk", [])
 
-        if column.family is TypeFamily.SET or is_enum(column.data_type):
-            # ORDER BY/MIN/MAX use the member number, which disagrees with k >= 'text'.
-            log.warning(
-                "split %s: %s is %s, sorted by member number but compared as text, so ranges on "
-                "it would overlap; one chunk",
-                table,
-                column.name,
-                column.data_type.upper(),
-            )
-            return self._chose(f"{column.data_type.upper()} key: one chunk", [])
-        if not orderable(self.conn, column):
-            log.warning(
-                "split %s: %s's collation %s orders values otherwise by the server's weights "
-                "than by its comparisons, so a change could not be placed in its chunk; one "
-                "chunk",
-                table,
-                column.name,
-                column.collation,
-            )
-            return self._chose(f"collation {column.collation} not orderable: one chunk", [])
+        unsplittable = self._unsplittable(table, column)
+        if unsplittable is not None:
+            return self._chose(unsplittable, [])
         if not is_integer_key(column):
             log.info(
                 "split %s: unevenly by %s (%s key, boundaries from the server's order)",
@@ -264,6 +247,37 @@ class ChunkSplitter:
                 self._uneven_boundaries(schema, column, min_key, max_key),
             )
 
+        return self._integer_ranges(schema, column, int(min_key), int(max_key))
+
+    def _unsplittable(self, table: TableId, column: ColumnInfo) -> str | None:
+        """Why a key cannot be cut into ranges that keep every change in its chunk, if so."""
+        if column.family is TypeFamily.SET or is_enum(column.data_type):
+            # ORDER BY/MIN/MAX use the member number, which disagrees with k >= 'text'.
+            log.warning(
+                "split %s: %s is %s, sorted by member number but compared as text, so ranges on "
+                "it would overlap; one chunk",
+                table,
+                column.name,
+                column.data_type.upper(),
+            )
+            return f"{column.data_type.upper()} key: one chunk"
+        if not orderable(self.conn, column):
+            log.warning(
+                "split %s: %s's collation %s orders values otherwise by the server's weights "
+                "than by its comparisons, so a change could not be placed in its chunk; one "
+                "chunk",
+                table,
+                column.name,
+                column.collation,
+            )
+            return f"collation {column.collation} not orderable: one chunk"
+        return None
+
+    def _integer_ranges(
+        self, schema: TableSchema, column: ColumnInfo, min_key: int, max_key: int
+    ) -> list[ChunkRange]:
+        """An integer key: even steps when the keys are dense enough, else the server's order."""
+        table = schema.table_id
         rows, how = self._row_count(schema)
         if rows <= self.chunk_size:
             log.info(
@@ -274,7 +288,7 @@ class ChunkSplitter:
                 self.chunk_size,
             )
             return self._chose(f"{rows} rows ({how}) fit in one chunk", [])
-        factor = distribution_factor(int(min_key), int(max_key), rows)
+        factor = distribution_factor(min_key, max_key, rows)
         if not factor_within(factor, self.factor_lower, self.factor_upper):
             log.info(
                 "split %s: unevenly by %s (factor %s outside [%s, %s], %s rows %s)",
@@ -293,7 +307,7 @@ class ChunkSplitter:
         step = even_step(factor, self.chunk_size)
         ranges = self._chose(
             f"evenly: step {step} over keys {min_key}..{max_key} ({rows} rows {how})",
-            even_boundaries(int(min_key), int(max_key), step),
+            even_boundaries(min_key, max_key, step),
         )
         log.info(
             "split %s: evenly by %s, factor %s, step %d, %d chunks (%s rows %s, keys %d..%d)",
