@@ -15,12 +15,13 @@ from __future__ import annotations
 import bisect
 import logging
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from cdc_console.config import SourceConfig
 from cdc_console.core.keys import KeyOrder
 from cdc_console.core.offset import BinlogOffset, binlog_file_index
 from cdc_console.core.records import PARTIAL_OPS, ChangeRecord, RecordDict
-from cdc_console.core.schema import TableId, TableSchema
+from cdc_console.core.schema import ColumnInfo, TableId, TableSchema
 from cdc_console.core.schema_change import ChangeCause, SchemaChange
 from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.core.values import CanonicalRow, CanonicalValue, RawKey
@@ -138,6 +139,40 @@ def _record(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _TableFilter:
+    """What a binlog split filters one table's changes by: its finished chunks' watermarks and,
+    as sort keys (``BinlogOffset``'s order), should_emit's two position-only tests."""
+
+    marks: SplitWatermarks
+    column: ColumnInfo
+    #: changes before the table's resume position are already applied
+    start: tuple[int, int, int, int] | None
+    #: from the largest high watermark on, every change streams freely
+    max: tuple[int, int, int, int] | None
+    names: list[str]
+    normalizer: RowNormalizer
+
+    @classmethod
+    def of(
+        cls,
+        stream_filter: TableStreamFilter,
+        schema: TableSchema,
+        normalizer: RowNormalizer,
+        source: SourceConfig,
+    ) -> _TableFilter:
+        column = schema.column(schema.chunk_key)
+        marks = SplitWatermarks(stream_filter, key_order(column, source))
+        return cls(
+            marks,
+            column,
+            marks.start.sort_key if marks.start is not None else None,
+            marks.max_high_watermark.sort_key if marks.max_high_watermark is not None else None,
+            schema.binlog_names,
+            normalizer,
+        )
+
+
 class BinlogSplitReader:
     """Reads one ``BinlogSplit`` window and emits the changes ``should_emit`` lets through."""
 
@@ -205,26 +240,15 @@ class BinlogSplitReader:
 
     def read_dicts(self, split: BinlogSplit) -> Iterator[RecordDict]:
         """``read`` as ``ChangeRecord.to_dict()`` dicts, built directly (the Spark task's path)."""
-        watermarks: dict[TableId, SplitWatermarks] = {}
-        key_columns = {}
-        for stream_filter in split.tables:
-            schema = self.schemas[stream_filter.table_id]
-            column = schema.column(schema.chunk_key)
-            key_columns[stream_filter.table_id] = column
-            watermarks[stream_filter.table_id] = SplitWatermarks(
-                stream_filter, key_order(column, self.source)
+        filters = {
+            f.table_id: _TableFilter.of(
+                f, self.schemas[f.table_id], self.normalizers[f.table_id], self.source
             )
-        # should_emit's two position-only tests, on sort keys: the same order as BinlogOffset's
-        bounds = {
-            t: (
-                m.start.sort_key if m.start is not None else None,
-                m.max_high_watermark.sort_key if m.max_high_watermark is not None else None,
-            )
-            for t, m in watermarks.items()
+            for f in split.tables
         }
-        expected = {t: self.schemas[t].binlog_names for t in watermarks}
+        expected = {t: f.names for t, f in filters.items()}
         file_indexes: dict[str, int] = {}
-        log.info("binlog split [%s, %s): %d tables", split.start, split.end, len(watermarks))
+        log.info("binlog split [%s, %s): %d tables", split.start, split.end, len(filters))
         seq = 0
         on_change = self._schema_changed if self.park_on_schema_change else None
         held: set[TableId] = set()
@@ -233,79 +257,20 @@ class BinlogSplitReader:
             self.server_id,
             split.start,
             split.end,
-            list(watermarks),
+            list(filters),
             expected,
             on_schema_change=on_change,
-            since={t: m.start for t, m in watermarks.items() if m.start is not None},
+            since={t: f.marks.start for t, f in filters.items() if f.marks.start is not None},
             patchable=partial_images.patchable(self.schemas.values()) if self.patches else None,
         ):
             table_id = event.table_id
             if table_id in held:
                 continue
-            marks = watermarks[table_id]
-            column = key_columns[table_id]
-            start_key, max_key = bounds[table_id]
-            normalizer = self.normalizers[table_id]
-            binlog_row = normalizer.binlog_row
-            binlog_columns = normalizer.binlog_columns
-            key_of = normalizer.key_of
-            file, pos = event.file, event.pos
-            file_index = file_indexes.get(file)
+            file_index = file_indexes.get(event.file)
             if file_index is None:
-                file_index = file_indexes[file] = binlog_file_index(file)
-            ts_ms = event.timestamp * 1000
-            database, table = table_id.database, table_id.table
-            halves = _HALVES[event.kind]
-            emitted = 0
-            records: list[RecordDict] = []
-
-            # what every record of the event shares (``_record`` adds the rest)
-            shared: RecordDict = {
-                "database": database,
-                "table": table,
-                "file_index": file_index,
-                "pos": pos,
-                "event_index": 0,
-                "ts_ms": ts_ms,
-                "split_id": "",
-            }
-
+                file_index = file_indexes[event.file] = binlog_file_index(event.file)
             try:
-                for row_index, row in enumerate(event.rows):
-                    position = (file_index, pos, 0, row_index)
-                    # (op, image, what each value came from): a partial image's halves say
-                    # which columns it carries, a whole row's are the event's two images
-                    images = (
-                        partial_images.halves(event.kind, row, expected[table_id])
-                        if event.partial
-                        else [
-                            (op, row[image_key], row.get(sources_key))
-                            for op, image_key, sources_key in halves
-                        ]
-                    )
-                    for op, image, sources in images:
-                        if start_key is not None and position < start_key:
-                            self.skipped += 1
-                            continue
-                        if (max_key is not None and position < max_key) and not should_emit(
-                            marks,
-                            BinlogOffset(file, pos, 0, row_index),
-                            raw_chunk_key(column, image.get(column.name), binlog=True),
-                        ):
-                            self.skipped += 1
-                            continue
-                        convert = binlog_row if op not in PARTIAL_OPS else binlog_columns
-                        canonical = convert(image, sources)
-                        records.append(
-                            _record(
-                                shared,
-                                op,
-                                key_of(canonical),
-                                canonical,
-                                row_index,
-                                seq + len(records),
-                            )
-                        )
+                records = self._event_records(event, filters[table_id], file_index, seq)
             except SourceError:
                 raise  # the source's fault (a key's collation weights), not this table's
             except Exception as exc:  # one table's value: that table is held, the rest go on
@@ -317,12 +282,11 @@ class BinlogSplitReader:
                 continue
             yield from records
             seq += len(records)
-            emitted = len(records)
-            if emitted:
-                self.emitted += emitted
-                name = f"{database}.{table}"
-                self.emitted_by_table[name] = self.emitted_by_table.get(name, 0) + emitted
-                self.last_ts_by_table[name] = ts_ms
+            if records:
+                self.emitted += len(records)
+                name = f"{table_id.database}.{table_id.table}"
+                self.emitted_by_table[name] = self.emitted_by_table.get(name, 0) + len(records)
+                self.last_ts_by_table[name] = event.timestamp * 1000
             if event.rows:
                 self.last_event_ts = event.timestamp
         log.info(
@@ -332,3 +296,55 @@ class BinlogSplitReader:
             self.emitted,
             self.skipped,
         )
+
+    def _event_records(
+        self, event: RowEvent, table: _TableFilter, file_index: int, seq: int
+    ) -> list[RecordDict]:
+        """The records of one row event that are new to the sink (``should_emit``), numbered
+        from ``seq``; raises what a value of the table cannot be converted by."""
+        marks, column, start_key, max_key = table.marks, table.column, table.start, table.max
+        binlog_row = table.normalizer.binlog_row
+        binlog_columns = table.normalizer.binlog_columns
+        key_of = table.normalizer.key_of
+        file, pos = event.file, event.pos
+        halves = _HALVES[event.kind]
+        records: list[RecordDict] = []
+        # what every record of the event shares (``_record`` adds the rest)
+        shared: RecordDict = {
+            "database": event.table_id.database,
+            "table": event.table_id.table,
+            "file_index": file_index,
+            "pos": pos,
+            "event_index": 0,
+            "ts_ms": event.timestamp * 1000,
+            "split_id": "",
+        }
+        for row_index, row in enumerate(event.rows):
+            position = (file_index, pos, 0, row_index)
+            # (op, image, what each value came from): a partial image's halves say
+            # which columns it carries, a whole row's are the event's two images
+            images = (
+                partial_images.halves(event.kind, row, table.names)
+                if event.partial
+                else [
+                    (op, row[image_key], row.get(sources_key))
+                    for op, image_key, sources_key in halves
+                ]
+            )
+            for op, image, sources in images:
+                if start_key is not None and position < start_key:
+                    self.skipped += 1
+                    continue
+                if (max_key is not None and position < max_key) and not should_emit(
+                    marks,
+                    BinlogOffset(file, pos, 0, row_index),
+                    raw_chunk_key(column, image.get(column.name), binlog=True),
+                ):
+                    self.skipped += 1
+                    continue
+                convert = binlog_row if op not in PARTIAL_OPS else binlog_columns
+                canonical = convert(image, sources)
+                records.append(
+                    _record(shared, op, key_of(canonical), canonical, row_index, seq + len(records))
+                )
+        return records
