@@ -13,7 +13,7 @@ again or parked); only under ``schema_changes = "stop"`` does it refuse the star
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from cdc_console.config import PipelineConfig
@@ -57,14 +57,23 @@ class TableRegistration:
         does not name it, and one removed with ``remove-table`` stays removed though it does.
         """
         store = self.store
-        mode = self.config.snapshot.startup_mode
-        head: BinlogOffset | None = None
         known = store.schemas()
-        configured = {s.table_id for s in schemas}
         states = {t.table_id: t for t in store.tables()}
         for table_id in gone:
             park_gone(store, states[table_id])
-        for table in states.values():
+        self._retire_unconfigured(states.values(), {s.table_id for s in schemas}, gone)
+        head: list[BinlogOffset] = []  # the server's head, read once when a table needs it
+        for schema in schemas:
+            self._register_one(
+                schema, states.get(schema.table_id), known.get(schema.table_id), head
+            )
+
+    def _retire_unconfigured(
+        self, states: Iterable[TableState], configured: set[TableId], gone: Sequence[TableId]
+    ) -> None:
+        """A table the config no longer names is REMOVED, unless a command added it."""
+        store = self.store
+        for table in states:
             if table.table_id in configured or table.table_id in gone:
                 continue
             if table.state == Lifecycle.REMOVED:
@@ -81,76 +90,94 @@ class TableRegistration:
                 level="warning",
                 table_id=table.table_id,
             )
-        for schema in schemas:
-            previous_state = states.get(schema.table_id)
-            if (
-                previous_state is not None
-                and previous_state.state == Lifecycle.REMOVED
-                and previous_state.removed_by == "command"
-            ):
-                log.warning(
-                    "%s stays removed (remove-table); 'cdc-console add-table %s' captures it again",
-                    schema.table_id,
-                    schema.table_id,
-                )
-                continue
-            if schema.refused:
-                park_refused(store, schema, previous_state)
-                continue
-            previous = known.get(schema.table_id)
-            current = schema
-            if previous is not None and previous.retired:
-                current = replace(schema, retired=previous.retired)  # dropped columns kept
-            if previous is not None and previous.columns != current.columns:
-                rebuild_under_way = (
-                    previous_state is not None and previous_state.state == Lifecycle.REDUMP
-                )
-                if rebuild_under_way and rule_changed(previous, schema):
-                    # chunks read before the restart follow the old rule: read them again
-                    assert previous_state is not None
-                    self._follow(previous_state, previous, schema)
-                    continue
-                if rebuilding(store, schema.table_id):
-                    store.log_event(
-                        "table",
-                        f"{schema.table_id} changed shape; its re-dump rebuilds the mirror with "
-                        "the new columns",
-                        level="warning",
-                        table_id=schema.table_id,
-                    )
-                    store.set_schema(schema.table_id, current)
-                    continue
-                if previous_state is not None and previous_state.state == Lifecycle.NEEDS_REDUMP:
-                    continue  # parked already: its re-dump reads the new shape
-                if (
-                    previous_state is not None
-                    and previous_state.state in FOLLOWED_WHEN_RESHAPED
-                    and self.config.schema_changes != SchemaChanges.STOP
-                ):
-                    self._follow(previous_state, previous, schema)
-                    continue
-                raise SchemaChangedError(
-                    f"{schema.table_id} changed shape while the pipeline was stopped",
-                    f"re-snapshot it: 'cdc-console redump --table {schema.table_id}'",
-                )
-            if mode == StartupMode.LATEST_OFFSET:
-                if head is None:
-                    head = self.read_head()
-                added = store.ensure_table(
-                    schema.table_id, schema.chunk_key, Lifecycle.STREAMING, head
-                )
-            else:
-                added = store.ensure_table(
-                    schema.table_id, schema.chunk_key, Lifecycle.SNAPSHOTTING
-                )
+
+    def _register_one(
+        self,
+        schema: TableSchema,
+        previous_state: TableState | None,
+        previous: TableSchema | None,
+        head: list[BinlogOffset],
+    ) -> None:
+        """One configured table: captured, restored, followed through a change of shape,
+        parked, or left removed by the operator's command."""
+        store = self.store
+        mode = self.config.snapshot.startup_mode
+        if (
+            previous_state is not None
+            and previous_state.state == Lifecycle.REMOVED
+            and previous_state.removed_by == "command"
+        ):
+            log.warning(
+                "%s stays removed (remove-table); 'cdc-console add-table %s' captures it again",
+                schema.table_id,
+                schema.table_id,
+            )
+            return
+        if schema.refused:
+            park_refused(store, schema, previous_state)
+            return
+        current = schema
+        if previous is not None and previous.retired:
+            current = replace(schema, retired=previous.retired)  # dropped columns kept
+        if previous is not None and previous.columns != current.columns:
+            self._reshaped(schema, current, previous_state, previous)
+            return
+        if mode == StartupMode.LATEST_OFFSET:
+            if not head:
+                head.append(self.read_head())
+            added = store.ensure_table(
+                schema.table_id, schema.chunk_key, Lifecycle.STREAMING, head[0]
+            )
+        else:
+            added = store.ensure_table(schema.table_id, schema.chunk_key, Lifecycle.SNAPSHOTTING)
+        store.set_schema(schema.table_id, current)
+        if previous_state is not None and previous_state.state == Lifecycle.REMOVED:
+            self._restore(previous_state)
+        if added:
+            store.log_event(
+                "table", f"capturing {schema.table_id} ({mode})", table_id=schema.table_id
+            )
+        park_uncaptured(store, schema)
+
+    def _reshaped(
+        self,
+        schema: TableSchema,
+        current: TableSchema,
+        previous_state: TableState | None,
+        previous: TableSchema,
+    ) -> None:
+        """A table whose columns changed while the job was stopped: followed, rebuilt by its
+        re-dump, left parked, or (schema_changes = "stop") the job stops."""
+        store = self.store
+        rebuild_under_way = previous_state is not None and previous_state.state == Lifecycle.REDUMP
+        if rebuild_under_way and rule_changed(previous, schema):
+            # chunks read before the restart follow the old rule: read them again
+            assert previous_state is not None
+            self._follow(previous_state, previous, schema)
+            return
+        if rebuilding(store, schema.table_id):
+            store.log_event(
+                "table",
+                f"{schema.table_id} changed shape; its re-dump rebuilds the mirror with "
+                "the new columns",
+                level="warning",
+                table_id=schema.table_id,
+            )
             store.set_schema(schema.table_id, current)
-            if previous_state is not None and previous_state.state == Lifecycle.REMOVED:
-                self._restore(previous_state)
-            if added:
-                store.log_event(
-                    "table", f"capturing {schema.table_id} ({mode})", table_id=schema.table_id
-                )
-            park_uncaptured(store, schema)
+            return
+        if previous_state is not None and previous_state.state == Lifecycle.NEEDS_REDUMP:
+            return  # parked already: its re-dump reads the new shape
+        if (
+            previous_state is not None
+            and previous_state.state in FOLLOWED_WHEN_RESHAPED
+            and self.config.schema_changes != SchemaChanges.STOP
+        ):
+            self._follow(previous_state, previous, schema)
+            return
+        raise SchemaChangedError(
+            f"{schema.table_id} changed shape while the pipeline was stopped",
+            f"re-snapshot it: 'cdc-console redump --table {schema.table_id}'",
+        )
 
     def _follow(self, table: TableState, stored: TableSchema, now: TableSchema) -> None:
         follow_reshaped_while_stopped(
