@@ -16,7 +16,7 @@ from cdc_console.core.lifecycle import Lifecycle, SplitStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.plan import BatchPlan
 from cdc_console.core.reports import SplitResult, WindowResult
-from cdc_console.core.splits import TableStreamFilter
+from cdc_console.core.splits import BinlogSplit, TableStreamFilter
 from cdc_console.source.parking import park
 from cdc_console.source.schema_follow import (
     hold_for_evolution,
@@ -50,88 +50,134 @@ def commit_batch(
     window_starts: dict[str, BinlogOffset] = {}
     results = {r.split_id: r for r in split_results}
     with store.transaction() as conn:
-        touched: set[str] = set()
-        for planned in plan.snapshot:
-            split = planned.split
-            result = results.get(split.split_id)
-            if result is None:
-                raise RuntimeError(
-                    f"batch {plan.batch_no} has no result for split {split.split_id}"
-                )
-            if result.failed:
-                failing.setdefault(
-                    str(split.table_id),
-                    f"chunk {split.split_id} could not be read: {result.failed}",
-                )
-                continue
-            store.finish_split(split, result, conn)
-            touched.add(str(split.table_id))
-            if result.reshaped:
-                changes.append(hold_reshaped(store, conn, str(split.table_id), result))
-        for table_id in sorted(touched):
-            if store.count_splits(table_id, (SplitStatus.PENDING, SplitStatus.ASSIGNED), conn):
-                continue
-            table = store.table(table_id, conn)
-            if table is None or not table.state.reads_chunks:
-                continue
-            low = min(store.high_watermarks(table_id, conn))
-            if table.state == Lifecycle.REDUMP and table.stream_from is not None:
-                # The stream position before the re-dump: chunks not re-read were current up to
-                # it, so the catch-up starts there at the earliest (never re-emits).
-                low = max(low, table.stream_from)
-            state = Lifecycle.SNAPSHOT_DONE if snapshot_only else Lifecycle.CATCHING_UP
-            store.move_table(table_id, conn, state, stream_from=low, redump_chunk=None)
-            what = "re-dump" if table.state == Lifecycle.REDUMP else "snapshot"
-            message = f"{table_id}: {what} finished, {state} from {low}"
-            store.log_event("phase", message, table_id=table_id, conn=conn)
-            changes.append(message)
+        touched = _finish_splits(store, conn, plan, results, failing, changes)
+        _end_snapshots(store, conn, touched, snapshot_only, changes)
         if plan.binlog is not None:
-            end = plan.binlog.end
-            window = window or WindowResult()
-            for stream_filter in plan.binlog.tables:
-                table_id = str(stream_filter.table_id)
-                found = store.table(table_id, conn)
-                if found is None:
-                    continue
-                if table_id in failing:
-                    if stream_filter.resume_from is not None:
-                        window_starts[table_id] = stream_filter.resume_from
-                    continue
-                state = found.state
-                changed = window.schema_changes.get(table_id)
-                if changed is not None:
-                    store.add_events(
-                        table_id,
-                        conn,
-                        window.emitted.get(table_id, 0),
-                        window.last_event_ts.get(table_id),
-                    )
-                    if evolve:
-                        changes.append(hold_for_evolution(store, conn, table_id, changed))
-                    else:
-                        changes.append(park_on_schema_change(store, conn, table_id, changed))
-                    continue
-                new_state = state
-                if state == Lifecycle.CATCHING_UP and _past_every_chunk(stream_filter, end):
-                    new_state = Lifecycle.STREAMING
-                store.move_table(table_id, conn, new_state, stream_from=end)
-                store.add_events(
-                    table_id,
-                    conn,
-                    window.emitted.get(table_id, 0),
-                    window.last_event_ts.get(table_id),
-                )
-                if new_state != state:
-                    message = f"{table_id}: caught up at {end}, now {new_state}"
-                    store.log_event("phase", message, table_id=table_id, conn=conn)
-                    changes.append(message)
-            store.set_offset("committed", end, conn)
+            _advance_streams(
+                store,
+                conn,
+                plan.binlog,
+                window or WindowResult(),
+                failing,
+                window_starts,
+                evolve,
+                changes,
+            )
+            store.set_offset("committed", plan.binlog.end, conn)
         for table_id, why in sorted(failing.items()):
             changes.append(_park_failing(store, conn, table_id, why, window_starts.get(table_id)))
         store.mark_applied(plan.batch_no, conn)
     for message in changes:
         log.info("%s", message)
     return changes
+
+
+def _finish_splits(
+    store: StateStore,
+    conn: sqlite3.Connection,
+    plan: BatchPlan,
+    results: Mapping[str, SplitResult],
+    failing: dict[str, str],
+    changes: list[str],
+) -> set[str]:
+    """Record each chunk read of the batch as finished (a failed read names its table in
+    ``failing``); return the tables whose chunks moved."""
+    touched: set[str] = set()
+    for planned in plan.snapshot:
+        split = planned.split
+        result = results.get(split.split_id)
+        if result is None:
+            raise RuntimeError(f"batch {plan.batch_no} has no result for split {split.split_id}")
+        if result.failed:
+            failing.setdefault(
+                str(split.table_id),
+                f"chunk {split.split_id} could not be read: {result.failed}",
+            )
+            continue
+        store.finish_split(split, result, conn)
+        touched.add(str(split.table_id))
+        if result.reshaped:
+            changes.append(hold_reshaped(store, conn, str(split.table_id), result))
+    return touched
+
+
+def _end_snapshots(
+    store: StateStore,
+    conn: sqlite3.Connection,
+    touched: set[str],
+    snapshot_only: bool,
+    changes: list[str],
+) -> None:
+    """A table whose last chunk finished starts catching up from its lowest high watermark."""
+    for table_id in sorted(touched):
+        if store.count_splits(table_id, (SplitStatus.PENDING, SplitStatus.ASSIGNED), conn):
+            continue
+        table = store.table(table_id, conn)
+        if table is None or not table.state.reads_chunks:
+            continue
+        low = min(store.high_watermarks(table_id, conn))
+        if table.state == Lifecycle.REDUMP and table.stream_from is not None:
+            # The stream position before the re-dump: chunks not re-read were current up to
+            # it, so the catch-up starts there at the earliest (never re-emits).
+            low = max(low, table.stream_from)
+        state = Lifecycle.SNAPSHOT_DONE if snapshot_only else Lifecycle.CATCHING_UP
+        store.move_table(table_id, conn, state, stream_from=low, redump_chunk=None)
+        what = "re-dump" if table.state == Lifecycle.REDUMP else "snapshot"
+        message = f"{table_id}: {what} finished, {state} from {low}"
+        store.log_event("phase", message, table_id=table_id, conn=conn)
+        changes.append(message)
+
+
+def _advance_streams(
+    store: StateStore,
+    conn: sqlite3.Connection,
+    binlog: BinlogSplit,
+    window: WindowResult,
+    failing: Mapping[str, str],
+    window_starts: dict[str, BinlogOffset],
+    evolve: bool,
+    changes: list[str],
+) -> None:
+    """Each streamed table's position moves to the window's end (a failing table's stays where
+    its window started), a change of shape holds or parks it, a caught-up table streams."""
+    end = binlog.end
+    for stream_filter in binlog.tables:
+        table_id = str(stream_filter.table_id)
+        found = store.table(table_id, conn)
+        if found is None:
+            continue
+        if table_id in failing:
+            if stream_filter.resume_from is not None:
+                window_starts[table_id] = stream_filter.resume_from
+            continue
+        state = found.state
+        changed = window.schema_changes.get(table_id)
+        if changed is not None:
+            store.add_events(
+                table_id,
+                conn,
+                window.emitted.get(table_id, 0),
+                window.last_event_ts.get(table_id),
+            )
+            if evolve:
+                changes.append(hold_for_evolution(store, conn, table_id, changed))
+            else:
+                changes.append(park_on_schema_change(store, conn, table_id, changed))
+            continue
+        new_state = state
+        if state == Lifecycle.CATCHING_UP and _past_every_chunk(stream_filter, end):
+            new_state = Lifecycle.STREAMING
+        store.move_table(table_id, conn, new_state, stream_from=end)
+        store.add_events(
+            table_id,
+            conn,
+            window.emitted.get(table_id, 0),
+            window.last_event_ts.get(table_id),
+        )
+        if new_state != state:
+            message = f"{table_id}: caught up at {end}, now {new_state}"
+            store.log_event("phase", message, table_id=table_id, conn=conn)
+            changes.append(message)
 
 
 def _park_failing(
