@@ -386,47 +386,28 @@ class DeltaSink(TableBatchSink):
         if schema.counted:
             return self._apply_counted(batch_id, schema, records, replaces, mirror, lake, log)
 
-        # Range deletes need the mirror as of before this batch, so they are planned only while
-        # the mirror has not taken the batch (it is committed last, see the module docstring).
-        absent: list[dict[Key, CanonicalRow | None]] = []
-        if replaces and not mirror_done:
-            presents = split_keys(records, replaces)
-            checks = [(r.in_range, presents[r.split_id]) for r in replaces]
-            absent = mirror_absent(
-                mirror,
-                schema,
-                checks,
-                full_rows=log is not None,
-                where=bounds_filter(lake, [r.bounds for r in replaces]),
-            )
-        # Changes logged with partial row images complete the rows the mirror holds.
-        patched = patched_keys(records)
-        bases = mirror_rows(mirror, schema, lake, patched) if patched else {}
-        # A merge-on-read batch takes the change feed's pre-images from the changes' own before
-        # images where they have them, instead of reading those rows back from the mirror.
-        befores = not mirror_done and has_deletion_vectors(mirror)
-        if isinstance(records, ChangeColumns) and not replaces and log is None and not patched:
-            held: dict[Key, CanonicalRow] = {}
-            plan = TableBatchPlan(
-                nets=fold_columns(schema, records, held if befores else None), befores=held
-            )
-        else:
-            plan = plan_table_batch(
-                schema,
-                records,
-                replaces,
-                absent,
-                want_changes=log is not None,
-                bases=bases,
-                want_befores=befores,
-            )
-
+        plan = _plan_batch(schema, lake, records, replaces, mirror, mirror_done, log is not None)
         if log is not None:
             self._write_log(log, schema, log_schema, batch_id, plan.changes, stats)
         if mirror_done:
             stats["mirror_skipped"] = True
             return stats
 
+        self._commit_nets(batch_id, schema, lake, mirror, plan, stats)
+        return stats
+
+    def _commit_nets(
+        self,
+        batch_id: int,
+        schema: TableSchema,
+        lake: pa.Schema,
+        mirror: DeltaTable,
+        plan: TableBatchPlan,
+        stats: SinkStats,
+    ) -> None:
+        """The batch's net changes into the mirror, merge-on-read or copy-on-write, with the
+        app transaction; a batch with nothing to change still records that it was applied."""
+        table_id = schema.table_id
         committed = False
         if plan.nets:
             version = mirror.version()
@@ -449,7 +430,6 @@ class DeltaSink(TableBatchSink):
             committed = mirror.version() > version
         if not committed:
             self._record_noop(mirror, lake, batch_id, table_id)
-        return stats
 
     def _write_log(
         self,
@@ -530,6 +510,53 @@ class DeltaSink(TableBatchSink):
 
 
 # --- Delta helpers -------------------------------------------------------------------------
+
+
+def _plan_batch(
+    schema: TableSchema,
+    lake: pa.Schema,
+    records: Sequence[ChangeRecord],
+    replaces: list[ReplaceRange],
+    mirror: DeltaTable,
+    mirror_done: bool,
+    want_changes: bool,
+) -> TableBatchPlan:
+    """The batch's net change per key, and the change feed's rows when ``want_changes``."""
+    # Range deletes need the mirror as of before this batch, so they are planned only while
+    # the mirror has not taken the batch (it is committed last, see the module docstring).
+    absent: list[dict[Key, CanonicalRow | None]] = []
+    if replaces and not mirror_done:
+        presents = split_keys(records, replaces)
+        checks = [(r.in_range, presents[r.split_id]) for r in replaces]
+        absent = mirror_absent(
+            mirror,
+            schema,
+            checks,
+            full_rows=want_changes,
+            where=bounds_filter(lake, [r.bounds for r in replaces]),
+        )
+    # Changes logged with partial row images complete the rows the mirror holds.
+    patched = patched_keys(records)
+    bases = mirror_rows(mirror, schema, lake, patched) if patched else {}
+    # A merge-on-read batch takes the change feed's pre-images from the changes' own before
+    # images where they have them, instead of reading those rows back from the mirror.
+    befores = not mirror_done and has_deletion_vectors(mirror)
+    if isinstance(records, ChangeColumns) and not replaces and not want_changes and not patched:
+        held: dict[Key, CanonicalRow] = {}
+        plan = TableBatchPlan(
+            nets=fold_columns(schema, records, held if befores else None), befores=held
+        )
+    else:
+        plan = plan_table_batch(
+            schema,
+            records,
+            replaces,
+            absent,
+            want_changes=want_changes,
+            bases=bases,
+            want_befores=befores,
+        )
+    return plan
 
 
 def _empty_stats() -> SinkStats:
