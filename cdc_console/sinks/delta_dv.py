@@ -210,6 +210,40 @@ def rewrite_deleted(
         active_files(root, version).values(),
         key=lambda f: (int(str(f.action.get("modificationTime") or 0)), f.path),
     )
+    heavy, small = _compaction_candidates(files, share, pack_rows, pass_rows)
+    heavy_paths = {f.path for f in heavy}
+    chosen_paths = heavy_paths | {f.path for f in small}
+    doomed = [f for f in files if f.path in chosen_paths]
+    if not doomed:
+        return 0, 0
+    schema = table_schema(table)
+    limit = pack_rows or sum(f.num_records or 0 for f in doomed) or 1
+    now = int(time.time() * 1000)
+    actions: list[JSONObject] = []
+    for file in doomed:
+        remove = remove_action(file, now)
+        remove["dataChange"] = False
+        actions.append({"remove": remove})
+    adds = _packed_files(root, doomed, schema, limit, now)
+    actions += [{"add": add} for add in adds]
+    info: JSONObject = {
+        "timestamp": now,
+        "operation": "OPTIMIZE",
+        "operationParameters": {
+            "mode": "rewrite files by deleted share" + (", pack small files" if small else ""),
+            "share": share,
+        },
+        "clientVersion": "cdc-console",
+        **dict(commit_info),
+    }
+    put_if_absent(root / "_delta_log" / f"{version + 1:020}.json", [{"commitInfo": info}, *actions])
+    return len(doomed), len(adds)
+
+
+def _compaction_candidates(
+    files: Sequence[ActiveFile], share: float, pack_rows: int | None, pass_rows: int | None
+) -> tuple[list[ActiveFile], list[ActiveFile]]:
+    """The files mostly deleted, and the small files one pass packs (none unless two)."""
     heavy = [
         f
         for f in files
@@ -237,29 +271,23 @@ def rewrite_deleted(
             small = chosen
         if len(small) < 2:
             small = []
-    chosen_paths = heavy_paths | {f.path for f in small}
-    doomed = [f for f in files if f.path in chosen_paths]
-    if not doomed:
-        return 0, 0
-    schema = table_schema(table)
-    limit = pack_rows or sum(f.num_records or 0 for f in doomed) or 1
-    now = int(time.time() * 1000)
-    actions: list[JSONObject] = []
-    for file in doomed:
-        remove = remove_action(file, now)
-        remove["dataChange"] = False
-        actions.append({"remove": remove})
-    added = 0
+    return heavy, small
+
+
+def _packed_files(
+    root: Path, doomed: Sequence[ActiveFile], schema: pa.Schema, limit: int, now: int
+) -> list[JSONObject]:
+    """The live rows of ``doomed`` written as files of at most ``limit`` rows; their adds."""
+    adds: list[JSONObject] = []
     group: list[pa.Table] = []
     held = 0
 
     def write() -> None:
-        nonlocal added, held
+        nonlocal held
         if held:
             add = write_data_file(root, pa.concat_tables(group), now)
             add["dataChange"] = False
-            actions.append({"add": add})
-            added += 1
+            adds.append(add)
         group.clear()
         held = 0
 
@@ -273,18 +301,7 @@ def rewrite_deleted(
             if held >= limit:
                 write()
     write()
-    info: JSONObject = {
-        "timestamp": now,
-        "operation": "OPTIMIZE",
-        "operationParameters": {
-            "mode": "rewrite files by deleted share" + (", pack small files" if small else ""),
-            "share": share,
-        },
-        "clientVersion": "cdc-console",
-        **dict(commit_info),
-    }
-    put_if_absent(root / "_delta_log" / f"{version + 1:020}.json", [{"commitInfo": info}, *actions])
-    return len(doomed), added
+    return adds
 
 
 def _metadata(table: DeltaTable, lake: pa.Schema) -> JSONObject | None:
