@@ -137,20 +137,12 @@ def merge_by_deletion_vectors(
     now = int(time.time() * 1000)
     actions: list[JSONObject] = [*_vectors(root, active, live, now)]
     widened = _metadata(table, lake)
-    new_rows: pa.Table | None = None
-    if inserted or updated:
-        keys = [*updated, *inserted]
-        rows = [nets[k] for k in keys]
-        columns = {n: [r.get(n) if r else None for r in rows] for n in schema.row_names}
-        new_rows = to_lake(columns_to_table(schema, columns), lake)
-        if retired:
-            held = live.old_rows(updated)
-            for name in retired:
-                kept = held.column(name).to_pylist() if held is not None else []
-                values = pa.array(kept + [None] * len(inserted), lake.field(name).type)
-                index = new_rows.schema.get_field_index(name)
-                new_rows = new_rows.set_column(index, lake.field(name), values)
-        new_rows = new_rows.select(lake.names)
+    new_rows = (
+        _new_rows(schema, lake, nets, live, updated, inserted, retired)
+        if inserted or updated
+        else None
+    )
+    if new_rows is not None:
         actions.append({"add": write_data_file(root, new_rows, now)})
     if feed and (actions or new_rows is not None):
         changes = _change_rows(schema, lake, live, known, deleted, updated, new_rows)
@@ -158,6 +150,50 @@ def merge_by_deletion_vectors(
             actions.append({"cdc": write_change_file(root, changes)})
     if not actions:
         return metrics
+    head = _merge_head(
+        txn, metrics, actions, new_rows is not None, widened, started, now, commit_info
+    )
+    put_if_absent(root / "_delta_log" / f"{version + 1:020}.json", [*head, *actions])
+    return metrics
+
+
+def _new_rows(
+    schema: TableSchema,
+    lake: pa.Schema,
+    nets: Mapping[Key, CanonicalRow | None],
+    live: _Live,
+    updated: Sequence[Key],
+    inserted: Sequence[Key],
+    retired: Sequence[str],
+) -> pa.Table:
+    """The batch's updated then inserted rows in the lake's schema; an updated row keeps the
+    values the mirror held for the columns the source retired."""
+    keys = [*updated, *inserted]
+    rows = [nets[k] for k in keys]
+    columns = {n: [r.get(n) if r else None for r in rows] for n in schema.row_names}
+    new_rows = to_lake(columns_to_table(schema, columns), lake)
+    if retired:
+        held = live.old_rows(updated)
+        for name in retired:
+            kept = held.column(name).to_pylist() if held is not None else []
+            values = pa.array(kept + [None] * len(inserted), lake.field(name).type)
+            index = new_rows.schema.get_field_index(name)
+            new_rows = new_rows.set_column(index, lake.field(name), values)
+    return new_rows.select(lake.names)
+
+
+def _merge_head(
+    txn: tuple[str, int],
+    metrics: Mapping[str, int],
+    actions: Sequence[JSONObject],
+    added_file: bool,
+    widened: JSONObject | None,
+    started: float,
+    now: int,
+    commit_info: Mapping[str, str],
+) -> list[JSONObject]:
+    """A merge commit's first actions: its commitInfo, the app transaction that makes the batch
+    exactly-once, and the widened metadata when columns joined."""
     app_id, batch_id = txn
     info: JSONObject = {
         "timestamp": now,
@@ -167,8 +203,9 @@ def merge_by_deletion_vectors(
         "operationMetrics": {
             **metrics,
             "num_target_rows_copied": 0,
-            "num_output_rows": len(inserted) + len(updated),
-            "num_target_files_added": 1 if new_rows is not None else 0,
+            "num_output_rows": metrics["num_target_rows_inserted"]
+            + metrics["num_target_rows_updated"],
+            "num_target_files_added": 1 if added_file else 0,
             "num_target_files_removed": 0,
             "num_deletion_vectors_written": sum(
                 1
@@ -185,8 +222,7 @@ def merge_by_deletion_vectors(
         {"txn": {"appId": app_id, "version": batch_id, "lastUpdated": now}},
         *([widened] if widened is not None else []),
     ]
-    put_if_absent(root / "_delta_log" / f"{version + 1:020}.json", [*head, *actions])
-    return metrics
+    return head
 
 
 def rewrite_deleted(
