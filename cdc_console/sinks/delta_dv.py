@@ -469,25 +469,7 @@ def _find_live(
     )
     wanted = set(keys)
     first = typed.column(key_columns[0]).combine_chunks()
-    bounds = sorted(v for v in first.to_pylist() if v is not None) if _bounded(first.type) else []
-    files = [f for f in active.values() if not bounds or _may_hold(f, key_columns[0], bounds)]
-    held = [FILE_KEYS.key_columns(root / f.path, f.size, key_columns) for f in files]
-    # One lookup over every candidate file's first key column (the changed keys are hashed
-    # once, not once per file); an older file may hold the key in a narrower type the mirror
-    # has since widened.
-    stored = [
-        (c if c.type == first.type else c.cast(first.type))
-        for c in (t.column(key_columns[0]).combine_chunks() for t in held)
-    ]
-    starts = [0]
-    for column in stored:
-        starts.append(starts[-1] + len(column))
-    hit_positions: dict[int, list[int]] = {}
-    if stored:
-        lookup = pc.is_in(pa.chunked_array(stored, type=first.type), value_set=first)
-        for at in pc.indices_nonzero(lookup).to_pylist():
-            index = bisect_right(starts, at) - 1
-            hit_positions.setdefault(index, []).append(at - starts[index])
+    files, held, hit_positions = _key_hits(root, active, key_columns, first)
     for index, positions in sorted(hit_positions.items()):
         file, data = files[index], held[index]
         if file.deletion_vector is not None:
@@ -511,21 +493,55 @@ def _find_live(
             live.where[key] = (file.path, position)
         unread = [(key, position) for key, position in found if key not in known]
         if whole and unread:  # the rows themselves, of the files that hold a changed key only
-            footer = FILE_KEYS.footer(root / file.path, file.size)
-            present = set(footer.schema.to_arrow_schema().names)
-            picked = read_positions(
-                root / file.path,
-                [n for n in lake.names if n in present],
-                [position for _, position in unread],
-                footer,
-            )
-            for f in lake:
-                if f.name not in present:
-                    picked = picked.append_column(f, pa.nulls(picked.num_rows, f.type))
+            picked = _rows_at(root, file, lake, [position for _, position in unread])
             live.rows.append(picked.select(lake.names).cast(lake))
             for index, (key, _) in enumerate(unread):
                 live.index[key] = (len(live.rows) - 1, index)
     return live
+
+
+def _key_hits(
+    root: Path, active: Mapping[str, ActiveFile], key_columns: Sequence[str], first: pa.Array
+) -> tuple[list[ActiveFile], list[pa.Table], dict[int, list[int]]]:
+    """The files that may hold a changed key (by their statistics), their key columns, and per
+    file the positions whose first key column is one of ``first``'s values."""
+    bounds = sorted(v for v in first.to_pylist() if v is not None) if _bounded(first.type) else []
+    files = [f for f in active.values() if not bounds or _may_hold(f, key_columns[0], bounds)]
+    held = [FILE_KEYS.key_columns(root / f.path, f.size, key_columns) for f in files]
+    # One lookup over every candidate file's first key column (the changed keys are hashed
+    # once, not once per file); an older file may hold the key in a narrower type the mirror
+    # has since widened.
+    stored = [
+        (c if c.type == first.type else c.cast(first.type))
+        for c in (t.column(key_columns[0]).combine_chunks() for t in held)
+    ]
+    starts = [0]
+    for column in stored:
+        starts.append(starts[-1] + len(column))
+    hit_positions: dict[int, list[int]] = {}
+    if stored:
+        lookup = pc.is_in(pa.chunked_array(stored, type=first.type), value_set=first)
+        for at in pc.indices_nonzero(lookup).to_pylist():
+            index = bisect_right(starts, at) - 1
+            hit_positions.setdefault(index, []).append(at - starts[index])
+    return files, held, hit_positions
+
+
+def _rows_at(root: Path, file: ActiveFile, lake: pa.Schema, positions: Sequence[int]) -> pa.Table:
+    """The rows at ``positions`` of a data file in the lake's schema (a column the file
+    predates reads as NULL)."""
+    footer = FILE_KEYS.footer(root / file.path, file.size)
+    present = set(footer.schema.to_arrow_schema().names)
+    picked = read_positions(
+        root / file.path,
+        [n for n in lake.names if n in present],
+        positions,
+        footer,
+    )
+    for f in lake:
+        if f.name not in present:
+            picked = picked.append_column(f, pa.nulls(picked.num_rows, f.type))
+    return picked
 
 
 def _bounded(kind: pa.DataType) -> bool:
