@@ -19,7 +19,6 @@ from textual.binding import Binding, BindingType
 
 from cdc_console.core.lifecycle import CommandKind
 from cdc_console.errors import UsageError
-from cdc_console.figures import ReadVerdict
 from cdc_console.tui.acting import SERVER, STATE, ConsoleActions, describe
 from cdc_console.tui.data.monitor import PipelineMonitor, open_monitors
 from cdc_console.tui.messages import (
@@ -32,7 +31,7 @@ from cdc_console.tui.palette import ConsoleCommands
 from cdc_console.tui.polling import PollLoop, one_shot
 from cdc_console.tui.screens import registry
 from cdc_console.tui.screens.base import ConsoleScreen
-from cdc_console.tui.screens.confirm import ConfirmScreen, redump_body, stop_body
+from cdc_console.tui.screens.confirm import ConfirmScreen, redump_confirmation, stop_body
 from cdc_console.tui.screens.help import HelpScreen
 from cdc_console.tui.screens.jobs import JobsScreen
 from cdc_console.tui.widgets.topbar import Tab
@@ -126,25 +125,10 @@ class ConsoleApp(ConsoleActions):
     def confirm_redump(self, table: str) -> None:
         view = self.view_of(self._current)
         found = view.table(table) if view else None
-        if found is None:
+        if view is None or found is None:
             self.notify(f"no table {table} in {self._current}", severity="error")
             return
-        body = redump_body(
-            table, found.rows_snapshotted, found.splits_total, found.chunk_size, found.state
-        )
-        purge = view.binlog.purge if view is not None else None
-        verdict = ReadVerdict(
-            view.redump_forecast if view is not None and view.selected_table == table else None,
-            purge.expire_seconds if purge is not None else None,
-            (purge.expire_setting or "") if purge is not None else "",
-        )
-        body.append("\n\nFinish time: ", style="bold")
-        body.append(
-            verdict.describe()
-            if verdict.estimate is not None
-            else "no estimate: the table's last read left too few timed chunks",
-            style="" if verdict.fits else "bold red",
-        )
+        body = redump_confirmation(view, found)
         self.push_screen(
             ConfirmScreen(f"Re-dump {table}", body, "Re-dump"),
             partial(self._confirmed, CommandKind.REDUMP, table),

@@ -16,6 +16,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.figures import ReadVerdict
+from cdc_console.tui.model import PipelineView, TableView
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -70,6 +72,28 @@ def redump_body(table: str, rows: int, chunks: int | None, chunk_size: int, stat
         "catches up from the binlog; the other tables keep streaming."
     )
     return text
+
+
+def redump_confirmation(view: PipelineView, table: TableView) -> Text:
+    """What a re-dump of ``table`` reads, and whether it finishes before the server may purge
+    the binlog it will catch up from (the same verdict the command gives)."""
+    body = redump_body(
+        table.table, table.rows_snapshotted, table.splits_total, table.chunk_size, table.state
+    )
+    purge = view.binlog.purge
+    verdict = ReadVerdict(
+        view.redump_forecast if view.selected_table == table.table else None,
+        purge.expire_seconds if purge is not None else None,
+        (purge.expire_setting or "") if purge is not None else "",
+    )
+    body.append("\n\nFinish time: ", style="bold")
+    body.append(
+        verdict.describe()
+        if verdict.estimate is not None
+        else "no estimate: the table's last read left too few timed chunks",
+        style="" if verdict.fits else "bold red",
+    )
+    return body
 
 
 def stop_body(pipeline: str, pid: int | None, grace: float) -> Text:
