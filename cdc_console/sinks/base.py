@@ -87,7 +87,7 @@ class ReplaceRange:
 class TypedChunk:
     """A chunk of a table's first snapshot as typed rows (the mirror's Arrow schema), to be
     appended: nothing else has written its key range (see
-    ``spark.planner.Planner._appendable_tables``). ``position`` is its high watermark, as
+    ``spark.plan_tasks.appendable_tables``). ``position`` is its high watermark, as
     snapshot change records carry it."""
 
     split_id: str

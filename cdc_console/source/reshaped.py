@@ -2,7 +2,7 @@
 
 One reader of a whole window stops emitting a table where its shape changes (a DDL on it, or
 row events whose columns are not the expected ones) and reports that position. A window read
-in parts (``spark.planner.window_parts``) cannot stop the parts after the one holding the DDL:
+in parts (``spark.plan_tasks.window_parts``) cannot stop the parts after the one holding the DDL:
 each starts at a transaction start of its own and never sees it, so they decode the table's
 later rows in its new shape. The driver has every part's report (merged: the earliest change
 per table) and drops those rows, so the parts' changes together are exactly what one reader

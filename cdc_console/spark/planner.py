@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import replace
 
 import pymysql
 
 from cdc_console.config import PipelineConfig, SourceConfig, load_config
 from cdc_console.core.chunk import ChunkRange
-from cdc_console.core.lifecycle import BatchStatus, Lifecycle
+from cdc_console.core.lifecycle import BatchStatus
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.options import SchemaChanges, SinkKind, SnapshotWrites, StartupMode
 from cdc_console.core.plan import BatchPlan
@@ -42,13 +41,8 @@ from cdc_console.source.evolution import Reread, evolution, follow_rows_change
 from cdc_console.source.failover import connect_following
 from cdc_console.source.splitter import ChunkSplitter
 from cdc_console.source.throttle import LoadThrottle
-from cdc_console.spark.partitions import (
-    BinlogTask,
-    ChunkTask,
-    NoopTask,
-    PlanPartition,
-    SnapshotTask,
-)
+from cdc_console.spark.partitions import NoopTask, PlanPartition
+from cdc_console.spark.plan_tasks import appendable_tables, plan_tasks
 from cdc_console.state.store import StateStore, TableState
 
 log = logging.getLogger(__name__)
@@ -57,50 +51,6 @@ log = logging.getLogger(__name__)
 #: planned a batch; each look that finds nothing new doubles the wait, up to the longest
 WAKE_POLL_SECONDS = 0.05
 WAKE_POLL_LONGEST_SECONDS = 0.4
-
-
-#: transaction starts inside ``(start, end)`` near the given byte positions of ``start``'s file
-PartStarts = Callable[[BinlogOffset, BinlogOffset, list[int]], list[BinlogOffset]]
-
-
-def window_parts(
-    window: BinlogTask, config: PipelineConfig, starts: PartStarts
-) -> list[BinlogTask]:
-    """The tasks that read one binlog window: itself, or, for a window of at least two
-    ``binlog_part_bytes`` in one binlog file, up to ``binlog_readers`` parts of about equal bytes.
-
-    Each part runs from a transaction start (``starts``, found server-side) to the next, so it
-    reads only its own bytes: its row events' TABLE_MAPs are in its own transactions. What a
-    part cannot see is a DDL in a part before it; the driver drops a table's changes from the
-    first change of shape any part reports (``source.reshaped``), which is what one reader of
-    the whole window leaves out, so the parts' changes together are exactly that reader's.
-    Each part reads with a server id of its own: the ones no chunk reader and no verification
-    uses.
-    """
-    split = window.split
-    start, end = split.start, split.end
-    spare = config.source.server_ids[1 + config.snapshot.parallelism : -1]
-    size = end.pos - start.pos if start.file == end.file else 0
-    count = min(config.binlog_readers, 1 + len(spare), size // config.binlog_part_bytes)
-    if count < 2:
-        return [window]
-    found = starts(start, end, [start.pos + size * k // count for k in range(1, count)])
-    if not found:
-        return [window]
-    ids = [window.server_id, *spare]
-    cuts = [start, *found, end]
-    log.info(
-        "binlog window [%s, %s): %d bytes read in %d parts from transaction starts %s",
-        start,
-        end,
-        size,
-        len(cuts) - 1,
-        ", ".join(str(c.pos) for c in found),
-    )
-    return [
-        replace(window, split=replace(split, start=cuts[k], end=cuts[k + 1]), server_id=ids[k])
-        for k in range(len(cuts) - 1)
-    ]
 
 
 class Planner:
@@ -358,32 +308,11 @@ class Planner:
             return None
         return LakeTarget(sink.path, sink.changelog, lake, sink.mirrors)
 
-    def _appendable_tables(self, schemas: dict[TableId, TableSchema]) -> frozenset[TableId]:
-        """Tables whose plain (non-``replace``) chunks may travel as typed rows that the sink
-        appends without a MERGE.
-
-        Only into a Delta mirror, and only for a table's first snapshot: its chunks are disjoint
-        key ranges that nothing else writes until the table catches up, so appending is the
-        same as upserting. A re-dump (``replace``) must delete and overwrite, a table that has
-        streamed before (``stream_from`` set: a re-dump interrupted by a removal) has rows in
-        those ranges, and a table without a primary key may hold duplicate chunk keys, which
-        only the MERGE collapses. Any other chunk takes the MERGE path, which is always right.
-        """
-        if self.config.sink.kind != SinkKind.DELTA:
-            return frozenset()
-        return frozenset(
-            t.table_id
-            for t in self.store.tables()
-            if t.state == Lifecycle.SNAPSHOTTING
-            and t.stream_from is None
-            and t.table_id in schemas
-            and schemas[t.table_id].primary_key
-        )
-
     def partitions(self, start: int, end: int) -> list[PlanPartition]:
         parts: list[PlanPartition] = []
         schemas = self.store.schemas()
-        appendable = self._appendable_tables(schemas)
+        appendable = appendable_tables(self.config, self.store.tables(), schemas)
+        lake = self._lake_target
         # Connected (and failed over, if the source moved) before the tasks are pinned to it.
         call_with_retry(
             self._connection,
@@ -398,30 +327,10 @@ class Planner:
             if found is None or found.status != BatchStatus.PLANNED:
                 parts.append(PlanPartition(batch_no, NoopTask(), source))
                 continue
-            plan = found.plan
-            for server_id, group in plan.reader_groups():
-                chunks = tuple(
-                    ChunkTask(
-                        planned.split,
-                        schemas[planned.split.table_id],
-                        typed=not planned.replace and planned.split.table_id in appendable,
-                    )
-                    for planned in group
-                )
-                park = self.config.schema_changes != SchemaChanges.STOP
-                lake = self._lake_target if any(c.typed for c in chunks) else None
-                task = SnapshotTask(server_id, chunks, park_on_schema_change=park, lake=lake)
+            for task in plan_tasks(
+                found.plan, schemas, appendable, self.config, self._part_starts, lake
+            ):
                 parts.append(PlanPartition(batch_no, task, source))
-            if plan.binlog is not None:
-                window = BinlogTask(
-                    plan.binlog,
-                    plan.binlog_server_id,
-                    tuple(schemas[f.table_id] for f in plan.binlog.tables),
-                    park_on_schema_change=self.config.schema_changes != SchemaChanges.STOP,
-                    patches=self.config.sink.kind == SinkKind.DELTA,
-                )
-                for part in window_parts(window, self.config, self._part_starts):
-                    parts.append(PlanPartition(batch_no, part, source))
         return parts
 
     def close(self) -> None:

@@ -11,7 +11,7 @@ from cdc_console.core.schema_change import SchemaChange
 from cdc_console.core.splits import BinlogSplit
 from cdc_console.source.reshaped import drop_reshaped
 from cdc_console.spark.partitions import BinlogTask
-from cdc_console.spark.planner import window_parts
+from cdc_console.spark.plan_tasks import window_parts
 from cdc_console.spark.protocol import read_controls, window_control
 
 MIB = 1 << 20
