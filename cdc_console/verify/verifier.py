@@ -28,7 +28,7 @@ import fcntl
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -162,16 +162,7 @@ class Verifier:
         """Verify every table (or ``tables``); chunks that differ are compared once more after
         one pause shared by all tables, so that a change in flight is not reported."""
         started = time.monotonic()
-        wanted = {str(t) for t in tables} if tables else None
-        picked = [
-            table
-            for table in self.store.tables()
-            if (
-                str(table.table_id) in wanted
-                if wanted is not None
-                else table.state != Lifecycle.REMOVED
-            )
-        ]
+        picked = tables_to_verify(self.store, tables)
         only = [chunk] if chunk is not None else None
         checked: list[_Checked] = []
         with self._progress_over(picked, only):
@@ -200,16 +191,7 @@ class Verifier:
         """Record the verification's progress in the state while it runs, for its finish-time
         estimate (``figures.verify_estimate``): the chunks it is to compare (each finished chunk
         of a table that is not skipped), then each group as it is first compared."""
-        total = 0
-        for table in tables:
-            if skip_reason(table):
-                continue
-            total += sum(
-                1
-                for s in self.store.splits(table.table_id)
-                if s.status == SplitStatus.FINISHED
-                and (chunks is None or s.split.split_no in chunks)
-            )
+        total = chunks_to_compare(self.store, tables, chunks)
         self._progress = _told(partial(self.store.begin_verify, total))
         try:
             yield
@@ -302,38 +284,13 @@ class Verifier:
         """Compare ``splits`` group by group; ``counted``: the first comparison, which the
         verification's progress counts (a second look at differing chunks is not)."""
         out: list[ChunkResult] = []
-        for group in self._groups(schema, splits):
+        for group in chunk_groups(schema, splits, self._rows, self.group_rows):
             began = time.time()
             out.extend(self._verify_group(schema, group))
             if counted and self._progress is not None:
                 note = self.store.note_verified
                 self._progress = _told(partial(note, self._progress, len(group), began))
         return out
-
-    def _groups(
-        self, schema: TableSchema, splits: list[SnapshotSplit]
-    ) -> list[list[SnapshotSplit]]:
-        """Consecutive chunks up to ``group_rows`` rows (by their snapshot counts); one group for
-        a key compared by collation, whose mirror range can only be filtered row by row."""
-        column = schema.column(schema.chunk_key)
-        if column.family != TypeFamily.INTEGER:
-            return [splits] if splits else []
-        counts = self._rows
-        groups: list[list[SnapshotSplit]] = []
-        current: list[SnapshotSplit] = []
-        rows = 0
-        # in key order: a chunk split again as its table grew has a later number
-        ordered = sorted(splits, key=lambda s: (s.range.start is not None, s.range.start or 0))
-        for split in ordered:
-            contiguous = not current or current[-1].range.end == split.range.start
-            if current and (rows >= self.group_rows or not contiguous):
-                groups.append(current)
-                current, rows = [], 0
-            current.append(split)
-            rows += counts.get(split.split_no, 0)
-        if current:
-            groups.append(current)
-        return groups
 
     def _verify_group(self, schema: TableSchema, splits: list[SnapshotSplit]) -> list[ChunkResult]:
         source = self.config.source
@@ -498,3 +455,58 @@ def _told(record: Callable[[], T]) -> T | None:
     except sqlite3.Error as exc:
         log.warning("verify: progress not recorded: %s", exc)
         return None
+
+
+def chunk_groups(
+    schema: TableSchema, splits: list[SnapshotSplit], counts: Mapping[int, int], group_rows: int
+) -> list[list[SnapshotSplit]]:
+    """Consecutive chunks up to ``group_rows`` rows (by their snapshot ``counts``); one group for
+    a key compared by collation, whose mirror range can only be filtered row by row."""
+    column = schema.column(schema.chunk_key)
+    if column.family != TypeFamily.INTEGER:
+        return [splits] if splits else []
+    groups: list[list[SnapshotSplit]] = []
+    current: list[SnapshotSplit] = []
+    rows = 0
+    # in key order: a chunk split again as its table grew has a later number
+    ordered = sorted(splits, key=lambda s: (s.range.start is not None, s.range.start or 0))
+    for split in ordered:
+        contiguous = not current or current[-1].range.end == split.range.start
+        if current and (rows >= group_rows or not contiguous):
+            groups.append(current)
+            current, rows = [], 0
+        current.append(split)
+        rows += counts.get(split.split_no, 0)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def chunks_to_compare(
+    store: StateStore, tables: Sequence[TableState], chunks: list[int] | None
+) -> int:
+    """The finished chunks of the tables not skipped (of ``chunks`` only, when given)."""
+    total = 0
+    for table in tables:
+        if skip_reason(table):
+            continue
+        total += sum(
+            1
+            for s in store.splits(table.table_id)
+            if s.status == SplitStatus.FINISHED and (chunks is None or s.split.split_no in chunks)
+        )
+    return total
+
+
+def tables_to_verify(store: StateStore, tables: Sequence[TableId] | None) -> list[TableState]:
+    """The named tables, or every captured table that is not removed."""
+    wanted = {str(t) for t in tables} if tables else None
+    return [
+        table
+        for table in store.tables()
+        if (
+            str(table.table_id) in wanted
+            if wanted is not None
+            else table.state != Lifecycle.REMOVED
+        )
+    ]
