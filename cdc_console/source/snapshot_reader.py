@@ -34,6 +34,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import pymysql
 
@@ -189,19 +190,15 @@ class SnapshotSplitReader:
         self.server_id = server_id
         self.hooks = hooks or SnapshotPhaseHooks()
         self.normalizer = RowNormalizer(schema)
-        key_column = schema.column(schema.chunk_key)
-        self.key_column = key_column
-        self.order = key_order(key_column, source)
+        self.key_column = schema.column(schema.chunk_key)
+        self.order = key_order(self.key_column, source)
         self.connection = connection
         self.text_mode = text_mode
         #: whether a counted table's chunks are read in a consistent snapshot (None: not
         #: asked yet)
         self._snapshots: bool | None = None
-        self._text_decoders = [
-            (i, decode)
-            for i, decode in enumerate(text_mode_decoders(schema.columns))
-            if decode is not None
-        ]
+        decoders = enumerate(text_mode_decoders(schema.columns))
+        self._text_decoders = [(i, decode) for i, decode in decoders if decode is not None]
 
     def read(self, split: SnapshotSplit) -> SnapshotSplitResult:
         started = time.time()
@@ -273,7 +270,11 @@ class SnapshotSplitReader:
                 log.info("split %s step 4: no backfill, high watermark equals low watermark", sid)
             rows = list(buffer.values())
         duration_ms = int((time.monotonic() - clock) * 1000)
-        records = [] if self.text_mode else self._records(split, rows, high)
+        records = (
+            []
+            if self.text_mode
+            else snapshot_records(self.schema.table_id, self.normalizer.key_of, split, rows, high)
+        )
         return SnapshotSplitResult(split, low, high, rows, events, started, duration_ms, records)
 
     def _watermarked_select(
@@ -439,7 +440,9 @@ class SnapshotSplitReader:
             patchable=partial_images.patchable([self.schema]),
         ):
             if change.partial:
-                count += self._apply_partial(split, buffer, change)
+                count += apply_partial(
+                    self.normalizer, partial(self._in_chunk, split), buffer, change
+                )
                 continue
             if self._in_chunk(split, change.before):
                 assert change.before is not None
@@ -460,53 +463,56 @@ class SnapshotSplitReader:
             log.info("split %s: high watermark moved back to the DDL, %s", split.split_id, high)
         return count, high
 
-    def _apply_partial(
-        self,
-        split: SnapshotSplit,
-        buffer: dict[tuple[CanonicalValue, ...], CanonicalRow],
-        change: RowChange,
-    ) -> int:
-        """A change logged with a partial row image (``mysql.partial_images``), on the chunk's
-        rows: a delete by key, or a patch of the row its key names. A patch of a key the buffer
-        lacks is passed over: that row was deleted before the SELECT (its delete follows in the
-        window), since an insert after the SELECT would be in the buffer already."""
-        image = change.after if change.kind == "patch" else change.before
-        if not self._in_chunk(split, image):
-            return 0
-        assert image is not None
-        sources = (
-            change.after_none_sources if change.kind == "patch" else change.before_none_sources
-        )
-        columns = self.normalizer.binlog_columns(image, sources)
-        key = self.normalizer.key_of(columns)
-        if change.kind != "patch":
-            buffer.pop(key, None)
-        elif key in buffer:
-            buffer[key] = {**buffer[key], **columns}
-        return 1
 
-    def _records(
-        self, split: SnapshotSplit, rows: list[CanonicalRow], high: BinlogOffset
-    ) -> list[ChangeRecord]:
-        """Snapshot rows as ``+I`` records positioned at the split's high watermark."""
-        table = self.schema.table_id
-        file_index = binlog_file_index(high.file)
-        ts_ms = int(time.time() * 1000)
-        encode = _encode_json
-        return [
-            ChangeRecord(
-                database=table.database,
-                table=table.table,
-                op="+I",
-                key=encode(list(self.normalizer.key_of(row))),
-                row=encode(row),
-                file_index=file_index,
-                pos=high.pos,
-                event_index=-1,
-                row_index=0,
-                seq=i,
-                ts_ms=ts_ms,
-                split_id=split.split_id,
-            )
-            for i, row in enumerate(rows)
-        ]
+def apply_partial(
+    normalizer: RowNormalizer,
+    in_chunk: Callable[[DriverImage | None], bool],
+    buffer: dict[tuple[CanonicalValue, ...], CanonicalRow],
+    change: RowChange,
+) -> int:
+    """A change logged with a partial row image (``mysql.partial_images``), on the chunk's
+    rows: a delete by key, or a patch of the row its key names. A patch of a key the buffer
+    lacks is passed over: that row was deleted before the SELECT (its delete follows in the
+    window), since an insert after the SELECT would be in the buffer already."""
+    image = change.after if change.kind == "patch" else change.before
+    if not in_chunk(image):
+        return 0
+    assert image is not None
+    sources = change.after_none_sources if change.kind == "patch" else change.before_none_sources
+    columns = normalizer.binlog_columns(image, sources)
+    key = normalizer.key_of(columns)
+    if change.kind != "patch":
+        buffer.pop(key, None)
+    elif key in buffer:
+        buffer[key] = {**buffer[key], **columns}
+    return 1
+
+
+def snapshot_records(
+    table: TableId,
+    key_of: Callable[[CanonicalRow], tuple[CanonicalValue, ...]],
+    split: SnapshotSplit,
+    rows: list[CanonicalRow],
+    high: BinlogOffset,
+) -> list[ChangeRecord]:
+    """Snapshot rows as ``+I`` records positioned at the split's high watermark."""
+    file_index = binlog_file_index(high.file)
+    ts_ms = int(time.time() * 1000)
+    encode = _encode_json
+    return [
+        ChangeRecord(
+            database=table.database,
+            table=table.table,
+            op="+I",
+            key=encode(list(key_of(row))),
+            row=encode(row),
+            file_index=file_index,
+            pos=high.pos,
+            event_index=-1,
+            row_index=0,
+            seq=i,
+            ts_ms=ts_ms,
+            split_id=split.split_id,
+        )
+        for i, row in enumerate(rows)
+    ]
