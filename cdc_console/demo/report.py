@@ -6,6 +6,7 @@ the demo tells a dead or stuck job apart from a slow one.
 
 from __future__ import annotations
 
+import logging
 import signal
 import time
 from dataclasses import dataclass
@@ -20,6 +21,10 @@ from cdc_console.demo import shop
 from cdc_console.demo.workload import WorkloadCounts
 from cdc_console.errors import redact
 from cdc_console.state.store import StateStore, TableState
+
+log = logging.getLogger("cdc_console.demo")
+
+PROGRESS_EVERY_SECONDS = 10.0
 
 if TYPE_CHECKING:
     from cdc_console.demo.verify import VerifyReport
@@ -150,3 +155,40 @@ def summary(
         f"  time      {time.monotonic() - started:.1f} s",
     ]
     return "\n".join(lines)
+
+
+def wait_caught_up(
+    config: PipelineConfig, job_pid: int | None, job_log: Path, timeout: float
+) -> str | None:
+    """Wait until every table streams and the committed position reaches the server's head;
+    return why not when the job dies or the timeout passes."""
+    from cdc_console.mysql.connection import connect
+    from cdc_console.mysql.position import current_position
+
+    log.info("waiting for the job to catch up (up to %.0f s)", timeout)
+    deadline = time.monotonic() + timeout
+    next_progress = time.monotonic() + PROGRESS_EVERY_SECONDS
+    conn = connect(config.source)
+    try:
+        while True:
+            failure = job_failure(job_pid, config, job_log)
+            if failure:
+                return failure
+            if config.state_path.exists():
+                tables, committed = _captured(config)
+                head = current_position(conn)
+                if (
+                    len(tables) >= len(shop.TABLES)
+                    and all(t.state == Lifecycle.STREAMING for t in tables)
+                    and committed is not None
+                    and committed >= head
+                ):
+                    return None
+            if time.monotonic() >= deadline:
+                return f"the job did not catch up within {timeout:.0f} s ({_progress(config)})"
+            if time.monotonic() >= next_progress:
+                next_progress += PROGRESS_EVERY_SECONDS
+                log.info("%s", _progress(config))
+            time.sleep(0.5)
+    finally:
+        conn.close()

@@ -19,8 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import secrets
 import shutil
 import signal
 import sys
@@ -34,8 +32,7 @@ from types import FrameType
 from typing import Protocol, cast
 
 from cdc_console import launcher
-from cdc_console.config import PipelineConfig, SnapshotConfig, load_config
-from cdc_console.config_writer import write_config
+from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
 from cdc_console.core.values import JSONObject, JSONValue
 from cdc_console.demo import (
@@ -46,28 +43,24 @@ from cdc_console.demo import (
     DEFAULT_ROWS,
     shop,
 )
+from cdc_console.demo.pipeline import PASSWORD_ENV, default_chunk_size, stop_jobs, write_demo_config
 from cdc_console.demo.report import (
+    PROGRESS_EVERY_SECONDS,
     DemoResult,
-    _captured,
     _progress,
     job_failure,
     summary,
+    wait_caught_up,
 )
 from cdc_console.demo.server import DemoSandbox, DemoServer, external_server, read_record
 from cdc_console.demo.workload import Workload, WorkloadMix
-from cdc_console.errors import CdcError, UsageError, register_secret
+from cdc_console.errors import CdcError, UsageError
 from cdc_console.logs import logging_to
 from cdc_console.state.store import StateStore
 
 log = logging.getLogger("cdc_console.demo")
 
-PASSWORD_ENV = "CDC_DEMO_PASSWORD"
-CDC_USER = "cdc"
-#: On a server the demo does not own, its own account, so an existing 'cdc' is never touched.
-EXTERNAL_CDC_USER = "cdc_demo"
-SERVER_IDS = "5400-5410"
 DEFAULT_HEADLESS_SECONDS = 60.0
-PROGRESS_EVERY_SECONDS = 10.0
 #: Folders of pipeline state, removed when the data they mirror is re-seeded.
 PIPELINE_DIRS = ("lake", "state", "checkpoints")
 
@@ -89,11 +82,6 @@ class DemoOptions:
     catch_up_timeout: float = 600.0
     chunk_size: int | None = None
     seed: int = 42
-
-
-def default_chunk_size(rows: int) -> int:
-    """About 40 chunks over the demo tables: enough to watch progress, few enough to be quick."""
-    return max(256, min(SnapshotConfig.chunk_size, rows // 40))
 
 
 class DemoInterrupted(KeyboardInterrupt):
@@ -162,7 +150,13 @@ class Demo:
             fresh = self._prepare_database(server)
             if fresh:
                 self._reset_pipeline_state()
-            config = self._write_config(server)
+            config = write_demo_config(
+                self.directory,
+                self.config_path,
+                server,
+                self.options.database,
+                self.options.chunk_size or default_chunk_size(self.options.rows),
+            )
             self._preflight(config)
             self._launch(cleanup, config)
             workload = Workload(
@@ -295,52 +289,6 @@ class Demo:
         if removed:
             log.info("removed the previous pipeline state (%s): its data was re-seeded", removed)
 
-    def _write_config(self, server: DemoServer) -> PipelineConfig:
-        password = secrets.token_urlsafe(18)
-        register_secret(password)
-        user = CDC_USER if server.owned else EXTERNAL_CDC_USER
-        granted = server.create_cdc_user(user, password, self.options.database)
-        log.info(
-            "created the pipeline's user '%s'@'%s' with %s only",
-            user,
-            server.account_host,
-            ", ".join(granted),
-        )
-        os.environ[PASSWORD_ENV] = password
-        secret = self.directory / "cdc.secret"
-        secret.touch(mode=0o600)
-        secret.chmod(0o600)
-        secret.write_text(password + "\n")
-        chunk = self.options.chunk_size or default_chunk_size(self.options.rows)
-        write_config(
-            self.config_path,
-            {
-                "name": "demo",
-                "source": {
-                    "host": server.host,
-                    "port": server.port,
-                    "user": user,
-                    "password_env": PASSWORD_ENV,
-                    "tables": [f"{self.options.database}.*"],
-                    "server_id": SERVER_IDS,
-                },
-                "snapshot": {"chunk_size": chunk, "parallelism": 2},
-                "sink": {"kind": "delta", "path": "lake", "changelog": True},
-                "state": {"path": "state/pipeline.sqlite"},
-                "spark": {
-                    "master": "local[2]",
-                    "trigger_seconds": 1.0,
-                    "checkpoint": "checkpoints",
-                },
-                "console": {"job_log": "logs/job.log"},
-            },
-            header=f"Written by 'cdc-console demo'; rewritten on every run.\n"
-            f"The password is not here: the job reads it from ${PASSWORD_ENV} (also in "
-            "cdc.secret, mode 600).",
-        )
-        log.info("wrote the pipeline config %s (chunk size %d)", self.config_path, chunk)
-        return load_config(self.config_path)
-
     def _preflight(self, config: PipelineConfig) -> None:
         """The job's own checks, run here first so a misconfigured ``--source`` fails in a
         second with the fix rather than after the job has started."""
@@ -358,31 +306,7 @@ class Demo:
             self.job_pid,
             self.job_log,
         )
-        cleanup.callback(self._stop_jobs, config)
-
-    def _stop_jobs(self, config: PipelineConfig) -> None:
-        """Stop the job the demo launched, and one the console started for this pipeline.
-
-        The launched one is stopped even when it already died, so what is left of its process
-        group (a JVM whose driver was killed) goes too.
-        """
-        pids = [self.job_pid] if self.job_pid is not None else []
-        if config.state_path.exists():
-            store = StateStore(config.state_path)
-            try:
-                proc = launcher.job_process(store, config_path=self.config_path)
-            finally:
-                store.close()
-            if proc is not None and proc.pid not in pids:
-                pids.append(proc.pid)
-        for pid in pids:
-            if not launcher.is_alive(pid):
-                launcher.stop_job(pid)
-                continue
-            log.info("stopping the pipeline job (pid %d)", pid)
-            started = time.monotonic()
-            launcher.stop_job(pid, timeout=60)
-            log.info("job stopped in %.1f s", time.monotonic() - started)
+        cleanup.callback(lambda: stop_jobs(config, self.config_path, self.job_pid))
 
     # -- headless -------------------------------------------------------------------------------
 
@@ -415,7 +339,7 @@ class Demo:
         if workload.failures:
             log.warning("workload: %s", "; ".join(workload.failures))
         stopped = time.monotonic()
-        failure = self._wait_caught_up(config)
+        failure = wait_caught_up(config, self.job_pid, self.job_log, self.options.catch_up_timeout)
         if failure:
             return self._finish_failed(config, failure)
         self.result.catch_up_seconds = time.monotonic() - stopped
@@ -448,41 +372,6 @@ class Demo:
             log.info("job running, Spark UI %s", runs[0].spark_ui)
             return True
         return False
-
-    def _wait_caught_up(self, config: PipelineConfig) -> str | None:
-        """Wait until every table streams and the committed position reaches the server's head;
-        return why not when the job dies or the timeout passes."""
-        from cdc_console.mysql.connection import connect
-        from cdc_console.mysql.position import current_position
-
-        timeout = self.options.catch_up_timeout
-        log.info("waiting for the job to catch up (up to %.0f s)", timeout)
-        deadline = time.monotonic() + timeout
-        next_progress = time.monotonic() + PROGRESS_EVERY_SECONDS
-        conn = connect(config.source)
-        try:
-            while True:
-                failure = job_failure(self.job_pid, config, self.job_log)
-                if failure:
-                    return failure
-                if config.state_path.exists():
-                    tables, committed = _captured(config)
-                    head = current_position(conn)
-                    if (
-                        len(tables) >= len(shop.TABLES)
-                        and all(t.state == Lifecycle.STREAMING for t in tables)
-                        and committed is not None
-                        and committed >= head
-                    ):
-                        return None
-                if time.monotonic() >= deadline:
-                    return f"the job did not catch up within {timeout:.0f} s ({_progress(config)})"
-                if time.monotonic() >= next_progress:
-                    next_progress += PROGRESS_EVERY_SECONDS
-                    log.info("%s", _progress(config))
-                time.sleep(0.5)
-        finally:
-            conn.close()
 
     def _finish_failed(self, config: PipelineConfig, failure: str) -> int:
         self.result.failure = failure

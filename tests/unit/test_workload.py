@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cdc_console.demo import shop
-from cdc_console.demo.run import default_chunk_size
+from cdc_console.demo.pipeline import default_chunk_size
 from cdc_console.demo.workload import (
     KEY_UPDATE_SHARE,
     MAX_BACKLOG_SECONDS,
