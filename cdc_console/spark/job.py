@@ -32,7 +32,7 @@ from cdc_console.errors import CdcError, UsageError, redact
 from cdc_console.metrics.server import serve_metrics
 from cdc_console.mysql import native
 from cdc_console.mysql.checks import preflight
-from cdc_console.mysql.connection import close_quietly, connect
+from cdc_console.mysql.connection import close_quietly
 from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.sinks.mirror_places import check_mirror_places
 from cdc_console.sinks.schema_history import record_followed
@@ -47,6 +47,7 @@ from cdc_console.spark.start_checks import (
     narrow_pending_plan,
     read_head,
     snapshot_only_done,
+    wait_for_source,
 )
 from cdc_console.spark.verify_schedule import VerifySchedule
 from cdc_console.state.readonly import captured_tables
@@ -108,32 +109,6 @@ class PipelineJob:
             followed,
         ).register(schemas, gone)
 
-    def wait_for_source(self) -> bool:
-        """On a restart, wait out a source that is down (restarting, failing over) before the
-        preflight; False when a stop was requested meanwhile.
-
-        A first start (no state yet) does not wait: a refused connection there is far more
-        often a wrong host or port than an outage, and the preflight names the fix at once.
-        """
-        if not self.config.state_path.exists():
-            return True
-        store = StateStore(self.config.state_path)
-        try:
-            store.close_outages("a new run started")
-            call_with_retry(
-                self._probe_source,
-                what="start-up",
-                outage_seconds=self.config.source.outage_seconds,
-                observer=store,
-                abandon=self.stop_requested.is_set,
-            )
-        except RetryAbandoned:
-            log.info("stop requested while waiting for the source; nothing was started")
-            return False
-        finally:
-            store.close()
-        return True
-
     def _follow_source(self, store: StateStore) -> None:
         """Before anything reads a stored position: if the source is now another server (a
         failover while the job was down), re-map the state to it by GTID."""
@@ -143,9 +118,6 @@ class PipelineJob:
             close_quietly(conn)
 
         self._with_source("start-up", follow)
-
-    def _probe_source(self) -> None:
-        close_quietly(connect(self.config.source))
 
     def _with_source(self, what: str, work: Callable[[], T]) -> T:
         """``work()`` with a source outage waited out (start-up steps after the preflight)."""
@@ -158,7 +130,7 @@ class PipelineJob:
         )
 
     def run(self, until_caught_up: bool = False) -> int:
-        if not self.wait_for_source():
+        if not wait_for_source(self.config, self.stop_requested.is_set):
             return 0
         _, schemas, gone = preflight(self.config, captured_tables(self.config.state_path))
         store = StateStore(self.config.state_path)
@@ -321,9 +293,9 @@ class PipelineJob:
                 moved_to = monitor.source_moved()
                 if moved_to is not None:
                     applier.wait_applied()  # the re-mapping waits for no batch to be staged
-                    query = self._restart_for_failover(store, query, moved_to, start_query)
+                    query = restart_for_failover(store, query, moved_to, start_query)
                     continue
-                if self._done(store, caught_up, until_caught_up):
+                if finished(self.config, store, caught_up, until_caught_up):
                     break
                 upkeep.tick()
                 verification.tick()
@@ -366,29 +338,6 @@ class PipelineJob:
         self.stop_requested.wait(pause)
         return start_query()
 
-    def _restart_for_failover(
-        self,
-        store: StateStore,
-        query: StreamingQuery,
-        moved_to: str,
-        start_query: Callable[[], StreamingQuery],
-    ) -> StreamingQuery:
-        """Abandon the batch in flight (it is pinned to the server that is gone; nothing of it
-        was applied) and start the query again: the planner re-maps the state and that batch's
-        plan to ``moved_to`` by GTID, and the batch is read there under its own number."""
-        message = (
-            f"the source answers from another server ({moved_to}): restarting the streaming "
-            "query so the batch in flight is re-planned there by GTID"
-        )
-        log.warning("%s", message)
-        store.log_event("source", message, level="warning")
-        with quiet_cancellations():
-            try:
-                query.stop()
-            except Exception as exc:
-                log.warning("stopping the streaming query: %s", str(exc).splitlines()[0][:200])
-        return start_query()
-
     def _take_stop_command(self, store: StateStore) -> None:
         """Acknowledge a queued ``stop`` and stop like SIGTERM: the current batch finishes."""
         for command in store.pending_commands([CommandKind.STOP]):
@@ -401,26 +350,6 @@ class PipelineJob:
             store.log_event("command", f"{command.describe()} applied: job stopping")
             log.info("%s: stopping", command.describe())
             self.stop_requested.set()
-
-    def _done(self, store: StateStore, caught_up: bool, until_caught_up: bool) -> bool:
-        tables = [t for t in store.tables() if t.state not in (Lifecycle.REMOVED, Lifecycle.PAUSED)]
-        if self.config.snapshot.startup_mode == StartupMode.SNAPSHOT_ONLY:
-            if tables and all(t.state == Lifecycle.SNAPSHOT_DONE for t in tables):
-                log.info("snapshot-only: every table snapshotted, exiting")
-                return True
-            return False
-        if (
-            until_caught_up
-            and tables
-            and all(t.state == Lifecycle.STREAMING for t in tables)
-            and caught_up
-            # A queued command (a re-dump, say) changes the tables at the next plan; the
-            # position alone can reach the head in between.
-            and not any(c.kind != CommandKind.STOP for c in store.pending_commands())
-        ):
-            log.info("caught up: every table streaming at the server's head, exiting")
-            return True
-        return False
 
 
 def retire_stale_stops(store: StateStore, started: float) -> None:
@@ -482,3 +411,51 @@ def stopped_at(store: StateStore) -> str:
 def install_signal_handlers(job: PipelineJob) -> None:
     signal.signal(signal.SIGTERM, job.request_stop)
     signal.signal(signal.SIGINT, job.request_stop)
+
+
+def restart_for_failover(
+    store: StateStore,
+    query: StreamingQuery,
+    moved_to: str,
+    start_query: Callable[[], StreamingQuery],
+) -> StreamingQuery:
+    """Abandon the batch in flight (it is pinned to the server that is gone; nothing of it
+    was applied) and start the query again: the planner re-maps the state and that batch's
+    plan to ``moved_to`` by GTID, and the batch is read there under its own number."""
+    message = (
+        f"the source answers from another server ({moved_to}): restarting the streaming "
+        "query so the batch in flight is re-planned there by GTID"
+    )
+    log.warning("%s", message)
+    store.log_event("source", message, level="warning")
+    with quiet_cancellations():
+        try:
+            query.stop()
+        except Exception as exc:
+            log.warning("stopping the streaming query: %s", str(exc).splitlines()[0][:200])
+    return start_query()
+
+
+def finished(
+    config: PipelineConfig, store: StateStore, caught_up: bool, until_caught_up: bool
+) -> bool:
+    """Whether the job's work is done: a snapshot-only run snapshotted every table, or a run
+    until caught up streams every table at the server's head with no command queued."""
+    tables = [t for t in store.tables() if t.state not in (Lifecycle.REMOVED, Lifecycle.PAUSED)]
+    if config.snapshot.startup_mode == StartupMode.SNAPSHOT_ONLY:
+        if tables and all(t.state == Lifecycle.SNAPSHOT_DONE for t in tables):
+            log.info("snapshot-only: every table snapshotted, exiting")
+            return True
+        return False
+    if (
+        until_caught_up
+        and tables
+        and all(t.state == Lifecycle.STREAMING for t in tables)
+        and caught_up
+        # A queued command (a re-dump, say) changes the tables at the next plan; the
+        # position alone can reach the head in between.
+        and not any(c.kind != CommandKind.STOP for c in store.pending_commands())
+    ):
+        log.info("caught up: every table streaming at the server's head, exiting")
+        return True
+    return False

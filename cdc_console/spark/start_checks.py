@@ -24,6 +24,7 @@ from cdc_console.errors import ConfigError
 from cdc_console.figures import binlog_needs
 from cdc_console.mysql.connection import close_quietly, connect
 from cdc_console.mysql.position import binary_logs, current_position
+from cdc_console.mysql.retry import RetryAbandoned, call_with_retry
 from cdc_console.retention import missing_binlog
 from cdc_console.source.parking import PARKABLE, is_purged, park_table
 from cdc_console.source.registration import rebuilding
@@ -156,3 +157,30 @@ def binary_logs_of(source: SourceConfig) -> Logs:
         return binary_logs(conn)
     finally:
         close_quietly(conn)
+
+
+def wait_for_source(config: PipelineConfig, abandon: Callable[[], bool]) -> bool:
+    """On a restart, wait out a source that is down (restarting, failing over) before the
+    preflight; False when a stop was requested meanwhile.
+
+    A first start (no state yet) does not wait: a refused connection there is far more
+    often a wrong host or port than an outage, and the preflight names the fix at once.
+    """
+    if not config.state_path.exists():
+        return True
+    store = StateStore(config.state_path)
+    try:
+        store.close_outages("a new run started")
+        call_with_retry(
+            lambda: close_quietly(connect(config.source)),
+            what="start-up",
+            outage_seconds=config.source.outage_seconds,
+            observer=store,
+            abandon=abandon,
+        )
+    except RetryAbandoned:
+        log.info("stop requested while waiting for the source; nothing was started")
+        return False
+    finally:
+        store.close()
+    return True
