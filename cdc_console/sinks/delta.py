@@ -67,7 +67,6 @@ from cdc_console.core.schema import TableId, TableSchema
 from cdc_console.core.values import CanonicalRow
 from cdc_console.sinks.base import (
     DataFile,
-    InRange,
     Key,
     ReplaceRange,
     SinkStats,
@@ -95,7 +94,6 @@ from cdc_console.sinks.delta_shape import (
     migrate_mirror,
 )
 from cdc_console.sinks.delta_tables import (
-    check_schema,
     open_or_create,
     open_table,
     reopen,
@@ -180,28 +178,8 @@ class DeltaSink(TableBatchSink):
         return table_app_id(self.app_id, table_id, self.names)
 
     def _lake_for(self, schema: TableSchema) -> tuple[pa.Schema, pa.Schema]:
-        """The table's own lake schema, and the one its mirror and change feed are written
-        with: the same, or, routed, that with the columns only other tables of the route gave
-        the mirror or its change feed (null in this table's rows). Both tables count: a crash
-        between another table's feed commit and its mirror commit leaves a column in one
-        only, which the retry adds to the other."""
-        own = lake_schema(mirror_schema(schema), self.lake)
-        if not schema.routed:
-            return own, own
-        theirs: dict[str, pa.Field] = {}
-        feed_only = {f.name for f in CHANGELOG_FIELDS}
-        for path in (self.mirror_path(schema.table_id), self.changelog_path(schema.table_id)):
-            if not DeltaTable.is_deltatable(str(path)):
-                continue
-            for held in table_schema(reopen(path)):
-                if held.name in feed_only:
-                    continue
-                index = own.get_field_index(held.name)
-                if index >= 0:
-                    check_shared_column(schema, own.field(index), held, path)
-                else:
-                    theirs.setdefault(held.name, held)
-        return own, pa.schema([*own, *theirs.values()])
+        paths = (self.mirror_path(schema.table_id), self.changelog_path(schema.table_id))
+        return lake_schemas(schema, self.lake, paths)
 
     def read_mirror(self, table_id: TableId) -> pa.Table:
         """The mirror's current rows (for tests and tools). Raises ``FileNotFoundError``."""
@@ -221,37 +199,6 @@ class DeltaSink(TableBatchSink):
         return DeltaTable(str(path)).transaction_version(self._app(table_id))
 
     # --- writes ---------------------------------------------------------------------------
-
-    def delete_absent_in_range(
-        self,
-        table_id: TableId,
-        schema: TableSchema,
-        in_range: InRange,
-        present_keys: set[Key],
-    ) -> int:
-        """Delete the mirror keys with ``in_range(key_row)`` true that are not in ``present_keys``.
-
-        ``key_row`` and the ``present_keys`` tuples hold canonical values in
-        ``schema.key_columns`` order (``ChangeRecord.key_values()``). Returns the number of rows
-        deleted. A standalone repair tool: its commit carries no app transaction, and running it
-        again after new keys entered the range would delete those too. The pipeline uses
-        ``apply_batch(..., replace_ranges=...)`` instead, which does this at the split's high
-        watermark inside the batch's single, idempotent MERGE. The mirror's key columns are read
-        in full: the predicate is Python, so Delta cannot prune files for it.
-        """
-        check_table(schema)
-        path = self.mirror_path(table_id)
-        if not DeltaTable.is_deltatable(str(path)):
-            return 0
-        table = DeltaTable(str(path))
-        _, lake = self._lake_for(schema)
-        check_schema(table, lake, path)
-        (absent,) = mirror_absent(table, schema, [(in_range, present_keys)], full_rows=False)
-        if not absent:
-            return 0
-        nets: dict[Key, CanonicalRow | None] = dict.fromkeys(absent)
-        metrics = merge_nets(table, schema, lake, nets, commit_properties=None)
-        return int(metrics.get("num_target_rows_deleted", 0))
 
     # --- internals ------------------------------------------------------------------------
 
@@ -322,39 +269,17 @@ class DeltaSink(TableBatchSink):
         rows = sum(chunk.rows for chunk in written)
         if log is not None and log_due:
             files = [f for chunk in written for f in chunk.changelog]
-            self._commit_files(log, files, batch_id, table_id, "log append")
+            commit_files(log, files, self._commit(batch_id, table_id, "log append"))
             stats["changelog_rows"] = rows
             stats["changelog_skipped"] = False
         if _already(mirror, self._app(table_id), batch_id):
             stats["mirror_skipped"] = True
             return stats
         files = [f for chunk in written for f in chunk.mirror]
-        self._commit_files(mirror, files, batch_id, table_id, "append")
+        commit_files(mirror, files, self._commit(batch_id, table_id, "append"))
         stats["inserted"] = stats["upserted"] = rows
         stats["files_added"] = len(files)
         return stats
-
-    def _commit_files(
-        self,
-        table: DeltaTable,
-        files: Sequence[DataFile],
-        batch_id: int,
-        table_id: TableId,
-        what: str,
-    ) -> None:
-        """One append commit of files already in the table's folder (none: the batch is still
-        recorded, so that a retry sees it as applied). The table's own schema is passed, so the
-        commit changes no metadata."""
-        actions: list[AddAction | RemoveAction] = [
-            AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files
-        ]
-        table.create_write_transaction(
-            actions,
-            mode="append",
-            schema=table.schema(),
-            commit_properties=self._commit(batch_id, table_id, what),
-        )
-        table.update_incremental()
 
     def _apply_table(
         self,
@@ -585,3 +510,45 @@ def _chunk_order(chunk: SnapshotChunk) -> tuple[int, str]:
 def _already(table: DeltaTable, app_id: str, batch_id: int) -> bool:
     applied = table.transaction_version(app_id)
     return applied is not None and applied >= batch_id
+
+
+def commit_files(
+    table: DeltaTable, files: Sequence[DataFile], commit_properties: CommitProperties
+) -> None:
+    """One append commit of files already in the table's folder (none: the batch is still
+    recorded, so that a retry sees it as applied). The table's own schema is passed, so the
+    commit changes no metadata."""
+    actions: list[AddAction | RemoveAction] = [
+        AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files
+    ]
+    table.create_write_transaction(
+        actions, mode="append", schema=table.schema(), commit_properties=commit_properties
+    )
+    table.update_incremental()
+
+
+def lake_schemas(
+    schema: TableSchema, lake: LakeConfig, paths: Sequence[Path]
+) -> tuple[pa.Schema, pa.Schema]:
+    """The table's own lake schema, and the one its mirror and change feed are written
+    with: the same, or, routed, that with the columns only other tables of the route gave
+    the mirror or its change feed at ``paths`` (null in this table's rows). Both tables count: a crash
+    between another table's feed commit and its mirror commit leaves a column in one
+    only, which the retry adds to the other."""
+    own = lake_schema(mirror_schema(schema), lake)
+    if not schema.routed:
+        return own, own
+    theirs: dict[str, pa.Field] = {}
+    feed_only = {f.name for f in CHANGELOG_FIELDS}
+    for path in paths:
+        if not DeltaTable.is_deltatable(str(path)):
+            continue
+        for held in table_schema(reopen(path)):
+            if held.name in feed_only:
+                continue
+            index = own.get_field_index(held.name)
+            if index >= 0:
+                check_shared_column(schema, own.field(index), held, path)
+            else:
+                theirs.setdefault(held.name, held)
+    return own, pa.schema([*own, *theirs.values()])

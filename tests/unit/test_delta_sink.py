@@ -553,28 +553,6 @@ def test_replace_range_of_an_empty_split(sink: DeltaSink) -> None:
     assert mirror(sink) == by_id(order(3), order(4), order(5))
 
 
-def test_delete_absent_in_range(sink: DeltaSink) -> None:
-    feed = Feed()
-    sink.apply_batch(0, SCHEMAS, [feed.rec("+I", order(k)) for k in range(1, 8)])
-    deleted = sink.delete_absent_in_range(
-        ORDERS, orders_schema(), lambda key: 2 <= key["id"] <= 5, present_keys={(2,), (4,)}
-    )
-    assert deleted == 2
-    assert sorted(mirror(sink)) == [(1,), (2,), (4,), (6,), (7,)]
-    assert (
-        sink.delete_absent_in_range(
-            ORDERS, orders_schema(), lambda key: True, {(1,), (2,), (4,), (6,), (7,)}
-        )
-        == 0
-    )
-    assert (
-        sink.delete_absent_in_range(
-            TableId("shop", "none"), orders_schema(), lambda key: True, set()
-        )
-        == 0
-    )
-
-
 def test_random_workload_matches_a_model(sink: DeltaSink) -> None:
     """Random inserts, updates, key changes and deletes over many batches, some retried."""
     rng = random.Random(7)
