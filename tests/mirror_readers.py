@@ -26,20 +26,24 @@ from cdc_console.sinks.mirror_read import read_delta
 
 
 def read_mirror(path: Path | str) -> pa.Table:
-    """The mirror's live rows as our reader gives them, once the independent readers agree."""
-    ours = read_delta(DeltaTable(str(path)))
-    for reader, theirs in independent_reads(str(path)):
+    """The mirror's live rows as our reader gives them, once the independent readers agree.
+
+    Every reader reads the same version: a test polls mirrors while the job commits to them."""
+    table = DeltaTable(str(path))
+    ours = read_delta(table)
+    for reader, theirs in independent_reads(str(path), table.version()):
         assert_same_rows(ours, theirs, reader)
     return ours
 
 
-def independent_reads(path: str) -> Iterator[tuple[str, pa.Table]]:
-    table = DeltaTable(path)
+def independent_reads(path: str, version: int) -> Iterator[tuple[str, pa.Table]]:
+    table = DeltaTable(path, version=version)
     query = QueryBuilder().register("m", table).execute("SELECT * FROM m").read_all()
     yield "delta-rs QueryBuilder", pa.table(query)
     with polars_readable(Path(path)) as readable:
-        yield "Polars read_delta", pl.read_delta(str(readable)).to_arrow()
-        yield "Polars scan_delta", pl.scan_delta(str(readable)).collect().to_arrow()
+        yield "Polars read_delta", pl.read_delta(str(readable), version=version).to_arrow()
+        scanned = pl.scan_delta(str(readable), version=version).collect()
+        yield "Polars scan_delta", scanned.to_arrow()
 
 
 #: what Polars 2.1's own Delta reader finds in a local table's path: it percent-encodes any

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
 from tests.mirror_readers import assert_same_rows, read_mirror
 
@@ -63,3 +63,24 @@ def test_a_table_at_a_path_polars_cannot_open_is_read_from_a_plain_copy(tmp_path
     with pytest.raises(FileNotFoundError):
         pl.read_delta(str(path))
     assert read_mirror(path).sort_by("id").equals(ROWS)
+
+
+def test_every_reader_reads_the_version_ours_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit between our read and theirs (the job writes while a test polls) is no
+    disagreement: the independent readers are pinned to the version ours read."""
+    import tests.mirror_readers as readers
+
+    path = tmp_path / "t"
+    write_deltalake(str(path), ROWS)
+    ours = readers.read_delta
+
+    def then_a_commit(table: DeltaTable) -> pa.Table:
+        rows = ours(table)
+        write_deltalake(str(path), ROWS.slice(0, 1), mode="append")
+        return rows
+
+    monkeypatch.setattr(readers, "read_delta", then_a_commit)
+    assert read_mirror(path).num_rows == 3
+    assert DeltaTable(str(path)).version() == 1
