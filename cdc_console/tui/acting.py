@@ -58,7 +58,9 @@ class ConsoleActions(App[None]):
     def _queue(self, monitor: PipelineMonitor, kind: str, table: str | None) -> None:
         what = f"{kind} {table or 'pipeline'}"
         self._act(
-            monitor, what, lambda: CommandQueued(monitor.name, monitor.queue(kind, table), what)
+            monitor,
+            what,
+            lambda: CommandQueued(monitor.name, monitor.actions.queue(kind, table), what),
         )
 
     @work(thread=True, group="act")
@@ -66,7 +68,7 @@ class ConsoleActions(App[None]):
         self._act(
             monitor,
             f"verify {table}",
-            lambda: VerificationLaunched(monitor.name, table, monitor.verify_table(table)),
+            lambda: VerificationLaunched(monitor.name, table, monitor.actions.verify_table(table)),
         )
 
     @work(thread=True, group="act")
@@ -74,16 +76,20 @@ class ConsoleActions(App[None]):
         self._act(
             monitor,
             f"repair {table}",
-            lambda: RepairQueued(monitor.name, table, monitor.repair_table(table)),
+            lambda: RepairQueued(monitor.name, table, monitor.actions.repair_table(table)),
         )
 
     @work(thread=True, group="act")
     def _start_job(self, monitor: PipelineMonitor) -> None:
-        self._act(monitor, "start job", lambda: JobLaunched(monitor.name, monitor.start_job()))
+        self._act(
+            monitor, "start job", lambda: JobLaunched(monitor.name, monitor.actions.start_job())
+        )
 
     @work(thread=True, group="stop")
     def _stop_job(self, monitor: PipelineMonitor) -> None:
-        self._act(monitor, "stop job", lambda: JobStopFinished(monitor.name, monitor.stop_job()))
+        self._act(
+            monitor, "stop job", lambda: JobStopFinished(monitor.name, monitor.actions.stop_job())
+        )
 
     def on_command_queued(self, message: CommandQueued) -> None:
         view = self.view_of(message.pipeline)
@@ -113,7 +119,7 @@ class ConsoleActions(App[None]):
     def on_verification_launched(self, message: VerificationLaunched) -> None:
         monitor = self.monitors[message.pipeline]
         self.notify(
-            f"pid {message.pid}, log {monitor.verify_log}; verdicts appear in the table's note, "
+            f"pid {message.pid}, log {monitor.actions.verify_log}; verdicts appear in the table's note, "
             "the splits' verified column and on Events",
             title=f"{message.pipeline}: verifying {message.table}",
         )

@@ -13,31 +13,21 @@ import getpass
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from cdc_console.config import PipelineConfig
-from cdc_console.core.estimate import FinishEstimate
 from cdc_console.core.head_history import HeadHistory
-from cdc_console.core.lifecycle import CommandKind, CommandStatus, Verdict
 from cdc_console.core.offset import BinlogOffset
 from cdc_console.core.outage import Outage
-from cdc_console.core.schema import TableId
-from cdc_console.core.values import JSONValue
 from cdc_console.errors import CdcError
 from cdc_console.figures import (
-    ReadEstimates,
-    ReadPacing,
     VerifyEstimate,
-    binlog_needs,
-    read_estimates,
-    redump_forecast,
     verify_estimate,
 )
 from cdc_console.mysql.lag import binlog_distance
-from cdc_console.source.control import refusal
 from cdc_console.state.lake import lake_tables
 from cdc_console.state.store import (
     LAG_SAMPLES_KEPT,
@@ -48,16 +38,15 @@ from cdc_console.state.store import (
 )
 from cdc_console.status import (
     held_changes_by_table,
-    mirror_shape,
-    shape_note,
-    skip_reason,
     split_verification,
 )
 from cdc_console.tui.data import assess
+from cdc_console.tui.data.actions import PipelineActions
 from cdc_console.tui.data.history import ProgressTracker, RateTracker
 from cdc_console.tui.data.jobs import JobControl, ProcessSample
 from cdc_console.tui.data.logtail import last_meaningful, tail
 from cdc_console.tui.data.server import ServerProbe, ServerStatus
+from cdc_console.tui.data.slow_figures import SlowFigures
 from cdc_console.tui.data.splits import SplitReader
 from cdc_console.tui.data.units import shown_path
 from cdc_console.tui.data.views import binlog_view, default_table, event_view, table_view
@@ -77,7 +66,6 @@ T = TypeVar("T")
 EVENTS_SHOWN = 300
 COMMANDS_SHOWN = 100
 STOP_GRACE_SECONDS = 30.0
-NEEDS_TTL_SECONDS = 5.0
 
 
 def console_user() -> str:
@@ -85,21 +73,6 @@ def console_user() -> str:
         return f"console:{getpass.getuser()}"
     except Exception:
         return "console"
-
-
-class Recent(Generic[T]):
-    """One figure that reads much of the state, computed again only every
-    ``NEEDS_TTL_SECONDS`` or when what it is for (``key``) changes."""
-
-    def __init__(self) -> None:
-        self._held: tuple[float, str, T] | None = None
-
-    def get(self, now: float, key: str, compute: Callable[[], T]) -> tuple[T, float]:
-        """The figure, and how many seconds old it is."""
-        held = self._held
-        if held is None or held[1] != key or now - held[0] >= NEEDS_TTL_SECONDS:
-            held = self._held = (now, key, compute())
-        return held[2], now - held[0]
 
 
 @dataclass
@@ -128,15 +101,19 @@ class PipelineMonitor:
         self._closed = False
         self._server: ServerStatus | None = None
         self._lag_seen = 0.0
-        self._launch: tuple[int, float] | None = None
-        self._stopping_since: float | None = None
-        self._awaiting: dict[int, str] = {}
-        self._notices: list[Notice] = []
-        self._needs_cache: Recent[list[tuple[str, BinlogOffset]]] = Recent()
-        self._estimates_cache: Recent[ReadEstimates] = Recent()
-        self._forecast_cache: Recent[FinishEstimate | None] = Recent()
-        self._shapes_cache: Recent[dict[TableId, str]] = Recent()
+        self.slow = SlowFigures(self.config)
         self.splits = SplitReader()
+        self.actions = PipelineActions(
+            self.config,
+            self.config_path,
+            self.jobs,
+            self.store,
+            self._io,
+            lambda: self.log_path,
+            self.clock,
+            self.issued_by,
+            self.stop_grace,
+        )
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -210,7 +187,7 @@ class PipelineMonitor:
         splits = self.splits.read(store, selected) if selected else ()
         if selected in verified:
             splits = _with_verifications(splits, verified[selected], now)
-        needs = self._needs(store, now)
+        needs = self.slow.needs(store, now)
         if committed is not None:
             needs.append(("the stream", committed))
         return replace(
@@ -224,13 +201,13 @@ class PipelineMonitor:
             ),
             throttled=_throttled(store, job),
             verifying=_verifying(store, now),
-            redump_forecast=self._forecast(store, selected, now) if selected else None,
+            redump_forecast=self.slow.forecast(store, selected, now) if selected else None,
             tables=table_views,
             selected_table=selected,
             splits=splits,
             events=tuple(events),
             commands=tuple(store.commands(COMMANDS_SHOWN)),
-            notices=self._collect_notices(store),
+            notices=self.actions.notices(store),
         )
 
     def _table_views(
@@ -245,14 +222,8 @@ class PipelineMonitor:
         estimate."""
         mirrors = {t.name: t for t in lake_tables(store) if t.kind == "mirror"}
         held = held_changes_by_table(store)
-        estimates = self._estimates(store, tables, now)
-        shapes, _ = self._shapes_cache.get(
-            now,
-            "",
-            lambda: {
-                t: shape_note(mirror_shape(self.config, t, d)) for t, d in store.schemas().items()
-            },
-        )
+        estimates = self.slow.estimates(store, tables, now)
+        shapes = self.slow.shapes(store, now)
         return tuple(
             table_view(
                 t,
@@ -285,27 +256,6 @@ class PipelineMonitor:
             log_tail=log_tail,
         )
 
-    def _forecast(self, store: StateStore, table: str, now: float) -> FinishEstimate | None:
-        """``redump_forecast`` of the selected table: it reads all the table's chunks."""
-        forecast, _ = self._forecast_cache.get(
-            now,
-            table,
-            lambda: redump_forecast(store, TableId.parse(table), ReadPacing.of(self.config)),
-        )
-        return forecast
-
-    def _estimates(self, store: StateStore, tables: list[TableState], now: float) -> ReadEstimates:
-        """``read_estimates`` (it reads every reading table's chunks); the time spent since is
-        taken off, so the countdown still moves."""
-        found, age = self._estimates_cache.get(now, "", lambda: read_estimates(store, tables, now))
-        return found.later(age) if age else found
-
-    def _needs(self, store: StateStore, now: float) -> list[tuple[str, BinlogOffset]]:
-        """``binlog_needs``: it reads every snapshotting table's splits, and the oldest needed
-        position moves slowly."""
-        needs, _ = self._needs_cache.get(now, "", lambda: list(binlog_needs(store)))
-        return list(needs)
-
     def _merge_lag_samples(self, store: StateStore) -> None:
         limit = LAG_SAMPLES_KEPT if not self._lag_seen else 50
         for sample in store.lag_samples(limit):
@@ -328,15 +278,15 @@ class PipelineMonitor:
     ) -> JobView:
         console = self.config.console
         launch = self._launch_state(runs)
-        if sample is None and self._stopping_since is not None:
-            self._stopping_since = None
+        if sample is None and self.actions.stopping_since is not None:
+            self.actions.stopping_since = None
         stalled = not paused and self.progress.stalled(now, console.stale_alert_seconds, behind)
         return assess.job_view(
             runs[:RUNS_SHOWN],
             len(runs),
             sample,
             launch=launch,
-            stopping=self._stopping_since is not None,
+            stopping=self.actions.stopping_since is not None,
             stalled=stalled,
             outage=outage,
             last_error=errors[-1].message if errors else None,
@@ -348,12 +298,12 @@ class PipelineMonitor:
 
     def _launch_state(self, runs: list[RunRow]) -> assess.Launch | None:
         """The job this console launched, until its run row shows up (then announced once)."""
-        if self._launch is None:
+        if self.actions.launch is None:
             return None
-        pid, at = self._launch
+        pid, at = self.actions.launch
         if runs and runs[0].started_at >= at - assess.LAUNCH_SLACK_SECONDS:
-            self._launch = None
-            self._notices.append(
+            self.actions.launch = None
+            self.actions.owed.append(
                 Notice("information", self.name, f"job up: run {runs[0].run_id}, pid {pid}")
             )
             return None
@@ -396,124 +346,7 @@ class PipelineMonitor:
             config=self.config.console,
         )
         binlog = self._binlog_view(None, None, (None, None), [], [], now)
-        return replace(self._view(now, log_tail, job, binlog), notices=tuple(self._drain()))
-
-    def _collect_notices(self, store: StateStore) -> tuple[Notice, ...]:
-        for command_id, what in list(self._awaiting.items()):
-            command = store.command(command_id)
-            if command is None or command.status == CommandStatus.PENDING:
-                continue
-            del self._awaiting[command_id]
-            if command.status == CommandStatus.APPLIED:
-                self._notices.append(
-                    Notice("information", f"{self.name}: {what} applied", command.reason or "")
-                )
-            else:
-                self._notices.append(
-                    Notice("error", f"{self.name}: {what} refused", command.reason or "")
-                )
-        return tuple(self._drain())
-
-    def _drain(self) -> list[Notice]:
-        notices, self._notices = self._notices, []
-        return notices
-
-    # -- acting ---------------------------------------------------------------------------------
-
-    def queue(
-        self, kind: str, target: str | None = None, args: Mapping[str, JSONValue] | None = None
-    ) -> int:
-        """Queue a command as the CLI does; raise ``CdcError`` with the reason it cannot apply."""
-        with self._io:
-            return self._queue(kind, target, args)
-
-    def _queue(self, kind: str, target: str | None, args: Mapping[str, JSONValue] | None) -> int:
-        store = self.store()
-        if store is None:
-            raise CdcError(
-                f"{self.name} has no state yet, so there is nothing to {kind}",
-                "start the job first (s)",
-            )
-        extra = dict(args or {})
-        reason = refusal(kind, target, extra, store.tables(), store.pipeline_paused())
-        if reason is not None:
-            raise CdcError(reason)
-        command_id = store.queue_command(kind, target, extra, issued_by=self.issued_by)
-        command = store.command(command_id)
-        self._awaiting[command_id] = command.what if command else kind
-        return command_id
-
-    def verify_table(self, table: str) -> int:
-        """Launch ``cdc-console verify --table table`` detached; return its pid."""
-        with self._io:
-            store = self.store()
-            found = store.table(table) if store is not None else None
-        if found is None:
-            raise CdcError(f"{self.name} does not capture {table}", "pick a table of this pipeline")
-        reason = skip_reason(found)
-        if reason:
-            raise CdcError(f"{table} cannot be verified now: {reason}")
-        return self.jobs.launch_verify(self.config_path, self.verify_log, table)
-
-    def repair_table(self, table: str) -> list[int]:
-        """Queue ``redump --chunk N`` for every chunk of ``table`` whose last verdict differs."""
-        with self._io:
-            store = self.store()
-            rows = store.verifications(table) if store is not None else []
-            chunks = [r.split_no for r in rows if r.verdict == Verdict.DIFFERS]
-            if not chunks:
-                raise CdcError(
-                    f"no chunk of {table} differs in its last verification",
-                    "verify it again (v on Tables) to see where it stands",
-                )
-            for chunk in chunks:
-                self._queue(CommandKind.REDUMP, table, {"chunk": chunk})
-        return chunks
-
-    @property
-    def verify_log(self) -> Path:
-        return self.config.state_path.parent / "verify.log"
-
-    def start_job(self) -> int:
-        """Launch the job detached (it outlives the console); refuse if one is running."""
-        with self._io:
-            store = self.store()
-            running = store is not None and self.jobs.sample(store, self.config_path) is not None
-        if running:
-            raise CdcError(f"{self.name}: a job is already running", "stop it first (x)")
-        if self._launch is not None and self.jobs.is_alive(self._launch[0]):
-            raise CdcError(f"{self.name}: the job started at pid {self._launch[0]} is starting")
-        pid = self.jobs.launch(self.config_path, self.log_path)
-        self._launch = (pid, self.clock())
-        return pid
-
-    def stop_job(self, sleep: Callable[[float], None] = time.sleep) -> str:
-        """Queue ``stop``; if the job has not exited after the grace period, signal it.
-
-        The queued command lets the job finish its batch and acknowledge; the signal is the
-        fallback for a job too stuck to read its queue. Blocks for up to the grace period plus
-        the launcher's own timeout, so it runs in a worker of its own.
-        """
-        with self._io:
-            store = self.store()
-            sample = self.jobs.sample(store, self.config_path) if store is not None else None
-        if sample is None and self._launch is not None and self.jobs.is_alive(self._launch[0]):
-            pid = self._launch[0]
-            self.jobs.stop(pid, 30.0)
-            return f"job pid {pid} stopped before it started a run: signalled"
-        if store is None or sample is None:
-            raise CdcError(f"{self.name}: no job is running", "start one with s")
-        self.queue(CommandKind.STOP)
-        self._stopping_since = self.clock()
-        deadline = time.monotonic() + self.stop_grace
-        while time.monotonic() < deadline:
-            if not self.jobs.is_alive(sample.pid):
-                return f"job pid {sample.pid} stopped"
-            sleep(0.25)
-        self.jobs.stop(sample.pid, 30.0)
-        return (
-            f"job pid {sample.pid} ignored the stop command for {self.stop_grace:.0f} s: signalled"
-        )
+        return replace(self._view(now, log_tail, job, binlog), notices=self.actions.notices(None))
 
     def close(self) -> None:
         """Release the server connection and the state database, after any poll in flight."""
@@ -524,10 +357,6 @@ class PipelineMonitor:
             if self._store is not None:
                 self._store.close()
                 self._store = None
-
-    @property
-    def launched(self) -> bool:
-        return self._launch is not None
 
 
 def open_monitors(config_paths: Sequence[str | Path]) -> list[PipelineMonitor]:
