@@ -3,12 +3,14 @@
 Merge-on-read mirrors are written by our own commit code (deletion vectors are not a thing a
 Python library writes), so what we write must read the same through readers that share none of
 our code: DataFusion over delta-kernel (``QueryBuilder``) and Polars' ``read_delta`` and
-``scan_delta``. The integration tests read their mirrors through :func:`read_mirror`, so every
-mirror a kill -9, a re-dump, a fixture or a type test leaves behind is checked by all of them.
+``scan_delta``. After every integration test, each mirror it left behind (a kill -9's, a
+re-dump's, a fixture's, a type test's) is read through :func:`read_mirror` (``check_lake``), so
+all of them are checked by every reader at their final version.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import string
 import tempfile
@@ -17,6 +19,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+# One thread: the check runs beside the Spark job under test on a 2-core box.
+os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 import polars as pl
 import pyarrow as pa
@@ -80,3 +85,20 @@ def rows_of(table: pa.Table) -> Counter[tuple[str, ...]]:
         return tuple(repr(row[name]) for name in table.column_names)
 
     return Counter(canonical(row) for row in table.to_pylist())
+
+
+def mirrors_under(root: Path) -> list[Path]:
+    """The Delta mirrors anywhere under ``root`` (not the append-only change feeds)."""
+    return sorted(
+        log.parent
+        for log in root.rglob("_delta_log")
+        if log.is_dir() and "_changelog" not in log.parent.parts
+    )
+
+
+def check_lake(root: Path) -> int:
+    """Read every mirror under ``root`` three ways (``read_mirror``); how many there were."""
+    found = mirrors_under(root)
+    for path in found:
+        read_mirror(path)
+    return len(found)

@@ -30,7 +30,6 @@ from cdc_console.mysql.position import current_position
 from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.state.store import EventRow, RunRow, StateStore
 from tests.conftest import CDC_PASSWORD_ENV, CDC_USER, SourceDb
-from tests.mirror_readers import read_mirror
 
 
 def write_config(
@@ -184,7 +183,7 @@ def mirror_rows(
     config: PipelineConfig, database: str, table: str, key: str
 ) -> list[dict[str, Any]]:
     path = config.sink.path / database / table
-    rows: list[dict[str, Any]] = read_mirror(path).to_pylist()
+    rows: list[dict[str, Any]] = read_delta(DeltaTable(str(path))).to_pylist()
     return sorted(rows, key=lambda r: r[key])
 
 

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.schema import COUNT_COLUMN, quote_ident
+from cdc_console.sinks.mirror_read import read_delta
 from tests.conftest import SourceDb
 from tests.integration.harness import (
     JobProcess,
@@ -25,7 +27,6 @@ from tests.integration.harness import (
 )
 from tests.integration.test_identifiers import tables_state
 from tests.integration.test_verify import verify
-from tests.mirror_readers import read_mirror
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
@@ -87,7 +88,7 @@ def source(db: SourceDb, table: str) -> Counter[tuple[Any, ...]]:
 
 def mirror(config: PipelineConfig, db: SourceDb, table: str) -> Counter[tuple[Any, ...]]:
     path = config.sink.path / db.name / table
-    return multiset(read_mirror(path).to_pylist())
+    return multiset(read_delta(DeltaTable(str(path))).to_pylist())
 
 
 def test_odd_column_names_are_captured_verified_and_redumped(

@@ -38,7 +38,6 @@ from tests.integration.harness import (
 )
 from tests.integration.test_identifiers import tables_state
 from tests.integration.test_verify import verify
-from tests.mirror_readers import read_mirror
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
@@ -112,7 +111,7 @@ def source_multiset(db: SourceDb, table: str) -> Counter[tuple[Any, ...]]:
 
 
 def mirror_multiset(config: PipelineConfig, db: SourceDb, table: str) -> Counter[tuple[Any, ...]]:
-    data = read_mirror(config.sink.path / db.name / table).to_pylist()
+    data = read_delta(DeltaTable(str(config.sink.path / db.name / table))).to_pylist()
     found: Counter[tuple[Any, ...]] = Counter()
     for row in data:
         count = row.pop(COUNT_COLUMN)

@@ -30,7 +30,6 @@ from tests.integration.catalogue import Fixture, catalogue
 from tests.integration.harness import JobProcess, load, run_cli, running, wait_for, write_config
 from tests.integration.test_table_control import all_in, caught_up_now, cli
 from tests.integration.test_verify import verify
-from tests.mirror_readers import read_mirror
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
@@ -66,7 +65,7 @@ class CatalogueWriter(threading.Thread):
 
 
 def mirror_rows(config: PipelineConfig, db: SourceDb, name: str) -> int:
-    data = read_mirror(mirror_path(config.sink.path, TableId(db.name, name)))
+    data = read_delta(DeltaTable(str(mirror_path(config.sink.path, TableId(db.name, name)))))
     if COUNT_COLUMN in data.column_names:
         return int(pc.sum(data[COUNT_COLUMN]).as_py() or 0)
     return data.num_rows

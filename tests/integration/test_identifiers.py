@@ -9,11 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.schema import TableId
 from cdc_console.mysql.checks import run_checks
 from cdc_console.sinks.lake_layout import mirror_path
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import (
@@ -25,7 +27,6 @@ from tests.integration.harness import (
     write_config,
 )
 from tests.integration.test_table_control import cli
-from tests.mirror_readers import read_mirror
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
@@ -64,7 +65,7 @@ def _toml(text: str) -> str:
 
 def _mirror(config_path: Path, database: str, table: str) -> list[tuple[object, ...]]:
     path = mirror_path(load(config_path).sink.path, TableId(database, table))
-    rows = read_mirror(path).to_pylist()
+    rows = read_delta(DeltaTable(str(path))).to_pylist()
     return sorted((r["id"], r["name"]) for r in rows)
 
 

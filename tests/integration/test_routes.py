@@ -16,6 +16,7 @@ from deltalake import DeltaTable
 
 from cdc_console.config import PipelineConfig
 from cdc_console.core.lifecycle import Lifecycle
+from cdc_console.sinks.mirror_read import read_delta
 from cdc_console.state.store import StateStore
 from tests.conftest import SourceDb
 from tests.integration.harness import (
@@ -31,7 +32,6 @@ from tests.integration.harness import (
 )
 from tests.integration.test_table_control import all_in, caught_up_now, cli, tables_state
 from tests.integration.test_verify import verify
-from tests.mirror_readers import read_mirror
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
@@ -79,7 +79,7 @@ def union_of_shards(db: SourceDb, shards: list[tuple[str, str]]) -> list[dict[st
 
 def merged_mirror(config_path: Path) -> list[dict[str, Any]]:
     path = load(config_path).sink.path / "crm" / "users"
-    return read_mirror(path).to_pylist()
+    return read_delta(DeltaTable(str(path))).to_pylist()
 
 
 def by_origin(

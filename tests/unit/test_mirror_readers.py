@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from tests.mirror_readers import assert_same_rows, read_mirror
+from tests.mirror_readers import assert_same_rows, check_lake, mirrors_under, read_mirror
 
 ROWS = pa.table(
     {
@@ -84,3 +84,13 @@ def test_every_reader_reads_the_version_ours_read(
     monkeypatch.setattr(readers, "read_delta", then_a_commit)
     assert read_mirror(path).num_rows == 3
     assert DeltaTable(str(path)).version() == 1
+
+
+def test_the_lake_check_finds_every_mirror_and_not_the_change_feeds(tmp_path: Path) -> None:
+    for place in ("shop/orders", "shop/odd name", "_changelog/shop/orders"):
+        write_deltalake(str(tmp_path / "lake" / place), ROWS)
+    assert [p.relative_to(tmp_path) for p in mirrors_under(tmp_path)] == [
+        Path("lake/shop/odd name"),
+        Path("lake/shop/orders"),
+    ]
+    assert check_lake(tmp_path) == 2
