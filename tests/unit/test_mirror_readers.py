@@ -11,7 +11,13 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from tests.mirror_readers import assert_same_rows, check_lake, mirrors_under, read_mirror
+from tests.mirror_readers import (
+    assert_same_rows,
+    check_lake,
+    mirrors_under,
+    read_mirror,
+    same_when_sorted,
+)
 
 ROWS = pa.table(
     {
@@ -49,6 +55,30 @@ def test_the_same_rows_in_another_order_and_spelling_agree() -> None:
 def test_a_reader_that_reads_otherwise_is_named(theirs: pa.Table) -> None:
     with pytest.raises(AssertionError, match="other reader"):
         assert_same_rows(ROWS, theirs, "other reader")
+
+
+FLOATS = pa.table({"x": pa.array([1.5, float("nan"), -0.0, None]), "tag": ["a", "b", "c", "d"]})
+
+
+def test_floats_agree_bit_for_bit_nan_included() -> None:
+    assert same_when_sorted(FLOATS, FLOATS.take([3, 1, 0, 2]))
+    assert_same_rows(FLOATS, FLOATS.take([2, 3, 1, 0]), "reader")
+
+
+def test_the_sign_of_a_zero_is_a_difference() -> None:
+    theirs = FLOATS.set_column(0, "x", pa.array([1.5, float("nan"), 0.0, None]))
+    assert not same_when_sorted(FLOATS, theirs)
+    with pytest.raises(AssertionError, match="other reader"):
+        assert_same_rows(FLOATS, theirs, "other reader")
+
+
+def test_rows_that_tie_on_every_sortable_column_fall_back_to_the_row_by_row_count() -> None:
+    """Two rows alike but for a list column may sort either way: the fast comparison proves
+    nothing then, and the exact one decides."""
+    rows = pa.table({"k": [1, 1], "items": pa.array([[1], [2]], pa.list_(pa.int64()))})
+    assert_same_rows(rows, rows.take([1, 0]), "reader")
+    with pytest.raises(AssertionError, match="other reader"):
+        assert_same_rows(rows, rows.take([0, 0]), "other reader")
 
 
 def test_a_plain_delta_table_reads_the_same_three_ways(tmp_path: Path) -> None:
