@@ -36,7 +36,7 @@ from tests.integration.harness import (
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
 ROWS, CHUNK = 40_000, 2_000
-PARTS = '[pipeline]\nbinlog_readers = 3\nbinlog_part_bytes = "1KiB"\nmax_window_bytes = "32KiB"\n'
+PARTS = '[pipeline]\nbinlog_readers = 3\nbinlog_part_bytes = "1KiB"\nmax_window_bytes = "64KiB"\n'
 
 
 def streaming_batches(config: PipelineConfig) -> int:
