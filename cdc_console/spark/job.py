@@ -39,7 +39,7 @@ from cdc_console.sinks.schema_history import record_followed
 from cdc_console.source.failover import connect_following
 from cdc_console.source.registration import TableRegistration
 from cdc_console.spark.lag_monitor import LagMonitor
-from cdc_console.spark.query_restarts import QueryRestarts
+from cdc_console.spark.query_restarts import QueryRestarts, poll
 from cdc_console.spark.shutdown import drain, quiet_cancellations, stop_query
 from cdc_console.spark.start_checks import (
     check_binlog_available,
@@ -277,7 +277,7 @@ class PipelineJob:
             while not self.stop_requested.is_set():
                 if endpoint is not None:
                     endpoint.metrics.beat()
-                failure = query.exception()
+                active, failure = poll(query)
                 if failure is not None:
                     pause = restarts.allow(failure)
                     if pause is None:
@@ -285,7 +285,7 @@ class PipelineJob:
                     query = self._restart_after(store, applier, failure, pause, start_query)
                     continue
                 applier.check()
-                if not query.isActive:
+                if not active:
                     break
                 store.update_run(self.run_id, heartbeat_at=time.time())
                 self._take_stop_command(store)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +21,26 @@ TRANSIENT_MARKS = (
     "Python worker failed to connect back",
     "Timed out while waiting for the Python worker to connect back",
 )
+
+
+class PolledQuery(Protocol):
+    """What the job's loop reads of a ``StreamingQuery``."""
+
+    @property
+    def isActive(self) -> bool: ...
+
+    def exception(self) -> BaseException | None: ...
+
+
+def poll(query: PolledQuery) -> tuple[bool, BaseException | None]:
+    """Whether the query still runs, then how it failed, read in that order.
+
+    Spark records a query's cause of death before it marks the query terminated, so a query
+    seen ended already shows its failure. Read the other way round, a query that failed between
+    the two reads looked like one that ended cleanly: the job drained and exited 0 on a fault it
+    would have ridden through (a loaded CI run did)."""
+    active = bool(query.isActive)
+    return active, query.exception()
 
 
 def is_transient(failure: BaseException) -> bool:

@@ -230,18 +230,21 @@ def test_verifications_under_writers_report_no_false_difference(
             )
             verifier = Verifier(config, store)
             setattr(store, "note_verified", note)  # noqa: B010
+            before = [writer.ops for writer in writers]
             reports = [verifier.run() for _ in range(10)]
+            during = [writer.ops - ops for writer, ops in zip(writers, before, strict=True)]
             assert store.verify_progress() is None  # each run ends its progress
         finally:
             store.close()
         # each run counts up to every finished chunk of the two tables, which it compares
         finals = [p for p in seen if p.chunks_done == p.chunks_total]
         assert len(finals) == 10 and all(p.chunks_total == chunks >= 8 for p in seen)
-        for writer in writers:
+        for writer, statements in zip(writers, during, strict=True):
             writer.stop()
             assert not writer.errors, writer.errors
-            print(f"{writer.table}: {writer.ops} statements, {writer.achieved_rate:.0f}/s")
-            assert writer.achieved_rate > 400, "each table took ~500 statements a second"
+            print(f"{writer.table}: {statements} statements during the verifications")
+            # a count, not a rate: on a loaded box the writers run slower, the verifications too
+            assert statements >= 1_000, "the verifications ran under a steady write load"
     # exact at the first comparison: the re-check, a safety net, was never needed
     assert verifier.rechecked == 0
     for report in reports:
